@@ -1,0 +1,31 @@
+# One command each: `make test` and `make run` set everything up on a fresh clone.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: setup test lint bench clean
+
+# (re)install when pyproject.toml changes; `pip install -e` is idempotent
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q -e '.[dev,spark]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
+
+# pytest exits 5 when it collects nothing: that fails too
+test: lint
+	$(PY) -m pytest
+
+bench: $(STAMP)
+	@for f in benchmarks/[a-z]*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis

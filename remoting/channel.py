@@ -1,0 +1,265 @@
+"""Channel: one TCP connection, either side. Decoding, the pending-response table, the write
+path with back-pressure, and close notification.
+
+Both ends are symmetric: a server-side channel can send requests to its peer (check-back,
+consumer-change notices) and a client-side channel serves requests from the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+import structlog
+
+from remoting.dispatch import Dispatcher
+from remoting.errors import (
+    FrameError,
+    RemotingCommandError,
+    RemotingConnectError,
+    RemotingSendRequestError,
+    RemotingTimeoutError,
+)
+from remoting.protocol.codes import ResponseCode, SerializeType
+from remoting.protocol.command import ONEWAY_FLAG, RemotingCommand, next_opaque, response_to
+from remoting.protocol.frame import DEFAULT_MAX_FRAME, FrameDecoder, encode
+
+log = structlog.get_logger(__name__)
+
+_PAUSED_IN_FLIGHT: Final = 1
+_PAUSED_WRITES: Final = 2
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChannelOptions:
+    """Per-connection limits, shared by every channel of a server or client."""
+
+    max_frame: int = DEFAULT_MAX_FRAME
+    max_in_flight: int = 1024  # requests being handled; reading pauses at the cap
+    write_stall_timeout: float = 30.0  # seconds a peer may leave our writes unread
+    pause_reading_on_write_stall: bool = True  # servers: a peer that does not read, is not read
+
+
+class Channel(asyncio.Protocol):
+    """One connection. Create through RemotingServer or RemotingClient."""
+
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        options: ChannelOptions,
+        *,
+        serialize_type: int | None = None,
+        on_close: Callable[[Channel], None] | None = None,
+    ) -> None:
+        self._dispatcher = dispatcher
+        self._options = options
+        self._decoder = FrameDecoder(options.max_frame)
+        self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
+        self._transport: asyncio.Transport | None = None
+        self._on_close = on_close
+        self._paused = 0
+        self._writable = asyncio.Event()
+        self._writable.set()
+        self._stall_timer: asyncio.TimerHandle | None = None
+        self._log = log
+        # the type of requests we originate; a server channel learns it from the peer
+        self.serialize_type = serialize_type
+        self.peer = "?"
+        self.local = "?"
+        self.in_flight = 0
+        self.last_active = time.monotonic()
+        self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    # ------------------------------------------------------------ asyncio.Protocol
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports are not asyncio.Transport subclasses, but have its interface
+        transport = typing.cast(asyncio.Transport, transport)
+        self._transport = transport
+        self.peer = _addr(transport.get_extra_info("peername"))
+        self.local = _addr(transport.get_extra_info("sockname"))
+        self._log = log.bind(peer=self.peer)
+        self._log.debug("connection_opened", local=self.local)
+
+    def data_received(self, data: bytes) -> None:
+        self.last_active = time.monotonic()
+        try:
+            commands = self._decoder.feed(data)
+        except FrameError as exc:
+            self._log.warning("frame_error", error=str(exc))
+            self.abort()
+            return
+        for cmd in commands:
+            if cmd.is_response:
+                fut = self._pending.get(cmd.opaque)
+                if fut is not None and not fut.done():
+                    fut.set_result(cmd)
+                else:
+                    self._log.debug("late_response", opaque=cmd.opaque, code=cmd.code)
+                continue
+            if self.serialize_type is None:
+                self.serialize_type = cmd.serialize_type
+            task = self._dispatcher.dispatch(self, cmd)
+            if task is not None:
+                self.in_flight += 1
+                task.add_done_callback(self._request_done)
+                if self.in_flight >= self._options.max_in_flight:
+                    self._pause(_PAUSED_IN_FLIGHT)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._transport = None
+        if self._stall_timer is not None:
+            self._stall_timer.cancel()
+        self._writable.set()  # wake writers: they find the channel closed
+        error = RemotingConnectError(f"connection to {self.peer} lost")
+        for fut in self._pending.values():
+            if not fut.done():
+                fut.set_exception(error)
+        if not self.closed.done():
+            self.closed.set_result(None)
+        self._log.debug("connection_closed", error=str(exc) if exc else None)
+        if self._on_close is not None:
+            self._on_close(self)
+
+    def pause_writing(self) -> None:
+        self._writable.clear()
+        if self._options.pause_reading_on_write_stall:
+            self._pause(_PAUSED_WRITES)
+        loop = asyncio.get_running_loop()
+        self._stall_timer = loop.call_later(self._options.write_stall_timeout, self._stalled)
+
+    def resume_writing(self) -> None:
+        self._writable.set()
+        if self._stall_timer is not None:
+            self._stall_timer.cancel()
+            self._stall_timer = None
+        self._resume(_PAUSED_WRITES)
+
+    # ------------------------------------------------------------ flow control
+
+    def _pause(self, reason: int) -> None:
+        if not self._paused and self._transport is not None:
+            self._transport.pause_reading()
+        self._paused |= reason
+
+    def _resume(self, reason: int) -> None:
+        was = self._paused
+        self._paused &= ~reason
+        if was and not self._paused and self._transport is not None:
+            self._transport.resume_reading()
+
+    def _request_done(self, _task: asyncio.Task[None]) -> None:
+        self.in_flight -= 1
+        if self._paused & _PAUSED_IN_FLIGHT and self.in_flight <= self._options.max_in_flight // 2:
+            self._resume(_PAUSED_IN_FLIGHT)
+
+    def _stalled(self) -> None:
+        self._log.warning("peer_not_reading", seconds=self._options.write_stall_timeout)
+        self.abort()
+
+    # ------------------------------------------------------------ writing
+
+    @property
+    def is_open(self) -> bool:
+        return self._transport is not None and not self._transport.is_closing()
+
+    def _write(self, cmd: RemotingCommand) -> None:
+        head, body = encode(cmd, self._options.max_frame)
+        transport = self._transport
+        if transport is None or transport.is_closing():
+            raise RemotingSendRequestError(f"connection to {self.peer} is closed")
+        if body:
+            transport.writelines((head, body))
+        else:
+            transport.write(head)
+        self.last_active = time.monotonic()
+
+    def send_response(self, response: RemotingCommand) -> None:
+        """Write a response now; dropped (logged) if the peer is gone."""
+        try:
+            self._write(response)
+        except RemotingCommandError as exc:  # unencodable: tell the peer instead
+            self._log.error("response_unencodable", code=response.code, error=str(exc))
+            error = response_to(response, ResponseCode.SYSTEM_ERROR, f"response unencodable: {exc}")
+            error.serialize_type = response.serialize_type
+            self._write_quietly(error)
+        except RemotingSendRequestError:
+            self._log.debug("response_dropped", opaque=response.opaque)
+
+    def _write_quietly(self, cmd: RemotingCommand) -> None:
+        try:
+            self._write(cmd)
+        except (RemotingSendRequestError, RemotingCommandError):
+            self._log.debug("response_dropped", opaque=cmd.opaque)
+
+    def _prepare(self, cmd: RemotingCommand, flag: int) -> None:
+        cmd.opaque = next_opaque()
+        cmd.flag = flag
+        cmd.serialize_type = (
+            self.serialize_type if self.serialize_type is not None else SerializeType.JSON
+        )
+
+    async def _wait_writable(self, deadline: float) -> None:
+        if not self._writable.is_set():
+            try:
+                async with asyncio.timeout_at(deadline):
+                    await self._writable.wait()
+            except TimeoutError:
+                raise RemotingSendRequestError(f"{self.peer} is not reading") from None
+        if not self.is_open:
+            raise RemotingConnectError(f"connection to {self.peer} is closed")
+
+    async def request(self, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
+        """Send ``cmd`` and await its response for at most ``timeout`` seconds.
+
+        Raises RemotingTimeoutError (the connection stays usable), RemotingConnectError (lost),
+        RemotingSendRequestError (not writable), RemotingCommandError (unencodable).
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        await self._wait_writable(deadline)
+        self._prepare(cmd, 0)
+        fut: asyncio.Future[RemotingCommand] = loop.create_future()
+        opaque = cmd.opaque
+        self._pending[opaque] = fut
+        timer = loop.call_at(deadline, _expire, fut, self.peer, cmd.code, timeout)
+        try:
+            self._write(cmd)
+            return await fut
+        finally:
+            timer.cancel()
+            del self._pending[opaque]
+
+    async def oneway(self, cmd: RemotingCommand, timeout: float) -> None:
+        """Send ``cmd`` as a oneway request; the peer never answers it."""
+        await self._wait_writable(asyncio.get_running_loop().time() + timeout)
+        self._prepare(cmd, ONEWAY_FLAG)
+        self._write(cmd)
+
+    def close(self) -> None:
+        """Close after flushing what is buffered."""
+        if self._transport is not None:
+            self._transport.close()
+
+    def abort(self) -> None:
+        """Close at once, dropping buffered writes."""
+        if self._transport is not None:
+            self._transport.abort()
+
+
+def _expire(fut: asyncio.Future[RemotingCommand], peer: str, code: int, timeout: float) -> None:
+    if not fut.done():
+        fut.set_exception(
+            RemotingTimeoutError(f"no response from {peer} to code {code} within {timeout:.3f}s")
+        )
+
+
+def _addr(info: object) -> str:
+    if isinstance(info, tuple) and len(info) >= 2:
+        host = str(info[0])
+        return f"[{host}]:{info[1]}" if ":" in host else f"{host}:{info[1]}"
+    return str(info)

@@ -1,0 +1,166 @@
+"""RemotingClient: one channel per address, opened lazily and re-opened after a loss."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Self
+
+import structlog
+
+from remoting.channel import Channel, ChannelOptions
+from remoting.config import ClientConfig
+from remoting.dispatch import Dispatcher, Route
+from remoting.errors import RemotingConnectError, RemotingTooMuchRequestError
+from remoting.protocol.command import RemotingCommand
+
+log = structlog.get_logger(__name__)
+
+DEFAULT_TIMEOUT = 3.0
+
+
+class RemotingClient:
+    """Talks to any number of servers; requests from a server go to ``routes``.
+
+    ``invoke`` awaits a response; ``invoke_oneway`` only writes. Many requests share one
+    connection per address (opaque -> future). Headers go out in ``config.serialize_type``.
+    """
+
+    def __init__(
+        self, config: ClientConfig | None = None, routes: Mapping[int, Route] | None = None
+    ) -> None:
+        self.config = config or ClientConfig()
+        self._dispatcher = Dispatcher(routes or {})
+        self._options = ChannelOptions(
+            max_frame=self.config.frame_max_length,
+            write_stall_timeout=self.config.client_write_stall_timeout_millis / 1000,
+            pause_reading_on_write_stall=False,  # never stop reading responses
+        )
+        self._channels: dict[str, Channel] = {}
+        self._connecting: dict[str, asyncio.Task[Channel]] = {}
+        self._slots = asyncio.Semaphore(self.config.client_async_semaphore_value)
+        self._closed = False
+
+    async def invoke(
+        self, addr: str, request: RemotingCommand, timeout: float = DEFAULT_TIMEOUT
+    ) -> RemotingCommand:
+        """Send ``request`` to ``addr`` ("host:port") and await the response.
+
+        The whole call, waiting for a slot and connecting included, is bounded by ``timeout``.
+        Raises the RemotingError subclasses: ...TimeoutError, ...ConnectError,
+        ...SendRequestError, ...TooMuchRequestError, ...CommandError.
+        """
+        deadline = asyncio.get_running_loop().time() + timeout
+        await self._acquire(deadline)
+        try:
+            ch = await self._channel(addr, deadline)
+            return await ch.request(request, deadline - asyncio.get_running_loop().time())
+        finally:
+            self._slots.release()
+
+    async def invoke_oneway(
+        self, addr: str, request: RemotingCommand, timeout: float = DEFAULT_TIMEOUT
+    ) -> None:
+        """Send ``request`` as oneway; returns once written."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        ch = await self._channel(addr, deadline)
+        await ch.oneway(request, deadline - asyncio.get_running_loop().time())
+
+    async def _acquire(self, deadline: float) -> None:
+        if not self._slots.locked():
+            await self._slots.acquire()
+            return
+        try:
+            async with asyncio.timeout_at(deadline):
+                await self._slots.acquire()
+        except TimeoutError:
+            raise RemotingTooMuchRequestError(
+                f"{self.config.client_async_semaphore_value} requests already in flight"
+            ) from None
+
+    async def _channel(self, addr: str, deadline: float) -> Channel:
+        ch = self._channels.get(addr)
+        if ch is not None and ch.is_open:
+            return ch
+        if self._closed:
+            raise RemotingConnectError("client is closed")
+        task = self._connecting.get(addr)
+        if task is None:
+            task = asyncio.get_running_loop().create_task(self._connect(addr))
+            self._connecting[addr] = task
+            task.add_done_callback(self._connected)
+        try:
+            async with asyncio.timeout_at(deadline):
+                return await asyncio.shield(task)
+        except TimeoutError:
+            raise RemotingConnectError(f"connect to {addr} timed out") from None
+
+    def _connected(self, task: asyncio.Task[Channel]) -> None:
+        for addr, pending in list(self._connecting.items()):
+            if pending is task:
+                del self._connecting[addr]
+        if not task.cancelled() and task.exception() is not None:
+            log.debug("connect_failed", error=str(task.exception()))
+
+    async def _connect(self, addr: str) -> Channel:
+        host, _, port = addr.rpartition(":")
+        loop = asyncio.get_running_loop()
+
+        def factory() -> Channel:
+            return Channel(
+                self._dispatcher,
+                self._options,
+                serialize_type=self.config.serialize_type,
+                on_close=lambda c: self._lost(addr, c),
+            )
+
+        try:
+            async with asyncio.timeout(self.config.connect_timeout_millis / 1000):
+                _transport, ch = await loop.create_connection(factory, host.strip("[]"), int(port))
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise RemotingConnectError(f"connect to {addr} failed: {exc}") from exc
+        self._channels[addr] = ch
+        log.debug("connected", addr=addr, local=ch.local)
+        return ch
+
+    def _lost(self, addr: str, ch: Channel) -> None:
+        if self._channels.get(addr) is ch:
+            del self._channels[addr]
+        if not self._closed:
+            log.info("connection_lost", addr=addr)
+
+    def channel(self, addr: str) -> Channel | None:
+        """The open channel to ``addr``, if any."""
+        ch = self._channels.get(addr)
+        return ch if ch is not None and ch.is_open else None
+
+    def close_channel(self, addr: str) -> None:
+        """Close the connection to ``addr``; the next request re-opens it."""
+        ch = self._channels.pop(addr, None)
+        if ch is not None:
+            ch.abort()
+
+    async def close(self) -> None:
+        """Close every connection; pending requests fail with RemotingConnectError."""
+        self._closed = True
+        for task in list(self._connecting.values()):
+            task.cancel()
+        channels = list(self._channels.values())
+        self._channels.clear()
+        for ch in channels:
+            ch.abort()
+        if channels:
+            await asyncio.wait([ch.closed for ch in channels], timeout=5)
+        await self._dispatcher.drain(1.0)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()

@@ -1,0 +1,166 @@
+"""Remoting configuration (ServerConfig, ClientConfig) and the loader every process uses.
+
+Files are RocketMQ-style ``key=value`` lines with camelCase keys; objects are frozen dataclasses
+with snake_case attributes (``metadata["key"]`` for irregular names such as ``brokerIP1``).
+Precedence: defaults < ``-c`` file < ``--set key=value`` < dedicated flags (design.md 8).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import re
+import typing
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple, TypeVar
+
+import structlog
+
+from remoting.errors import ConfigError
+from remoting.protocol.codes import SerializeType
+from remoting.protocol.frame import DEFAULT_MAX_FRAME
+
+log = structlog.get_logger(__name__)
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerConfig:
+    """NettyServerConfig's keys that apply to us, plus our flow-control limits."""
+
+    listen_port: int = 8888
+    bind_address: str = "0.0.0.0"
+    server_channel_max_idle_time_seconds: int = 120
+    frame_max_length: int = DEFAULT_MAX_FRAME
+    server_connection_max_in_flight: int = 1024  # ours: reading pauses at this many requests
+    server_write_stall_timeout_millis: int = 30_000  # ours: a peer that never reads is closed
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClientConfig:
+    """NettyClientConfig's keys that apply to us, plus the header encoding we speak."""
+
+    connect_timeout_millis: int = 3000
+    client_async_semaphore_value: int = 65535  # requests in flight per RemotingClient
+    frame_max_length: int = DEFAULT_MAX_FRAME
+    # msgpack between our own processes; JSON to talk to Apache servers
+    serialize_type: SerializeType = field(default=SerializeType.MSGPACK)
+    client_write_stall_timeout_millis: int = 30_000
+
+
+class Value(NamedTuple):
+    """A configured value and where it came from, for error messages."""
+
+    text: str
+    where: str
+
+
+def config_key(f: dataclasses.Field[Any]) -> str:
+    """The file key of a config field: its metadata key, else its name in camelCase."""
+    if "key" in f.metadata:
+        return str(f.metadata["key"])
+    head, *rest = f.name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def config_keys(cls: type) -> set[str]:
+    return {config_key(f) for f in dataclasses.fields(cls)}
+
+
+# Java Properties: the key ends at the first '=', ':' or whitespace
+_LINE = re.compile(r"([^=:\s]+)\s*[=:]?\s*(.*)")
+
+
+def parse_properties(text: str, source: str) -> dict[str, Value]:
+    """Java-properties style: ``key=value``, ``key: value`` or ``key value``; # and ! comment."""
+    values: dict[str, Value] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if not stripped or stripped[0] in "#!":
+            continue
+        match = _LINE.match(stripped)
+        if match is None:
+            raise ConfigError(f"{source}:{number}: expected key=value, got {stripped!r}")
+        values[match.group(1)] = Value(match.group(2).strip(), f"{source}:{number}")
+    return values
+
+
+def parse_sets(items: Iterable[str]) -> dict[str, Value]:
+    """``--set key=value`` overrides."""
+    values = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        if not sep or not name.strip():
+            raise ConfigError(f"--set {item!r}: expected key=value")
+        values[name.strip()] = Value(text.strip(), "--set")
+    return values
+
+
+def _coerce(hint: Any, value: Value, name: str) -> Any:
+    text = value.text
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        try:
+            return hint[text]
+        except KeyError:
+            names = " or ".join(m.name for m in hint)
+            raise ConfigError(f"{value.where}: {name}: expected {names}, got {text!r}") from None
+    if hint is bool:
+        if text.lower() not in ("true", "false"):
+            raise ConfigError(f"{value.where}: {name}: expected true or false, got {text!r}")
+        return text.lower() == "true"
+    try:
+        return hint(text) if hint in (int, float) else text
+    except ValueError:
+        raise ConfigError(
+            f"{value.where}: {name}: expected {hint.__name__}, got {text!r}"
+        ) from None
+
+
+def build(cls: type[T], values: Mapping[str, Value]) -> T:
+    """An instance of the config dataclass ``cls`` from the values whose keys it knows."""
+    hints = typing.get_type_hints(cls)
+    kwargs = {}
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        name = config_key(f)
+        if name in values:
+            kwargs[f.name] = _coerce(hints[f.name], values[name], name)
+    return cls(**kwargs)
+
+
+def load_values(path: str | None, sets: Iterable[str] = ()) -> dict[str, Value]:
+    """The file's values overlaid with ``--set`` overrides."""
+    values: dict[str, Value] = {}
+    if path is not None:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read config file: {exc.strerror}") from exc
+        values.update(parse_properties(text, path))
+    values.update(parse_sets(sets))
+    return values
+
+
+def warn_unknown(values: Mapping[str, Value], classes: Iterable[type]) -> None:
+    """Log each key no config object takes, once: real files carry extra keys."""
+    known = set().union(*(config_keys(c) for c in classes))
+    for name in sorted(set(values) - known):
+        log.warning("config_key_unknown", key=name, where=values[name].where)
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, enum.Enum):
+        return value.name
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def dump(*objects: Any) -> str:
+    """The effective config as sorted camelCase ``key=value`` lines (what ``-p`` prints)."""
+    lines = {}
+    for obj in objects:
+        for f in dataclasses.fields(obj):
+            lines[config_key(f)] = _text(getattr(obj, f.name))
+    return "".join(f"{k}={v}\n" for k, v in sorted(lines.items()))

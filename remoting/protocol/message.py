@@ -1,0 +1,283 @@
+"""Messages and their byte layouts: the stored/pulled record, properties, batch bodies.
+
+The stored record is RocketMQ's CommitLog layout byte for byte (protocol.md 7.1), the same bytes a
+pull response carries and a check-back request's body holds, so real clients decode what we store.
+We write V1 magic; IPv6 hosts only when an address is IPv6. We decode V1 and V2, IPv4 and IPv6.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Final, NamedTuple
+
+from remoting.errors import MessageDecodeError
+from remoting.protocol.msgid import (
+    BORNHOST_V6_FLAG,
+    STOREHOST_V6_FLAG,
+    offset_msg_id,
+    pack_host,
+    unpack_host,
+)
+
+MAGIC_V1: Final = 0xDAA320A7
+MAGIC_V2: Final = 0xDAA320AB  # int16 topic length; decoded, never written
+BLANK_MAGIC: Final = 0xCBD43194  # end-of-file trailer of a CommitLog segment
+
+QUEUE_OFFSET_POS: Final = 20
+PHYSICAL_OFFSET_POS: Final = 28
+SYSFLAG_POS: Final = 36
+BORNHOST_POS: Final = 48
+MAX_TOPIC_BYTES: Final = 127
+MAX_PROPERTIES_BYTES: Final = 32767
+
+NAME_VALUE_SEPARATOR: Final = "\x01"
+PROPERTY_SEPARATOR: Final = "\x02"
+
+
+class SysFlag:
+    """MessageSysFlag bits (protocol.md 10.1)."""
+
+    COMPRESSED: Final = 0x1
+    MULTI_TAGS: Final = 0x2
+    TRANSACTION_MASK: Final = 0xC
+    TRANSACTION_NOT_TYPE: Final = 0x0
+    TRANSACTION_PREPARED: Final = 0x4
+    TRANSACTION_COMMIT: Final = 0x8
+    TRANSACTION_ROLLBACK: Final = 0xC
+    BORNHOST_V6: Final = BORNHOST_V6_FLAG
+    STOREHOST_V6: Final = STOREHOST_V6_FLAG
+
+
+class Prop:
+    """Property names that matter to the cluster (protocol.md 9)."""
+
+    TAGS: Final = "TAGS"
+    KEYS: Final = "KEYS"
+    UNIQ_KEY: Final = "UNIQ_KEY"
+    WAIT: Final = "WAIT"
+    DELAY: Final = "DELAY"
+    TRAN_MSG: Final = "TRAN_MSG"
+    PGROUP: Final = "PGROUP"
+    REAL_TOPIC: Final = "REAL_TOPIC"
+    REAL_QID: Final = "REAL_QID"
+    RETRY_TOPIC: Final = "RETRY_TOPIC"
+    RECONSUME_TIME: Final = "RECONSUME_TIME"
+    MAX_RECONSUME_TIMES: Final = "MAX_RECONSUME_TIMES"
+    ORIGIN_MESSAGE_ID: Final = "ORIGIN_MESSAGE_ID"
+    CLUSTER: Final = "CLUSTER"
+    MIN_OFFSET: Final = "MIN_OFFSET"
+    MAX_OFFSET: Final = "MAX_OFFSET"
+    TRANSACTION_CHECK_TIMES: Final = "TRANSACTION_CHECK_TIMES"
+    CHECK_IMMUNITY_TIME_IN_SECONDS: Final = "CHECK_IMMUNITY_TIME_IN_SECONDS"
+    TRAN_PREPARED_QUEUE_OFFSET: Final = "TRAN_PREPARED_QUEUE_OFFSET"
+    MSG_REGION: Final = "MSG_REGION"
+    TRACE_ON: Final = "TRACE_ON"
+
+
+def encode_properties(props: dict[str, str]) -> str:
+    """``name\\x01value\\x02`` for every pair, the last one included (protocol.md 7.3)."""
+    return "".join(f"{k}{NAME_VALUE_SEPARATOR}{v}{PROPERTY_SEPARATOR}" for k, v in props.items())
+
+
+def decode_properties(text: str | None) -> dict[str, str]:
+    """The inverse of ``encode_properties``; malformed or empty pairs are skipped, as in Java."""
+    props: dict[str, str] = {}
+    if text:
+        for item in text.split(PROPERTY_SEPARATOR):
+            pair = item.split(NAME_VALUE_SEPARATOR)
+            if len(pair) == 2 and pair[0] and pair[1]:
+                props[pair[0]] = pair[1]
+    return props
+
+
+def body_crc(body: bytes) -> int:
+    """BODYCRC as RocketMQ computes it: crc32 masked to a non-negative int32."""
+    return zlib.crc32(body) & 0x7FFFFFFF
+
+
+@dataclass(slots=True, kw_only=True)
+class MessageExt:
+    """A stored message: what the CommitLog holds and what pulls return."""
+
+    topic: str
+    body: bytes
+    flag: int = 0
+    properties: dict[str, str] = field(default_factory=dict)
+    queue_id: int = 0
+    sys_flag: int = 0
+    born_timestamp: int = 0
+    born_host: str = "127.0.0.1:0"
+    store_timestamp: int = 0
+    store_host: str = "127.0.0.1:0"
+    reconsume_times: int = 0
+    prepared_transaction_offset: int = 0
+    queue_offset: int = 0
+    commit_log_offset: int = 0
+    body_crc: int = 0
+    store_size: int = 0
+
+    @property
+    def msg_id(self) -> str:
+        """The offsetMsgId: store host + commitlog offset, uppercase hex."""
+        return offset_msg_id(pack_host(self.store_host), self.commit_log_offset)
+
+    @property
+    def tags(self) -> str | None:
+        return self.properties.get(Prop.TAGS)
+
+    @property
+    def keys(self) -> list[str]:
+        return self.properties.get(Prop.KEYS, "").split()
+
+
+# totalSize, magic, bodyCRC, queueId, flag, queueOffset, physicalOffset, sysFlag, bornTimestamp
+_HEAD = struct.Struct(">iIiiiqqiq")
+_TAIL = struct.Struct(">iq")  # reconsumeTimes, preparedTransactionOffset
+_Q = struct.Struct(">q")
+_I = struct.Struct(">i")
+_H = struct.Struct(">h")
+_B = struct.Struct(">b")
+
+
+def encode_record(m: MessageExt) -> bytes:
+    """The V1 stored record of ``m`` (sizes, CRC and host flags computed here).
+
+    Raises ``ValueError`` for a topic over 127 bytes, properties over 32767 bytes, or a bad
+    host address.
+    """
+    topic = m.topic.encode()
+    props = encode_properties(m.properties).encode()
+    if len(topic) > MAX_TOPIC_BYTES:
+        raise ValueError(f"topic is {len(topic)} bytes, the record allows {MAX_TOPIC_BYTES}")
+    if len(props) > MAX_PROPERTIES_BYTES:
+        raise ValueError(f"properties are {len(props)} bytes, at most {MAX_PROPERTIES_BYTES}")
+    born, store = pack_host(m.born_host), pack_host(m.store_host)
+    sys_flag = m.sys_flag & ~(BORNHOST_V6_FLAG | STOREHOST_V6_FLAG)
+    sys_flag |= (BORNHOST_V6_FLAG if len(born) > 8 else 0) | (
+        STOREHOST_V6_FLAG if len(store) > 8 else 0
+    )
+    size = 4 * 4 + 8 + 8 + 4 + 8 + len(born) + 8 + len(store) + 4 + 8 + 4 + len(m.body)
+    size += 4 + 1 + len(topic) + 2 + len(props)
+    head = _HEAD.pack(
+        size, MAGIC_V1, body_crc(m.body), m.queue_id, m.flag, m.queue_offset,
+        m.commit_log_offset, sys_flag, m.born_timestamp,
+    )  # fmt: skip
+    return b"".join((
+        head, born, _Q.pack(m.store_timestamp), store,
+        _TAIL.pack(m.reconsume_times, m.prepared_transaction_offset),
+        _I.pack(len(m.body)), m.body, _B.pack(len(topic)), topic, _H.pack(len(props)), props,
+    ))  # fmt: skip
+
+
+def record_size(data: bytes | memoryview, pos: int = 0) -> int:
+    """TOTALSIZE of the record at ``pos``."""
+    return int(_I.unpack_from(data, pos)[0])
+
+
+def decode_record(data: bytes | memoryview, pos: int = 0, *, inflate: bool = False) -> MessageExt:
+    """Decode the record at ``pos``; with ``inflate`` a compressed body is decompressed.
+
+    Raises ``MessageDecodeError`` for anything malformed.
+    """
+    try:
+        return _decode(data, pos, inflate)
+    except (struct.error, UnicodeDecodeError, ValueError, zlib.error) as exc:
+        raise MessageDecodeError(f"malformed message record at {pos}: {exc}") from exc
+
+
+def _decode(data: bytes | memoryview, pos: int, inflate: bool) -> MessageExt:
+    size, magic, crc, queue_id, flag, qoff, poff, sys_flag, born_ts = _HEAD.unpack_from(data, pos)
+    if magic not in (MAGIC_V1, MAGIC_V2):
+        raise MessageDecodeError(f"bad magic code {magic:#010x} at {pos}")
+    end = pos + size
+    if size < _HEAD.size or end > len(data):
+        raise MessageDecodeError(f"record size {size} at {pos} runs past the buffer")
+    at = pos + _HEAD.size
+    hlen = 20 if sys_flag & BORNHOST_V6_FLAG else 8
+    born_host = unpack_host(data[at : at + hlen])
+    at += hlen
+    (store_ts,) = _Q.unpack_from(data, at)
+    slen = 20 if sys_flag & STOREHOST_V6_FLAG else 8
+    store_host = unpack_host(data[at + 8 : at + 8 + slen])
+    at += 8 + slen
+    reconsume, prepared = _TAIL.unpack_from(data, at)
+    body, at = _chunk(data, at + _TAIL.size, _I, end)
+    if magic == MAGIC_V1:
+        topic, at = _chunk(data, at, _B, end)
+    else:
+        topic, at = _chunk(data, at, _H, end)
+    props, at = _chunk(data, at, _H, end)
+    if at != end:
+        raise MessageDecodeError(f"record at {pos} has {end - at} stray bytes")
+    if inflate and sys_flag & SysFlag.COMPRESSED:
+        body = zlib.decompress(body)
+    return MessageExt(
+        topic=topic.decode(), body=body, flag=flag, properties=decode_properties(props.decode()),
+        queue_id=queue_id, sys_flag=sys_flag, born_timestamp=born_ts, born_host=born_host,
+        store_timestamp=store_ts, store_host=store_host, reconsume_times=reconsume,
+        prepared_transaction_offset=prepared, queue_offset=qoff, commit_log_offset=poff,
+        body_crc=crc, store_size=size,
+    )  # fmt: skip
+
+
+def _chunk(data: bytes | memoryview, at: int, length: struct.Struct, end: int) -> tuple[bytes, int]:
+    (n,) = length.unpack_from(data, at)
+    start = at + length.size
+    if n < 0 or start + n > end:
+        raise MessageDecodeError(f"field of {n} bytes at {at} runs past its record")
+    return bytes(data[start : start + n]), start + n
+
+
+def decode_records(data: bytes, *, inflate: bool = False) -> list[MessageExt]:
+    """Every record of a pull or query body, in order."""
+    out, pos = [], 0
+    while pos < len(data):
+        msg = decode_record(data, pos, inflate=inflate)
+        out.append(msg)
+        pos += msg.store_size
+    return out
+
+
+class BatchItem(NamedTuple):
+    """One message of a SEND_BATCH_MESSAGE body."""
+
+    body: bytes
+    flag: int = 0
+    properties: str = ""
+
+
+_BATCH_HEAD = struct.Struct(">iiiii")  # totalSize, magic(0), bodyCRC(0), flag, bodyLen
+
+
+def encode_batch(items: Iterable[BatchItem]) -> bytes:
+    """The batch body of protocol.md 7.4 (Java's MessageDecoder.encodeMessages)."""
+    parts: list[bytes] = []
+    for item in items:
+        props = item.properties.encode()
+        size = _BATCH_HEAD.size + len(item.body) + 2 + len(props)
+        parts += (_BATCH_HEAD.pack(size, 0, 0, item.flag, len(item.body)), item.body)
+        parts += (_H.pack(len(props)), props)
+    return b"".join(parts)
+
+
+def decode_batch(data: bytes) -> list[BatchItem]:
+    """The inverse of ``encode_batch``; raises ``MessageDecodeError`` on malformed input."""
+    out, pos = [], 0
+    try:
+        while pos < len(data):
+            size, _magic, _crc, flag, _blen = _BATCH_HEAD.unpack_from(data, pos)
+            end = pos + size
+            if size < _BATCH_HEAD.size + 2 or end > len(data):
+                raise MessageDecodeError(f"batch item size {size} at {pos} is invalid")
+            body, at = _chunk(data, pos + _BATCH_HEAD.size - 4, _I, end)
+            props, at = _chunk(data, at, _H, end)
+            if at != end:
+                raise MessageDecodeError(f"batch item at {pos} has {end - at} stray bytes")
+            out.append(BatchItem(body, flag, props.decode()))
+            pos = end
+    except (struct.error, UnicodeDecodeError) as exc:
+        raise MessageDecodeError(f"malformed batch body at {pos}: {exc}") from exc
+    return out

@@ -1,0 +1,120 @@
+"""Process runtime: logging set-up, common command-line flags, and ``run(serve)`` under uvloop.
+
+Only entry points call this module; ``client`` and ``spark`` never configure logging.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import structlog
+import uvloop
+
+from remoting.config import build, dump, load_values, warn_unknown
+from remoting.errors import ConfigError
+
+log = structlog.get_logger(__name__)
+
+Serve = Callable[[asyncio.Event], Awaitable[None]]
+
+
+def configure_logging(level: str = "info", json: bool | None = None) -> None:
+    """structlog to stdout: JSON when stdout is not a terminal (or ``json=True``), else console."""
+    if json is None:
+        json = not sys.stdout.isatty()
+    renderer: Any = (
+        structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer(colors=False)
+    )
+    processors: list[Any] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
+    if json:
+        processors.append(structlog.processors.format_exc_info)
+    structlog.configure(
+        processors=[*processors, renderer],
+        wrapper_class=structlog.make_filtering_bound_logger(
+            logging.getLevelNamesMapping()[level.upper()]
+        ),
+        logger_factory=structlog.PrintLoggerFactory(sys.stdout),
+        cache_logger_on_first_use=True,
+    )
+
+
+def add_common_args(parser: argparse.ArgumentParser) -> None:
+    """``-c FILE``, ``--set key=value``, ``-p``, ``--log-level``, ``--log-format``."""
+    parser.add_argument("-c", "--config", metavar="FILE", help="RocketMQ-style key=value file")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key"
+    )
+    parser.add_argument(
+        "-p", "--print-config", action="store_true", help="print the effective config and exit"
+    )
+    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
+    parser.add_argument("--log-format", choices=["json", "console"], default=None)
+
+
+def load_configs(args: argparse.Namespace, classes: Sequence[type]) -> list[Any]:
+    """Build one object per class from ``-c`` and ``--set``; unknown keys are warned about."""
+    values = load_values(args.config, args.set)
+    objects: list[Any] = [build(cls, values) for cls in classes]
+    if not args.print_config:
+        warn_unknown(values, classes)
+    return objects
+
+
+def print_config(*objects: Any) -> None:
+    sys.stdout.write(dump(*objects))
+
+
+def run(serve: Serve, *, log_level: str = "info", log_format: str | None = None) -> int:
+    """Run ``serve(stop)`` under uvloop until it returns; SIGINT/SIGTERM set ``stop``.
+
+    A second signal forces exit. Returns the process exit code: 0 after a clean stop, 1 when
+    start-up or serving failed (logged).
+    """
+    configure_logging(log_level, None if log_format is None else log_format == "json")
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        return runner.run(_serve(serve))
+
+
+async def _serve(serve: Serve) -> int:
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+
+    def on_signal(signum: int) -> None:
+        if stop.is_set():
+            log.warning("forced_exit", signal=signal.Signals(signum).name)
+            os._exit(128 + signum)
+        log.info("stopping", signal=signal.Signals(signum).name)
+        stop.set()
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, on_signal, signum)
+    try:
+        await serve(stop)
+    except ConfigError as exc:
+        log.error("config_error", error=str(exc))
+        return 1
+    except OSError as exc:
+        log.error("start_failed", error=str(exc))
+        return 1
+    except Exception:  # broad catch 3 of 3: the last resort, log it and exit 1
+        log.exception("fatal")
+        return 1
+    log.info("stopped")
+    return 0
+
+
+def config_error_exit(exc: ConfigError) -> int:
+    """Report a configuration error as one line on stderr; the exit code is 1."""
+    sys.stderr.write(f"config error: {exc}\n")
+    return 1

@@ -1,0 +1,123 @@
+"""RemotingServer: bind, one route table, bulkheads, idle close, connection-closed callbacks."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import Self
+
+import structlog
+
+from remoting.channel import Channel, ChannelOptions
+from remoting.config import ServerConfig
+from remoting.dispatch import Bulkhead, Dispatcher, Routes
+
+log = structlog.get_logger(__name__)
+
+CloseListener = Callable[[Channel], None]
+
+
+class RemotingServer:
+    """Serves ``routes`` on ``config.bind_address:config.listen_port`` (0 binds a free port).
+
+    ``start()`` logs ``listening`` with the real host and port, unless ``announce=False`` (a
+    process whose readiness comes later logs it itself).
+    """
+
+    def __init__(
+        self,
+        routes: Routes,
+        config: ServerConfig | None = None,
+        *,
+        bulkheads: Mapping[str, Bulkhead] | None = None,
+        announce: bool = True,
+    ) -> None:
+        self.config = config or ServerConfig()
+        self._dispatcher = Dispatcher(routes, bulkheads)
+        self._options = ChannelOptions(
+            max_frame=self.config.frame_max_length,
+            max_in_flight=self.config.server_connection_max_in_flight,
+            write_stall_timeout=self.config.server_write_stall_timeout_millis / 1000,
+        )
+        self._announce = announce
+        self._server: asyncio.Server | None = None
+        self._sweeper: asyncio.Task[None] | None = None
+        self._listeners: list[CloseListener] = []
+        self.channels: set[Channel] = set()
+        self.host = self.config.bind_address
+        self.port = self.config.listen_port
+
+    def add_close_listener(self, listener: CloseListener) -> None:
+        """Call ``listener(channel)`` whenever a connection closes, for whatever reason."""
+        self._listeners.append(listener)
+
+    def _channel_closed(self, ch: Channel) -> None:
+        self.channels.discard(ch)
+        for listener in self._listeners:
+            try:
+                listener(ch)
+            except Exception:  # a listener bug must not skip the others (logged)
+                log.exception("close_listener_failed", peer=ch.peer)
+
+    def _new_channel(self) -> Channel:
+        ch = Channel(self._dispatcher, self._options, on_close=self._channel_closed)
+        self.channels.add(ch)
+        return ch
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            self._new_channel, self.config.bind_address, self.config.listen_port, backlog=1024
+        )
+        sockname = self._server.sockets[0].getsockname()
+        self.host, self.port = sockname[0], sockname[1]
+        self._sweeper = loop.create_task(self._sweep_idle(), name="remoting-idle-sweep")
+        if self._announce:
+            log.info("listening", host=self.host, port=self.port)
+
+    async def _sweep_idle(self) -> None:
+        idle = self.config.server_channel_max_idle_time_seconds
+        while True:
+            await asyncio.sleep(min(10.0, idle / 2))
+            cutoff = time.monotonic() - idle
+            for ch in [c for c in self.channels if c.last_active < cutoff]:
+                log.info("connection_idle_closed", peer=ch.peer, idle_seconds=idle)
+                ch.close()
+
+    def stop_accepting(self) -> None:
+        """Stop taking new connections; existing ones keep being served."""
+        if self._server is not None:
+            self._server.close()
+
+    async def close(self, drain_timeout: float = 5.0) -> None:
+        """Stop accepting, let in-flight requests finish (up to ``drain_timeout``), close all."""
+        self.stop_accepting()
+        await self._dispatcher.drain(drain_timeout)
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper
+        for ch in list(self.channels):
+            ch.close()
+        waits = [ch.closed for ch in self.channels]
+        if waits:
+            _done, _pending = await asyncio.wait(waits, timeout=drain_timeout)
+            for ch in [c for c in self.channels if not c.closed.done()]:
+                ch.abort()
+        if self._server is not None:
+            await self._server.wait_closed()
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()

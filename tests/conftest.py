@@ -1,0 +1,35 @@
+"""Shared fixtures: a real RemotingServer on 127.0.0.1 port 0 in the test's loop."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+
+import pytest
+
+from remoting.config import ServerConfig
+from remoting.dispatch import Bulkhead, Route, Routes
+from remoting.server import RemotingServer
+
+ServerFactory = Callable[..., Awaitable[RemotingServer]]
+
+
+@pytest.fixture
+async def start_server() -> AsyncIterator[ServerFactory]:
+    """``await start_server(routes, bulkheads, **ServerConfig fields)``: a started server."""
+    servers: list[RemotingServer] = []
+
+    async def start(
+        routes: Routes, bulkheads: Mapping[str, Bulkhead] | None = None, **config: object
+    ) -> RemotingServer:
+        cfg = ServerConfig(listen_port=0, bind_address="127.0.0.1", **config)  # type: ignore[arg-type]
+        server = RemotingServer(routes, cfg, bulkheads=bulkheads)
+        await server.start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        await server.close(drain_timeout=1.0)
+
+
+__all__ = ["Route", "ServerFactory"]

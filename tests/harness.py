@@ -1,0 +1,91 @@
+"""Real server processes for tests: start, wait for `listening`, read JSON logs, stop by PID."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class ServerProcess:
+    """A child process whose stdout is JSON log lines (structlog, as runtime.run sets it up)."""
+
+    def __init__(self, argv: Sequence[str], *, env: dict[str, str] | None = None) -> None:
+        self.argv = [sys.executable, *argv]
+        self.lines: list[str] = []
+        self._cond = threading.Condition()
+        self.proc = subprocess.Popen(
+            self.argv,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})},
+            text=True,
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            with self._cond:
+                self.lines.append(line.rstrip("\n"))
+                self._cond.notify_all()
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        out = []
+        with self._cond:
+            lines = list(self.lines)
+        for line in lines:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(event, dict):
+                out.append(event)
+        return out
+
+    def wait_for(self, event: str, timeout: float = 20.0, count: int = 1) -> dict[str, Any]:
+        """The ``count``-th log event named ``event``; raises if the process dies or time is up."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                found = [e for e in self.events if e.get("event") == event]
+                if len(found) >= count:
+                    return found[count - 1]
+                if self.proc.poll() is not None and not self._reader.is_alive():
+                    raise RuntimeError(f"process exited {self.proc.returncode} before {event!r}")
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"no {event!r} event within {timeout} s")
+                self._cond.wait(min(left, 0.2))
+
+    def listening_port(self, timeout: float = 20.0) -> int:
+        return int(self.wait_for("listening", timeout)["port"])
+
+    def stop(self, timeout: float = 5.0) -> int:
+        """SIGTERM, wait up to ``timeout``, then SIGKILL; returns the exit code."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._reader.join(5)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        return self.proc.returncode
+
+    def dump(self) -> str:
+        return "\n".join(self.lines)

@@ -1,0 +1,69 @@
+"""A RemotingServer process for tests: echo, slow echo and sized replies.
+
+Run as ``python -m tests.remoting.echo_server --listen-port 0 [--set key=value ...]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import sys
+
+from remoting.channel import Channel
+from remoting.config import ServerConfig
+from remoting.dispatch import Route
+from remoting.errors import ConfigError
+from remoting.protocol.codes import ResponseCode
+from remoting.protocol.command import RemotingCommand, response_to
+from remoting.runtime import add_common_args, config_error_exit, load_configs, print_config, run
+from remoting.server import RemotingServer
+
+ECHO, SLOW, SIZED, HANG = 1, 2, 3, 4
+
+
+async def echo(req: RemotingCommand, ch: Channel) -> RemotingCommand:
+    return response_to(req, ResponseCode.SUCCESS, ext_fields=req.ext_fields, body=req.body)
+
+
+async def slow(req: RemotingCommand, ch: Channel) -> RemotingCommand:
+    await asyncio.sleep(0.5)
+    return await echo(req, ch)
+
+
+async def sized(req: RemotingCommand, ch: Channel) -> RemotingCommand:
+    return response_to(req, ResponseCode.SUCCESS, body=b"x" * int(req.ext_fields["size"]))
+
+
+async def hang(req: RemotingCommand, ch: Channel) -> RemotingCommand:
+    await asyncio.Event().wait()  # until the graceful stop gives up and cancels it
+    raise AssertionError("unreachable")
+
+
+ROUTES = {ECHO: Route(echo), SLOW: Route(slow), SIZED: Route(sized), HANG: Route(hang)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="echo_server")
+    add_common_args(parser)
+    parser.add_argument("--listen-port", type=int)
+    args = parser.parse_args(argv)
+    try:
+        (config,) = load_configs(args, [ServerConfig])
+    except ConfigError as exc:
+        return config_error_exit(exc)
+    if args.listen_port is not None:
+        config = dataclasses.replace(config, listen_port=args.listen_port)
+    if args.print_config:
+        print_config(config)
+        return 0
+
+    async def serve(stop: asyncio.Event) -> None:
+        async with RemotingServer(ROUTES, config):
+            await stop.wait()
+
+    return run(serve, log_level=args.log_level, log_format=args.log_format or "json")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
