@@ -57,7 +57,7 @@ def parse_offset_msg_id(msg_id: str) -> tuple[str, int]:
 def java_hash(text: str) -> int:
     """Java's ``String.hashCode``: ``h = 31*h + unit`` over UTF-16 code units, as int32."""
     h = 0
-    data = text.encode("utf-16-be")
+    data = text.encode("utf-16-be", "surrogatepass")  # Java strings may hold lone surrogates
     for unit in struct.unpack(f">{len(data) // 2}H", data):
         h = (31 * h + unit) & 0xFFFFFFFF
     return h - 0x100000000 if h & 0x80000000 else h

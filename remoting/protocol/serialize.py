@@ -40,7 +40,10 @@ def encode_json(cmd: RemotingCommand) -> bytes:
         obj["extFields"] = cmd.ext_fields
     if cmd.remark is not None:
         obj["remark"] = cmd.remark
-    return _json_encoder.encode(obj).encode()
+    try:
+        return _json_encoder.encode(obj).encode()
+    except UnicodeEncodeError as exc:  # a lone surrogate (e.g. from a peer's "\ud800" escape)
+        raise RemotingCommandError(f"command does not fit the JSON header: {exc}") from exc
 
 
 def _ext_text(key: str, value: object) -> str | None:
@@ -116,9 +119,13 @@ _I16 = struct.Struct(">h")
 def encode_rocketmq(cmd: RemotingCommand) -> bytes:
     """RocketMQSerializable's layout; codes over 32767 cannot be written (they need JSON)."""
     try:
-        parts = [_FIXED.pack(cmd.code, cmd.language, cmd.version, cmd.opaque, cmd.flag)]
-    except struct.error as exc:
+        return _encode_rocketmq(cmd)
+    except (struct.error, UnicodeEncodeError) as exc:
         raise RemotingCommandError(f"command does not fit the ROCKETMQ header: {exc}") from exc
+
+
+def _encode_rocketmq(cmd: RemotingCommand) -> bytes:
+    parts = [_FIXED.pack(cmd.code, cmd.language, cmd.version, cmd.opaque, cmd.flag)]
     remark = cmd.remark.encode() if cmd.remark else b""
     parts += (_I32.pack(len(remark)), remark)
     ext: list[bytes] = []
@@ -216,7 +223,7 @@ def decode_msgpack(data: bytes | memoryview) -> RemotingCommand:
         and code in _INT32
         and opaque in _INT32
         and flag in _INT32
-        and all(type(v) is str for v in ext.values())
+        and all(type(k) is str and type(v) is str for k, v in ext.items())
     ):
         raise FrameError("msgpack header has a field of the wrong type")
     return RemotingCommand(code, language, version, opaque, flag, remark, ext, b"", 2)

@@ -9,6 +9,7 @@ used by ``from_ext(ext, v2=True)`` (SEND_MESSAGE_V2's one-letter keys). Field ty
 from __future__ import annotations
 
 import dataclasses
+import re
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -17,9 +18,23 @@ from typing import Any, NamedTuple, Self
 from remoting.errors import RemotingCommandError
 
 
-def key(name: str, *, v2: str | None = None) -> dict[str, str]:
+def wire(name: str, *, v2: str | None = None) -> dict[str, str]:
     """Field metadata naming the wire key (and the V2 short key, if any)."""
     return {"key": name, "v2": v2} if v2 else {"key": name}
+
+
+_JAVA_INT = re.compile(r"[+-]?[0-9]+")
+_INT64 = range(-(2**63), 2**63)
+
+
+def parse_int(text: str) -> int:
+    """Java's Long.parseLong: optional sign and digits only, within int64 (no spaces, no _)."""
+    if not _JAVA_INT.fullmatch(text):
+        raise ValueError(f"not a number: {text!r}")
+    value = int(text)
+    if value not in _INT64:
+        raise ValueError(f"out of range: {text!r}")
+    return value
 
 
 def parse_bool(text: str) -> bool:
@@ -38,7 +53,7 @@ class _Spec(NamedTuple):
     required: bool
 
 
-_PARSERS: dict[type, Callable[[str], Any]] = {str: str, int: int, bool: parse_bool}
+_PARSERS: dict[type, Callable[[str], Any]] = {str: str, int: parse_int, bool: parse_bool}
 _SPECS: dict[tuple[type, bool], tuple[_Spec, ...]] = {}
 
 
