@@ -16,6 +16,7 @@ from typing import Final
 
 import structlog
 
+from remoting.deadlines import Deadlines
 from remoting.dispatch import Dispatcher
 from remoting.errors import (
     FrameError,
@@ -25,7 +26,13 @@ from remoting.errors import (
     RemotingTimeoutError,
 )
 from remoting.protocol.codes import ResponseCode, SerializeType
-from remoting.protocol.command import ONEWAY_FLAG, RemotingCommand, next_opaque, response_to
+from remoting.protocol.command import (
+    ONEWAY_FLAG,
+    RESPONSE_FLAG,
+    RemotingCommand,
+    next_opaque,
+    response_to,
+)
 from remoting.protocol.frame import DEFAULT_MAX_FRAME, FrameDecoder, encode
 
 log = structlog.get_logger(__name__)
@@ -59,12 +66,16 @@ class Channel(asyncio.Protocol):
         self._options = options
         self._decoder = FrameDecoder(options.max_frame)
         self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
+        self._timeouts = Deadlines(self._expire, self._pending)
         self._transport: asyncio.Transport | None = None
         self._on_close = on_close
         self._paused = 0
         self._writable = asyncio.Event()
         self._writable.set()
         self._stall_timer: asyncio.TimerHandle | None = None
+        self._corked = False  # writes are gathered into _out until _flush
+        self._flush_scheduled = False
+        self._out: list[bytes] = []
         self._log = log
         # the type of requests we originate; a server channel learns it from the peer
         self.serialize_type = serialize_type
@@ -93,9 +104,11 @@ class Channel(asyncio.Protocol):
             self._log.warning("frame_error", error=str(exc))
             self.abort()
             return
+        if len(commands) > 1:  # answers to this batch go out in one write at its end
+            self._corked = True
         for cmd in commands:
-            if cmd.is_response:
-                fut = self._pending.get(cmd.opaque)
+            if cmd.flag & RESPONSE_FLAG:
+                fut = self._pending.pop(cmd.opaque, None)
                 if fut is not None and not fut.done():
                     fut.set_result(cmd)
                 else:
@@ -103,20 +116,20 @@ class Channel(asyncio.Protocol):
                 continue
             if self.serialize_type is None:
                 self.serialize_type = cmd.serialize_type
-            task = self._dispatcher.dispatch(self, cmd)
-            if task is not None:
-                self.in_flight += 1
-                task.add_done_callback(self._request_done)
-                if self.in_flight >= self._options.max_in_flight:
-                    self._pause(_PAUSED_IN_FLIGHT)
+            self._dispatcher.dispatch(self, cmd)
+        if self._corked and not self._flush_scheduled:
+            self._flush()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._transport = None
         if self._stall_timer is not None:
             self._stall_timer.cancel()
         self._writable.set()  # wake writers: they find the channel closed
+        self._timeouts.close()
         error = RemotingConnectError(f"connection to {self.peer} lost")
-        for fut in self._pending.values():
+        pending = list(self._pending.values())
+        self._pending.clear()
+        for fut in pending:
             if not fut.done():
                 fut.set_exception(error)
         if not self.closed.done():
@@ -152,7 +165,13 @@ class Channel(asyncio.Protocol):
         if was and not self._paused and self._transport is not None:
             self._transport.resume_reading()
 
-    def _request_done(self, _task: asyncio.Task[None]) -> None:
+    def request_started(self) -> None:
+        """The dispatcher began a task for one of our requests (reading pauses at the cap)."""
+        self.in_flight += 1
+        if self.in_flight >= self._options.max_in_flight:
+            self._pause(_PAUSED_IN_FLIGHT)
+
+    def request_done(self) -> None:
         self.in_flight -= 1
         if self._paused & _PAUSED_IN_FLIGHT and self.in_flight <= self._options.max_in_flight // 2:
             self._resume(_PAUSED_IN_FLIGHT)
@@ -172,11 +191,26 @@ class Channel(asyncio.Protocol):
         transport = self._transport
         if transport is None or transport.is_closing():
             raise RemotingSendRequestError(f"connection to {self.peer} is closed")
-        if body:
+        if self._corked:
+            self._out.append(head)
+            if body:
+                self._out.append(body)
+        elif body:
             transport.writelines((head, body))
         else:
             transport.write(head)
-        self.last_active = time.monotonic()
+
+    def _cork_until_next_iteration(self) -> None:
+        """Gather this loop iteration's writes into one (several requests are in flight)."""
+        if not self._corked:
+            self._corked = self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._corked = self._flush_scheduled = False
+        out, self._out = self._out, []
+        if out and self._transport is not None and not self._transport.is_closing():
+            self._transport.writelines(out)
 
     def send_response(self, response: RemotingCommand) -> None:
         """Write a response now; dropped (logged) if the peer is gone."""
@@ -203,7 +237,13 @@ class Channel(asyncio.Protocol):
             self.serialize_type if self.serialize_type is not None else SerializeType.JSON
         )
 
-    async def _wait_writable(self, deadline: float) -> None:
+    @property
+    def ready(self) -> bool:
+        """Open and writable now: a request can be started without waiting."""
+        return self._transport is not None and self._writable.is_set()
+
+    async def wait_writable(self, deadline: float) -> None:
+        """Wait until the peer reads again (RemotingSendRequestError past ``deadline``)."""
         if not self._writable.is_set():
             try:
                 async with asyncio.timeout_at(deadline):
@@ -219,24 +259,37 @@ class Channel(asyncio.Protocol):
         Raises RemotingTimeoutError (the connection stays usable), RemotingConnectError (lost),
         RemotingSendRequestError (not writable), RemotingCommandError (unencodable).
         """
+        if not self.ready:
+            await self.wait_writable(asyncio.get_running_loop().time() + timeout)
+        return await self.start_request(cmd, timeout)
+
+    def start_request(
+        self, cmd: RemotingCommand, timeout: float
+    ) -> asyncio.Future[RemotingCommand]:
+        """Write ``cmd`` now; the future gets its response, or fails with RemotingTimeoutError
+        after ``timeout`` seconds or RemotingConnectError when the connection is lost.
+        Call only when ``ready``; raises RemotingCommandError when ``cmd`` is unencodable."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        await self._wait_writable(deadline)
         self._prepare(cmd, 0)
         fut: asyncio.Future[RemotingCommand] = loop.create_future()
-        opaque = cmd.opaque
-        self._pending[opaque] = fut
-        timer = loop.call_at(deadline, _expire, fut, self.peer, cmd.code, timeout)
-        try:
-            self._write(cmd)
-            return await fut
-        finally:
-            timer.cancel()
-            del self._pending[opaque]
+        if self._pending:
+            self._cork_until_next_iteration()
+        self._write(cmd)
+        self._pending[cmd.opaque] = fut
+        self._timeouts.add(loop.time() + timeout, cmd.opaque, cmd.code, timeout)
+        return fut
+
+    def _expire(self, expired: list[tuple[int, int, float]]) -> None:
+        for opaque, code, timeout in expired:
+            fut = self._pending.pop(opaque, None)
+            if fut is not None and not fut.done():
+                fut.set_exception(RemotingTimeoutError(
+                    f"no response from {self.peer} to code {code} within {timeout:.3f}s"
+                ))  # fmt: skip
 
     async def oneway(self, cmd: RemotingCommand, timeout: float) -> None:
         """Send ``cmd`` as a oneway request; the peer never answers it."""
-        await self._wait_writable(asyncio.get_running_loop().time() + timeout)
+        await self.wait_writable(asyncio.get_running_loop().time() + timeout)
         self._prepare(cmd, ONEWAY_FLAG)
         self._write(cmd)
 
@@ -249,13 +302,6 @@ class Channel(asyncio.Protocol):
         """Close at once, dropping buffered writes."""
         if self._transport is not None:
             self._transport.abort()
-
-
-def _expire(fut: asyncio.Future[RemotingCommand], peer: str, code: int, timeout: float) -> None:
-    if not fut.done():
-        fut.set_exception(
-            RemotingTimeoutError(f"no response from {peer} to code {code} within {timeout:.3f}s")
-        )
 
 
 def _addr(info: object) -> str:

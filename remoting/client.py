@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 from collections.abc import Mapping
 from types import TracebackType
 from typing import Self
@@ -39,7 +40,10 @@ class RemotingClient:
         )
         self._channels: dict[str, Channel] = {}
         self._connecting: dict[str, asyncio.Task[Channel]] = {}
-        self._slots = asyncio.Semaphore(self.config.client_async_semaphore_value)
+        # in-flight limit: a plain counter, with a queue of waiters only at the cap
+        self._in_flight = 0
+        self._limit = self.config.client_async_semaphore_value
+        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
         self._closed = False
 
     async def invoke(
@@ -51,13 +55,20 @@ class RemotingClient:
         Raises the RemotingError subclasses: ...TimeoutError, ...ConnectError,
         ...SendRequestError, ...TooMuchRequestError, ...CommandError.
         """
-        deadline = asyncio.get_running_loop().time() + timeout
-        await self._acquire(deadline)
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        if self._in_flight >= self._limit:
+            await self._acquire(start + timeout)
+        self._in_flight += 1
         try:
-            ch = await self._channel(addr, deadline)
-            return await ch.request(request, deadline - asyncio.get_running_loop().time())
+            ch = self._channels.get(addr)
+            if ch is None or not ch.ready:
+                ch = await self._channel(addr, start + timeout)
+                await ch.wait_writable(start + timeout)
+                timeout = start + timeout - loop.time()
+            return await ch.start_request(request, timeout)
         finally:
-            self._slots.release()
+            self._release()
 
     async def invoke_oneway(
         self, addr: str, request: RemotingCommand, timeout: float = DEFAULT_TIMEOUT
@@ -65,19 +76,31 @@ class RemotingClient:
         """Send ``request`` as oneway; returns once written."""
         deadline = asyncio.get_running_loop().time() + timeout
         ch = await self._channel(addr, deadline)
-        await ch.oneway(request, deadline - asyncio.get_running_loop().time())
+        await ch.oneway(request, max(0.0, deadline - asyncio.get_running_loop().time()))
 
     async def _acquire(self, deadline: float) -> None:
-        if not self._slots.locked():
-            await self._slots.acquire()
-            return
-        try:
-            async with asyncio.timeout_at(deadline):
-                await self._slots.acquire()
-        except TimeoutError:
-            raise RemotingTooMuchRequestError(
-                f"{self.config.client_async_semaphore_value} requests already in flight"
-            ) from None
+        """Wait for the in-flight count to drop below the limit, until ``deadline``."""
+        while self._in_flight >= self._limit:
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            try:
+                async with asyncio.timeout_at(deadline):
+                    await waiter
+            except TimeoutError:
+                raise RemotingTooMuchRequestError(
+                    f"{self._limit} requests already in flight"
+                ) from None
+            finally:
+                if waiter in self._waiters:
+                    self._waiters.remove(waiter)
+
+    def _release(self) -> None:
+        self._in_flight -= 1
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                break
 
     async def _channel(self, addr: str, deadline: float) -> Channel:
         ch = self._channels.get(addr)

@@ -11,7 +11,7 @@ from typing import Final
 
 from remoting.errors import FrameError, RemotingCommandError
 from remoting.protocol.command import RemotingCommand
-from remoting.protocol.serialize import decode_header, encode_header
+from remoting.protocol.serialize import decode_header, decode_msgpack, encode_header
 
 DEFAULT_MAX_FRAME: Final = 16 * 1024 * 1024  # Java's frameMaxLength: prefix + length
 _PREFIX = struct.Struct(">II")
@@ -72,7 +72,11 @@ class FrameDecoder:
             fend = pos + 4 + length
             if bstart > fend:
                 raise FrameError(f"header length {hlen} exceeds the frame length {length}")
-            cmd = decode_header(word >> 24, view[hstart:bstart])
+            stype = word >> 24
+            if stype == 2:  # our own header: the hot path, no dispatch by type
+                cmd = decode_msgpack(view[hstart:bstart])
+            else:
+                cmd = decode_header(stype, view[hstart:bstart])
             if fend > bstart:
                 cmd.body = bytes(view[bstart:fend])
             out.append(cmd)

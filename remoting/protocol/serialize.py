@@ -213,19 +213,19 @@ def decode_msgpack(data: bytes | memoryview) -> RemotingCommand:
         raise FrameError("msgpack header is not a 7-element array")
     code, language, version, opaque, flag, remark, ext = obj
     if not (
-        type(code) is int
-        and type(language) is int
-        and type(version) is int
-        and type(opaque) is int
-        and type(flag) is int
+        type(code) is type(language) is type(version) is type(opaque) is type(flag) is int
         and (remark is None or type(remark) is str)
         and type(ext) is dict
-        and code in _INT32
-        and opaque in _INT32
-        and flag in _INT32
-        and all(type(k) is str and type(v) is str for k, v in ext.items())
+        and -0x80000000 <= code <= 0x7FFFFFFF
+        and -0x80000000 <= opaque <= 0x7FFFFFFF
+        and -0x80000000 <= flag <= 0x7FFFFFFF
     ):
         raise FrameError("msgpack header has a field of the wrong type")
+    try:  # every key and value a str, checked in C
+        "".join(ext)
+        "".join(ext.values())
+    except TypeError:
+        raise FrameError("msgpack header has a non-text ext field") from None
     return RemotingCommand(code, language, version, opaque, flag, remark, ext, b"", 2)
 
 

@@ -240,3 +240,28 @@ async def test_close_drains_in_flight_requests(start_server: ServerFactory) -> N
     assert (await peer.read()).remark == "done"
     await closing
     assert await peer.closed_by_peer()
+
+
+async def test_plain_function_handlers_are_answered_inline(start_server: ServerFactory) -> None:
+    """design.md 5 (ours): a handler that is a plain function is answered from the read
+    callback without a task; its errors are handled exactly like a coroutine handler's."""
+    seen: list[asyncio.Task[object] | None] = []
+
+    def plain(req: RemotingCommand, ch: Channel) -> RemotingCommand:
+        seen.append(asyncio.current_task())
+        if req.ext_fields.get("fail"):
+            raise ValueError("bad value")
+        return response_to(req, ResponseCode.SUCCESS, remark="plain")
+
+    server = await start_server(routes(c7=Route(plain)))
+    peer = await RawPeer.connect(server.port)
+    peer.send(request(7, opaque=1), request(7, opaque=2, fail="1"))
+    first, second = await peer.read(), await peer.read()
+    assert (first.opaque, first.code, first.remark) == (1, 0, "plain")
+    assert (second.opaque, second.code, second.remark) == (2, 1, "ValueError: bad value")
+    oneway = request(7, opaque=3)
+    oneway.flag = 2
+    peer.send(oneway, request(ECHO, opaque=4))
+    assert (await peer.read()).opaque == 4
+    assert seen == [None, None, None]  # no task was made for them
+    await peer.close()
