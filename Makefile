@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+# every benchmark script (helpers common.py and rawecho.py are not run on their own)
+BENCHES := $(filter-out common rawecho __init__,$(basename $(notdir $(wildcard benchmarks/*.py))))
 
 .PHONY: setup test lint bench clean
 
@@ -25,7 +27,7 @@ test: lint
 	$(PY) -m pytest
 
 bench: $(STAMP)
-	@for f in benchmarks/[a-z]*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
+	@for f in $(BENCHES); do echo "== $$f"; $(PY) -m benchmarks.$$f || exit 1; done
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis

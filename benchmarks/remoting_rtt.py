@@ -1,6 +1,6 @@
 """Remoting round-trip: RemotingClient -> RemotingServer echo vs raw uvloop echo baselines.
 
-Run ``python benchmarks/remoting_rtt.py [--seconds S] [--repeat N] [--quick] [--profile DIR]``.
+Run ``python -m benchmarks.remoting_rtt [--seconds S] [--repeat N] [--quick] [--profile DIR]``.
 
 The server side is a real subprocess (this script re-invoked with ``--serve``) hosting three
 servers on 127.0.0.1, each answering a 1 KiB body:
@@ -31,29 +31,35 @@ import contextlib
 import cProfile
 import itertools
 import json
-import logging
 import os
 import pstats
 import select
 import signal
-import statistics
 import struct
 import subprocess
 import sys
 import time
 import typing
-from collections import deque
-from dataclasses import dataclass, field, fields
+from collections.abc import Awaitable
+from dataclasses import dataclass
 from pathlib import Path
 
-import msgpack
-import structlog
 import uvloop
 
+from benchmarks.common import (
+    ROOT,
+    Recorder,
+    Sample,
+    drive,
+    median_sample,
+    quiet_logging,
+    summarize,
+)
+from benchmarks.rawecho import RawClient, RawEcho
 from remoting.client import RemotingClient
 from remoting.config import ClientConfig, ServerConfig
 from remoting.dispatch import Route
-from remoting.protocol.codes import CURRENT_VERSION, LanguageCode, RequestCode, SerializeType
+from remoting.protocol.codes import RequestCode, SerializeType
 from remoting.protocol.command import RemotingCommand, response_to
 from remoting.server import RemotingServer
 
@@ -82,119 +88,6 @@ TIMEOUT = 10.0
 _LEN = struct.Struct(">I")
 _LEN2 = struct.Struct(">II")
 _UNPACK = {"raw": False, "use_list": True, "strict_map_key": True}  # as serialize.py
-
-
-def quiet_logging() -> None:
-    """debug/info calls become no-ops; warnings go to stderr, never into the port line."""
-    structlog.configure(
-        wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
-        cache_logger_on_first_use=True,
-    )
-
-
-# ---------------------------------------------------------------- raw framing (both sides)
-
-
-class Framed(asyncio.Protocol):
-    """``length(4) | payload`` framing; ``frame(view, start, end)`` sees each payload."""
-
-    def __init__(self) -> None:
-        self.buf = bytearray()
-        self.transport: asyncio.Transport | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = typing.cast(asyncio.Transport, transport)
-
-    def data_received(self, data: bytes) -> None:
-        buf = self.buf
-        buf += data
-        pos, end = 0, len(buf)
-        with memoryview(buf) as view:
-            while end - pos >= 4:
-                (length,) = _LEN.unpack_from(view, pos)
-                if end - pos - 4 < length:
-                    break
-                self.frame(view, pos + 4, pos + 4 + length)
-                pos += 4 + length
-        del buf[:pos]
-
-    def frame(self, view: memoryview, start: int, end: int) -> None:
-        raise NotImplementedError
-
-
-def mp_frame(header: bytes, body: bytes) -> tuple[bytes, bytes]:
-    return _LEN2.pack(4 + len(header) + len(body), len(header)) + header, body
-
-
-class RawEcho(Framed):
-    """Echoes each payload; with ``with_header``, a msgpack header in and a fresh one out."""
-
-    def __init__(self, with_header: bool) -> None:
-        super().__init__()
-        self.with_header = with_header
-        self.packer = msgpack.Packer(use_bin_type=True, autoreset=True)
-
-    def frame(self, view: memoryview, start: int, end: int) -> None:
-        transport = typing.cast(asyncio.Transport, self.transport)
-        if not self.with_header:
-            body = bytes(view[start:end])
-            transport.writelines((_LEN.pack(len(body)), body))
-            return
-        (hlen,) = _LEN.unpack_from(view, start)
-        hend = start + 4 + hlen
-        header = msgpack.unpackb(view[start + 4 : hend], **_UNPACK)
-        _code, language, version, opaque, flag, _remark, ext = header
-        body = bytes(view[hend:end])
-        response = self.packer.pack((0, language, version, opaque, flag | 1, None, ext))
-        transport.writelines(mp_frame(response, body))
-
-
-@dataclass
-class Recorder:
-    """Latencies (ns) of responses completed while ``measuring``."""
-
-    measuring: bool = False
-    stopping: bool = False
-    lat: list[int] = field(default_factory=list)
-
-
-class RawClient(Framed):
-    """Keeps its window full: every response sends the next request (``send`` opens it)."""
-
-    def __init__(self, with_header: bool) -> None:
-        super().__init__()
-        self.with_header = with_header
-        self.rec = Recorder()
-        self.sent: deque[int] = deque()
-        self.opaques = itertools.count()
-        self.packer = msgpack.Packer(use_bin_type=True, autoreset=True)
-        self.drained: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-
-    def send(self) -> None:
-        transport = typing.cast(asyncio.Transport, self.transport)
-        self.sent.append(time.perf_counter_ns())
-        if self.with_header:
-            header = self.packer.pack(
-                (CODE, LanguageCode.PYTHON, CURRENT_VERSION, next(self.opaques), 0, None, EXT)
-            )
-            transport.writelines(mp_frame(header, BODY))
-        else:
-            transport.writelines((_LEN.pack(len(BODY)), BODY))
-
-    def frame(self, view: memoryview, start: int, end: int) -> None:
-        if self.with_header:
-            (hlen,) = _LEN.unpack_from(view, start)
-            msgpack.unpackb(view[start + 4 : start + 4 + hlen], **_UNPACK)
-            start += 4 + hlen
-        bytes(view[start:end])  # the body, copied out as a receiver would
-        took = time.perf_counter_ns() - self.sent.popleft()
-        if self.rec.measuring:
-            self.rec.lat.append(took)
-        if not self.rec.stopping:
-            self.send()
-        elif not self.sent and not self.drained.done():
-            self.drained.set_result(None)
 
 
 # ---------------------------------------------------------------- server process
@@ -256,10 +149,10 @@ def server_main(profile_out: str | None) -> int:
 @contextlib.contextmanager
 def server_process(profile_out: str | None = None) -> typing.Iterator[dict[str, int]]:
     """The server subprocess and its ports; stopped by its PID, killed if it will not stop."""
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--serve"]
+    cmd = [sys.executable, "-m", "benchmarks.remoting_rtt", "--serve"]
     if profile_out:
         cmd += ["--profile-out", profile_out]
-    with subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE) as proc:
+    with subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE) as proc:
         try:
             assert proc.stdout is not None
             ready, _, _ = select.select([proc.stdout], [], [], 15.0)
@@ -277,13 +170,6 @@ def server_process(profile_out: str | None = None) -> typing.Iterator[dict[str, 
 
 
 # ---------------------------------------------------------------- client side
-
-
-@dataclass(frozen=True)
-class Sample:
-    ops: float
-    p50_us: float
-    p99_us: float
 
 
 @dataclass(frozen=True)
@@ -307,14 +193,7 @@ async def timed(rec: Recorder, plan: Plan) -> Sample:
     if plan.prof is not None:
         plan.prof.disable()
     rec.stopping = True
-    lat = sorted(rec.lat)
-    if not lat:
-        raise RuntimeError("no response completed in the measurement window")
-    return Sample(len(lat) / elapsed, quantile_us(lat, 0.50), quantile_us(lat, 0.99))
-
-
-def quantile_us(ordered: list[int], q: float) -> float:
-    return ordered[min(len(ordered) - 1, int(len(ordered) * q))] / 1000
+    return summarize(rec, elapsed)
 
 
 async def run_ours(
@@ -322,30 +201,30 @@ async def run_ours(
 ) -> Sample:
     client = RemotingClient(ClientConfig(serialize_type=stype))
     addr = f"{HOST}:{port}"
-    rec = Recorder()
 
-    async def worker() -> None:
-        while not rec.stopping:
-            t0 = time.perf_counter_ns()
-            await client.invoke(addr, RemotingCommand.request(code, EXT, BODY), TIMEOUT)
-            if rec.measuring:
-                rec.lat.append(time.perf_counter_ns() - t0)
+    def call() -> Awaitable[RemotingCommand]:
+        return client.invoke(addr, RemotingCommand.request(code, EXT, BODY), TIMEOUT)
 
     try:
-        first = await client.invoke(addr, RemotingCommand.request(code, EXT, BODY), TIMEOUT)
+        first = await call()
         if first.body != BODY or first.ext_fields != EXT or first.serialize_type != stype:
             raise RuntimeError(f"echo mismatch for {stype.name}")
-        workers = [asyncio.create_task(worker()) for _ in range(depth)]
-        sample = await timed(rec, plan)
-        await asyncio.gather(*workers)
+        if plan.prof is not None:
+            plan.prof.enable()
+        try:
+            return await drive(call, depth, plan.warm, plan.seconds)
+        finally:
+            if plan.prof is not None:
+                plan.prof.disable()
     finally:
         await client.close()
-    return sample
 
 
 async def run_raw(port: int, with_header: bool, depth: int, plan: Plan) -> Sample:
     loop = asyncio.get_running_loop()
-    transport, proto = await loop.create_connection(lambda: RawClient(with_header), HOST, port)
+    transport, proto = await loop.create_connection(
+        lambda: RawClient(with_header, CODE, EXT, BODY), HOST, port
+    )
     try:
         for _ in range(depth):
             proto.send()
@@ -379,10 +258,7 @@ async def run_all(ports: dict[str, int], repeat: int, plan: Plan) -> dict[str, l
 
 
 def medians(samples: dict[str, list[Sample]]) -> dict[str, Sample]:
-    return {
-        key: Sample(*(statistics.median(getattr(s, f.name) for s in runs) for f in fields(Sample)))
-        for key, runs in samples.items()
-    }
+    return {key: median_sample(runs) for key, runs in samples.items()}
 
 
 def ratios(med: dict[str, Sample]) -> dict[str, float]:

@@ -11,13 +11,13 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import structlog
 import uvloop
 
-from remoting.config import build, dump, load_values, warn_unknown
+from remoting.config import Value, build, dump, load_values, warn_unknown
 from remoting.errors import ConfigError
 
 log = structlog.get_logger(__name__)
@@ -62,9 +62,13 @@ def add_common_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-format", choices=["json", "console"], default=None)
 
 
-def load_configs(args: argparse.Namespace, classes: Sequence[type]) -> list[Any]:
-    """Build one object per class from ``-c`` and ``--set``; unknown keys are warned about."""
-    values = load_values(args.config, args.set)
+def load_configs(
+    args: argparse.Namespace, classes: Sequence[type], defaults: Mapping[str, str] | None = None
+) -> list[Any]:
+    """Build one object per class from ``defaults`` < ``-c`` < ``--set``; unknown keys are
+    warned about."""
+    values = {k: Value(v, "default") for k, v in (defaults or {}).items()}
+    values.update(load_values(args.config, args.set))
     objects: list[Any] = [build(cls, values) for cls in classes]
     if not args.print_config:
         warn_unknown(values, classes)

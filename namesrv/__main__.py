@@ -1,0 +1,46 @@
+"""``mqnamesrv`` / ``python -m namesrv``: start a name server."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import sys
+
+from namesrv.config import DEFAULT_LISTEN_PORT, NamesrvConfig
+from namesrv.server import Namesrv
+from remoting.config import ServerConfig
+from remoting.errors import ConfigError
+from remoting.runtime import add_common_args, config_error_exit, load_configs, print_config, run
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="mqnamesrv", description="aiorocketmq name server")
+    add_common_args(parser)
+    parser.add_argument("--listen-port", type=int, help=f"default {DEFAULT_LISTEN_PORT}; 0 = any")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        config, server = load_configs(
+            args, [NamesrvConfig, ServerConfig], defaults={"listenPort": str(DEFAULT_LISTEN_PORT)}
+        )
+    except ConfigError as exc:
+        return config_error_exit(exc)
+    if args.listen_port is not None:
+        server = dataclasses.replace(server, listen_port=args.listen_port)
+    if args.print_config:
+        print_config(config, server)
+        return 0
+
+    async def serve(stop: asyncio.Event) -> None:
+        async with Namesrv(config, server):
+            await stop.wait()
+
+    return run(serve, log_level=args.log_level, log_format=args.log_format)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

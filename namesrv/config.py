@@ -1,0 +1,22 @@
+"""NamesrvConfig: NamesrvConfig's keys that apply to us, with RocketMQ's defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+def _default_kv_path() -> str:
+    # compat: NamesrvConfig.kvConfigPath = ${user.home}/namesrv/kvConfig.json
+    return str(Path.home() / "namesrv" / "kvConfig.json")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NamesrvConfig:
+    kv_config_path: str = field(default_factory=_default_kv_path)
+    order_message_enable: bool = False
+    scan_not_active_broker_interval: int = 10_000  # ms between liveness scans
+    broker_channel_expired_time: int = 120_000  # ms of silence before a broker is evicted
+
+
+DEFAULT_LISTEN_PORT = 9876

@@ -1,0 +1,68 @@
+"""KVConfig: namespace -> {key: value}, persisted atomically as ``{"configTable": {...}}``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import structlog
+
+from remoting.errors import ConfigError
+from remoting.files import atomic_write
+
+log = structlog.get_logger(__name__)
+
+ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
+
+
+class KVConfig:
+    """The name server's key-value table (KVConfigManager); every change is written through."""
+
+    def __init__(self, path: str) -> None:
+        self._path = Path(path)
+        self.table: dict[str, dict[str, str]] = {}
+        self.version = 0
+        self._lock = asyncio.Lock()
+
+    def load(self) -> None:
+        """Read the file if present; a corrupt file is a configuration error, never ignored."""
+        try:
+            text = self._path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise ConfigError(f"{self._path}: cannot read kv config: {exc.strerror}") from exc
+        try:
+            raw = json.loads(text).get("configTable") or {}
+            self.table = {
+                str(ns): {str(k): str(v) for k, v in kv.items()} for ns, kv in raw.items()
+            }
+        except (ValueError, AttributeError) as exc:
+            raise ConfigError(f"{self._path}: malformed kv config: {exc}") from exc
+        log.info("kv_config_loaded", path=str(self._path), namespaces=len(self.table))
+
+    async def _persist(self) -> None:
+        """Write a snapshot of the table; the lock keeps snapshots in order on disk."""
+        self.version += 1
+        async with self._lock:
+            data = json.dumps({"configTable": self.table}, indent=2, sort_keys=True)
+            await asyncio.to_thread(atomic_write, self._path, data.encode())
+
+    async def put(self, namespace: str, key: str, value: str) -> None:
+        self.table.setdefault(namespace, {})[key] = value
+        await self._persist()
+
+    def get(self, namespace: str, key: str) -> str | None:
+        return self.table.get(namespace, {}).get(key)
+
+    async def delete(self, namespace: str, key: str) -> None:
+        kv = self.table.get(namespace)
+        if kv is not None and kv.pop(key, None) is not None:
+            if not kv:
+                del self.table[namespace]
+            await self._persist()
+
+    def namespace(self, namespace: str) -> dict[str, str] | None:
+        kv = self.table.get(namespace)
+        return dict(kv) if kv else None

@@ -1,0 +1,81 @@
+"""Namesrv: wiring of route table, KV config, processor and server, plus the liveness loop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from types import TracebackType
+from typing import Self
+
+import structlog
+
+from namesrv.config import NamesrvConfig
+from namesrv.kvconfig import KVConfig
+from namesrv.processors import NamesrvProcessor
+from namesrv.routes import Eviction, RouteTable
+from remoting.channel import Channel
+from remoting.config import ServerConfig
+from remoting.server import RemotingServer
+from remoting.tasks import every
+
+log = structlog.get_logger(__name__)
+
+
+def monotonic_ms() -> float:
+    return time.monotonic() * 1000
+
+
+class Namesrv:
+    """A name server; ``async with Namesrv(cfg, server_cfg)`` serves until the block ends."""
+
+    def __init__(self, config: NamesrvConfig, server_config: ServerConfig) -> None:
+        self.config = config
+        self.table = RouteTable(monotonic_ms, config.broker_channel_expired_time)
+        self.kv = KVConfig(config.kv_config_path)
+        self.processor = NamesrvProcessor(
+            self.table, self.kv, order_message_enable=config.order_message_enable
+        )
+        self.server = RemotingServer(self.processor.routes(), server_config)
+        self.server.add_close_listener(self._channel_closed)
+        self._scan: asyncio.Task[None] | None = None
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    async def __aenter__(self) -> Self:
+        self.kv.load()
+        await self.server.start()
+        interval = self.config.scan_not_active_broker_interval / 1000
+        self._scan = asyncio.get_running_loop().create_task(
+            every(interval, self._expire, name="scan_not_active_broker"), name="namesrv-scan"
+        )
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._scan is not None:
+            self._scan.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._scan
+        await self.server.close()
+
+    async def _expire(self) -> None:
+        for eviction in self.table.expire():
+            self._log_eviction(eviction)
+            if isinstance(eviction.channel, Channel):
+                eviction.channel.close()
+
+    def _channel_closed(self, ch: Channel) -> None:
+        for eviction in self.table.drop_channel(ch):
+            self._log_eviction(eviction)
+
+    @staticmethod
+    def _log_eviction(e: Eviction) -> None:
+        log.warning("broker_evicted", addr=e.broker_addr, broker=e.broker_name, cluster=e.cluster,
+                    reason=e.reason)  # fmt: skip
