@@ -270,13 +270,16 @@ class Channel(asyncio.Protocol):
         after ``timeout`` seconds or RemotingConnectError when the connection is lost.
         Call only when ``ready``; raises RemotingCommandError when ``cmd`` is unencodable."""
         loop = asyncio.get_running_loop()
-        self._prepare(cmd, 0)
+        cmd.opaque = opaque = next_opaque()
+        cmd.flag = 0
+        stype = self.serialize_type
+        cmd.serialize_type = stype if stype is not None else SerializeType.JSON
         fut: asyncio.Future[RemotingCommand] = loop.create_future()
         if self._pending:
             self._cork_until_next_iteration()
         self._write(cmd)
-        self._pending[cmd.opaque] = fut
-        self._timeouts.add(loop.time() + timeout, cmd.opaque, cmd.code, timeout)
+        self._pending[opaque] = fut
+        self._timeouts.add(loop.time() + timeout, opaque, cmd.code, timeout)
         return fut
 
     def _expire(self, expired: list[tuple[int, int, float]]) -> None:

@@ -12,8 +12,8 @@ from __future__ import annotations
 import asyncio
 import heapq
 import math
-from collections.abc import Callable, Container, Sized
-from typing import Final
+from collections.abc import Callable, Mapping
+from typing import Any, Final
 
 TICK: Final = 0.010  # seconds
 
@@ -23,9 +23,11 @@ Expired = list[tuple[int, int, float]]  # (opaque, code, timeout) of each reques
 class Deadlines:
     """Calls ``expire(entries)`` with every request whose deadline has passed."""
 
-    def __init__(self, expire: Callable[[Expired], None], pending: Container[int] | None = None):
+    def __init__(
+        self, expire: Callable[[Expired], None], pending: Mapping[int, Any] | None = None
+    ) -> None:
         self._expire = expire
-        self._pending = pending
+        self._pending: Mapping[int, Any] = pending if pending is not None else {}
         self._heap: list[tuple[float, int, int, float]] = []
         self._timer: asyncio.TimerHandle | None = None
         self._armed_at = math.inf
@@ -36,8 +38,8 @@ class Deadlines:
         heapq.heappush(heap, (deadline, opaque, code, timeout))
         if deadline < self._armed_at and not self._closed:
             self._arm(deadline)
-        pending = self._pending
-        if len(heap) > 4096 and isinstance(pending, Sized) and len(heap) > 4 * len(pending):
+        if len(heap) > 4096 and len(heap) > 4 * len(self._pending):
+            pending = self._pending
             self._heap = [e for e in heap if e[1] in pending]
             heapq.heapify(self._heap)
 
