@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 # every benchmark script (helpers common.py and rawecho.py are not run on their own)
 BENCHES := $(filter-out common rawecho __init__,$(basename $(notdir $(wildcard benchmarks/*.py))))
 
-.PHONY: setup test lint bench clean
+.PHONY: setup test lint bench run clean
 
 # (re)install when pyproject.toml changes; `pip install -e` is idempotent
 $(STAMP): pyproject.toml
@@ -25,6 +25,10 @@ lint: $(STAMP)
 # pytest exits 5 when it collects nothing: that fails too
 test: lint
 	$(PY) -m pytest
+
+# a local cluster without Docker: namesrv :9876, broker-a :10911, broker-b :10921, data in ./data
+run: $(STAMP)
+	$(PY) deploy/run_local.py
 
 bench: $(STAMP)
 	@for f in $(BENCHES); do echo "== $$f"; $(PY) -m benchmarks.$$f || exit 1; done

@@ -52,7 +52,8 @@ class Bulkhead:
     """Concurrency limit of a route group, like Java's executor per processor.
 
     A request that waited longer than ``max_wait_ms`` since it arrived, before getting a slot,
-    is answered SYSTEM_BUSY with ``busy_remark`` instead of queueing without bound.
+    is answered SYSTEM_BUSY with ``busy_remark`` instead of queueing without bound; the remark
+    may name ``{waited_ms}`` and ``{queued}`` (requests then waiting in the group).
     """
 
     limit: int
@@ -119,8 +120,10 @@ class Dispatcher:
             async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
                 await slots.acquire()
         except TimeoutError:
-            log.warning("request_rejected_busy", group=group, limit=bulkhead.limit)
-            return bulkhead.busy_remark
+            waited_ms = int((time.monotonic() - arrived) * 1000)
+            queued = len(getattr(slots, "_waiters", None) or ())
+            log.warning("request_rejected_busy", group=group, waited_ms=waited_ms, queued=queued)
+            return bulkhead.busy_remark.format(waited_ms=waited_ms, queued=queued)
         return None
 
     async def drain(self, timeout: float) -> None:

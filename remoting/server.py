@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 import time
 from collections.abc import Callable, Mapping
 from types import TracebackType
@@ -21,7 +22,8 @@ CloseListener = Callable[[Channel], None]
 
 
 class RemotingServer:
-    """Serves ``routes`` on ``config.bind_address:config.listen_port`` (0 binds a free port).
+    """Serves ``routes`` on ``config.bind_address:config.listen_port`` (0 binds a free port),
+    or on ``sock`` when its owner bound it earlier (to learn the port before it is ready).
 
     ``start()`` logs ``listening`` with the real host and port, unless ``announce=False`` (a
     process whose readiness comes later logs it itself).
@@ -34,6 +36,7 @@ class RemotingServer:
         *,
         bulkheads: Mapping[str, Bulkhead] | None = None,
         announce: bool = True,
+        sock: socket.socket | None = None,
     ) -> None:
         self.config = config or ServerConfig()
         self._dispatcher = Dispatcher(routes, bulkheads)
@@ -43,6 +46,7 @@ class RemotingServer:
             write_stall_timeout=self.config.server_write_stall_timeout_millis / 1000,
         )
         self._announce = announce
+        self._sock = sock
         self._server: asyncio.Server | None = None
         self._sweeper: asyncio.Task[None] | None = None
         self._listeners: list[CloseListener] = []
@@ -69,9 +73,14 @@ class RemotingServer:
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(
-            self._new_channel, self.config.bind_address, self.config.listen_port, backlog=1024
-        )
+        if self._sock is not None:  # bound earlier by its owner (see bind_socket)
+            self._server = await loop.create_server(
+                self._new_channel, sock=self._sock, backlog=1024
+            )
+        else:
+            self._server = await loop.create_server(
+                self._new_channel, self.config.bind_address, self.config.listen_port, backlog=1024
+            )
         sockname = self._server.sockets[0].getsockname()
         self.host, self.port = sockname[0], sockname[1]
         self._sweeper = loop.create_task(self._sweep_idle(), name="remoting-idle-sweep")
@@ -121,3 +130,15 @@ class RemotingServer:
         tb: TracebackType | None,
     ) -> None:
         await self.close()
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host:port`` (0 = any free port), not yet listening."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock

@@ -7,6 +7,7 @@ We write V1 magic; IPv6 hosts only when an address is IPv6. We decode V1 and V2,
 
 from __future__ import annotations
 
+import mmap
 import struct
 import zlib
 from collections.abc import Iterable
@@ -32,6 +33,9 @@ SYSFLAG_POS: Final = 36
 BORNHOST_POS: Final = 48
 MAX_TOPIC_BYTES: Final = 127
 MAX_PROPERTIES_BYTES: Final = 32767
+
+# what the decoders read: bytes, a view of them, or a mapped segment
+Buffer = bytes | bytearray | memoryview | mmap.mmap
 
 NAME_VALUE_SEPARATOR: Final = "\x01"
 PROPERTY_SEPARATOR: Final = "\x02"
@@ -75,6 +79,10 @@ class Prop:
     TRAN_PREPARED_QUEUE_OFFSET: Final = "TRAN_PREPARED_QUEUE_OFFSET"
     MSG_REGION: Final = "MSG_REGION"
     TRACE_ON: Final = "TRACE_ON"
+
+
+class PropertiesTooLong(ValueError):
+    """The properties of a message do not fit the record's int16 length."""
 
 
 def encode_properties(props: dict[str, str]) -> str:
@@ -153,7 +161,9 @@ def encode_record(m: MessageExt) -> bytes:
     if len(topic) > MAX_TOPIC_BYTES:
         raise ValueError(f"topic is {len(topic)} bytes, the record allows {MAX_TOPIC_BYTES}")
     if len(props) > MAX_PROPERTIES_BYTES:
-        raise ValueError(f"properties are {len(props)} bytes, at most {MAX_PROPERTIES_BYTES}")
+        raise PropertiesTooLong(
+            f"properties are {len(props)} bytes, at most {MAX_PROPERTIES_BYTES}"
+        )
     born, store = pack_host(m.born_host), pack_host(m.store_host)
     sys_flag = m.sys_flag & ~(BORNHOST_V6_FLAG | STOREHOST_V6_FLAG)
     sys_flag |= (BORNHOST_V6_FLAG if len(born) > 8 else 0) | (
@@ -172,12 +182,12 @@ def encode_record(m: MessageExt) -> bytes:
     ))  # fmt: skip
 
 
-def record_size(data: bytes | memoryview, pos: int = 0) -> int:
+def record_size(data: Buffer, pos: int = 0) -> int:
     """TOTALSIZE of the record at ``pos``."""
     return int(_I.unpack_from(data, pos)[0])
 
 
-def decode_record(data: bytes | memoryview, pos: int = 0, *, inflate: bool = False) -> MessageExt:
+def decode_record(data: Buffer, pos: int = 0, *, inflate: bool = False) -> MessageExt:
     """Decode the record at ``pos``; with ``inflate`` a compressed body is decompressed.
 
     Raises ``MessageDecodeError`` for anything malformed.
@@ -188,7 +198,7 @@ def decode_record(data: bytes | memoryview, pos: int = 0, *, inflate: bool = Fal
         raise MessageDecodeError(f"malformed message record at {pos}: {exc}") from exc
 
 
-def _decode(data: bytes | memoryview, pos: int, inflate: bool) -> MessageExt:
+def _decode(data: Buffer, pos: int, inflate: bool) -> MessageExt:
     size, magic, crc, queue_id, flag, qoff, poff, sys_flag, born_ts = _HEAD.unpack_from(data, pos)
     if magic not in (MAGIC_V1, MAGIC_V2):
         raise MessageDecodeError(f"bad magic code {magic:#010x} at {pos}")
@@ -223,7 +233,7 @@ def _decode(data: bytes | memoryview, pos: int, inflate: bool) -> MessageExt:
     )  # fmt: skip
 
 
-def _chunk(data: bytes | memoryview, at: int, length: struct.Struct, end: int) -> tuple[bytes, int]:
+def _chunk(data: Buffer, at: int, length: struct.Struct, end: int) -> tuple[bytes, int]:
     (n,) = length.unpack_from(data, at)
     start = at + length.size
     if n < 0 or start + n > end:

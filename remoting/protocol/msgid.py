@@ -29,7 +29,7 @@ def pack_host(addr: str) -> bytes:
         raise ValueError(f"not an ip:port address: {addr!r}") from exc
 
 
-def unpack_host(raw: bytes | memoryview) -> str:
+def unpack_host(raw: bytes | bytearray | memoryview) -> str:
     """The inverse of ``pack_host`` (8 or 20 bytes)."""
     ip = bytes(raw[:-4])
     (port,) = _PORT.unpack(raw[-4:])

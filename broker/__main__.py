@@ -1,0 +1,63 @@
+"""``mqbroker`` / ``python -m broker``: start a broker."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import os
+import sys
+
+from broker.config import DEFAULT_LISTEN_PORT, BrokerConfig
+from broker.server import Broker
+from broker.store.config import StoreConfig
+from remoting.config import ServerConfig
+from remoting.errors import ConfigError
+from remoting.runtime import add_common_args, config_error_exit, load_configs, print_config, run
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="mqbroker", description="aiorocketmq broker")
+    add_common_args(parser)
+    parser.add_argument(
+        "-n",
+        "--namesrv-addr",
+        metavar="ADDR[;ADDR]",
+        help="name servers (else namesrvAddr, else NAMESRV_ADDR)",
+    )
+    parser.add_argument("--listen-port", type=int, help=f"default {DEFAULT_LISTEN_PORT}; 0 = any")
+    return parser.parse_args(argv)
+
+
+def configs(args: argparse.Namespace) -> tuple[BrokerConfig, StoreConfig, ServerConfig]:
+    broker, store, server = load_configs(
+        args,
+        [BrokerConfig, StoreConfig, ServerConfig],
+        defaults={"listenPort": str(DEFAULT_LISTEN_PORT)},
+    )
+    namesrv = args.namesrv_addr or broker.namesrv_addr or os.environ.get("NAMESRV_ADDR", "")
+    broker = dataclasses.replace(broker, namesrv_addr=namesrv)
+    if args.listen_port is not None:
+        server = dataclasses.replace(server, listen_port=args.listen_port)
+    return broker, store, server
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        broker, store, server = configs(args)
+    except ConfigError as exc:
+        return config_error_exit(exc)
+    if args.print_config:
+        print_config(broker, store, server)
+        return 0
+
+    async def serve(stop: asyncio.Event) -> None:
+        async with Broker(broker, store, server):
+            await stop.wait()
+
+    return run(serve, log_level=args.log_level, log_format=args.log_format)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

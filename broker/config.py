@@ -1,0 +1,63 @@
+"""BrokerConfig: RocketMQ BrokerConfig keys that apply to us, with RocketMQ's defaults.
+
+One broker.conf feeds BrokerConfig, StoreConfig (broker.store) and ServerConfig (remoting).
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Final
+
+DEFAULT_LISTEN_PORT: Final = 10911
+
+
+class BrokerRole(StrEnum):
+    ASYNC_MASTER = "ASYNC_MASTER"
+    SYNC_MASTER = "SYNC_MASTER"
+    SLAVE = "SLAVE"
+
+
+def _local_ip() -> str:
+    """The address other hosts reach us at, as RemotingUtil.getLocalAddress picks it."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect(("10.254.254.254", 1))  # no packet is sent: this only picks a route
+            return str(probe.getsockname()[0])
+    except OSError:
+        return "127.0.0.1"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerConfig:
+    broker_cluster_name: str = "DefaultCluster"
+    broker_name: str = field(default_factory=socket.gethostname)
+    broker_id: int = 0
+    broker_ip1: str = field(default_factory=_local_ip, metadata={"key": "brokerIP1"})
+    broker_ip2: str = field(default="", metadata={"key": "brokerIP2"})  # HA; "" = brokerIP1
+    namesrv_addr: str = ""  # "host:port;host:port"; -n and NAMESRV_ADDR also set it
+    broker_role: BrokerRole = BrokerRole.ASYNC_MASTER
+    broker_permission: int = 6
+    region_id: str = "DefaultRegion"
+    trace_on: bool = True
+    auto_create_topic_enable: bool = True
+    auto_create_subscription_group: bool = True
+    cluster_topic_enable: bool = True
+    broker_topic_enable: bool = True
+    default_topic_queue_nums: int = 8
+    reject_transaction_message: bool = False
+    start_accept_send_request_time_stamp: int = 0
+    register_name_server_period: int = 30_000  # ms; RocketMQ clamps 10-60 s, we allow 1-60 s
+    register_broker_timeout_mills: int = 6_000
+    wait_time_mills_in_send_queue: int = 200
+    send_message_max_in_flight: int = 1024  # ours: concurrent sends before they queue
+    ha_listen_port: int = 10912  # listenPort + 1 when listenPort is 0 (then ephemeral)
+
+    @property
+    def namesrv_addrs(self) -> list[str]:
+        return [a.strip() for a in self.namesrv_addr.split(";") if a.strip()]
+
+    @property
+    def is_slave(self) -> bool:
+        return self.broker_role is BrokerRole.SLAVE or self.broker_id != 0

@@ -1,0 +1,75 @@
+"""SubscriptionGroups: consumer groups a broker knows (SubscriptionGroupManager), persisted to
+subscriptionGroup.json; unknown groups are created on first use when
+autoCreateSubscriptionGroup is on."""
+
+from __future__ import annotations
+
+import time
+
+import structlog
+
+from broker.configfile import ConfigFile
+from remoting.errors import ConfigError
+from remoting.protocol.group import SubscriptionGroupConfig
+from remoting.protocol.register import DataVersion
+
+log = structlog.get_logger(__name__)
+
+# groups every broker knows from birth (SubscriptionGroupManager's constructor)
+SYSTEM_GROUPS = ("TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "SELF_TEST_C_GROUP",
+                 "CID_ONS-HTTP-PROXY", "CID_ONSAPI_PULL", "CID_ONSAPI_PERMISSION",
+                 "CID_ONSAPI_OWNER", "CID_RMQ_SYS_TRANS")  # fmt: skip
+
+
+class SubscriptionGroups:
+    def __init__(self, file: ConfigFile, *, auto_create: bool) -> None:
+        self.file = file
+        self.auto_create = auto_create
+        self.groups = {g: SubscriptionGroupConfig(group_name=g) for g in SYSTEM_GROUPS}
+        self.data_version = DataVersion(0, _now_ms())
+
+    def load(self) -> None:
+        obj = self.file.load()
+        if obj is None:
+            return
+        try:
+            table = obj.get("subscriptionGroupTable") or {}
+            for name, raw in table.items():
+                self.groups[str(name)] = SubscriptionGroupConfig.from_json(raw)
+            self.data_version = DataVersion.from_json(obj.get("dataVersion"))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise ConfigError(f"{self.file.path}: malformed subscription groups: {exc}") from exc
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "dataVersion": self.data_version.to_json(),
+            "subscriptionGroupTable": {k: v.to_json() for k, v in self.groups.items()},
+        }
+
+    async def find(self, group: str) -> SubscriptionGroupConfig | None:
+        """findSubscriptionGroupConfig: the group, created on first use if auto-create is on."""
+        config = self.groups.get(group)
+        if config is None and self.auto_create:
+            config = SubscriptionGroupConfig(group_name=group)
+            await self.put(config)
+        return config
+
+    async def put(self, config: SubscriptionGroupConfig) -> None:
+        self.groups[config.group_name] = config
+        log.info("subscription_group_updated", group=config.group_name)
+        await self._changed()
+
+    async def delete(self, group: str) -> bool:
+        if self.groups.pop(group, None) is None:
+            return False
+        log.info("subscription_group_deleted", group=group)
+        await self._changed()
+        return True
+
+    async def _changed(self) -> None:
+        self.data_version = self.data_version.next(_now_ms())
+        await self.file.save(self.to_json())
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000

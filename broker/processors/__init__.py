@@ -1,0 +1,1 @@
+"""Request processors of the broker, one module per family; each owns its status -> code table."""

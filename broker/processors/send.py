@@ -1,0 +1,295 @@
+"""SendProcessor: SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320).
+
+Seed 000 / protocol.md 5.1, in that order: start the response (MSG_REGION, TRACE_ON); the
+broker accepting sends yet; msgCheck (broker writable, topic name, topics clients may not send
+to, lookup with auto-create, queue id range); random queue; retry/DLQ routing; the stored
+message (WAIT dropped, CLUSTER added); transactional prepare; append; status -> code.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Final
+
+import structlog
+
+from broker.config import BrokerConfig
+from broker.context import BrokerContext
+from broker.store import PutResult, PutStatus
+from broker.topics import describe
+from remoting.channel import Channel
+from remoting.errors import MessageDecodeError
+from remoting.protocol.codes import MQVersion, RequestCode, ResponseCode
+from remoting.protocol.command import RemotingCommand, response_to
+from remoting.protocol.headers.send import SendMessageHeader, SendMessageResponseHeader
+from remoting.protocol.message import MessageExt, Prop, SysFlag, decode_batch, decode_properties
+from remoting.protocol.topic import (
+    NOT_ALLOWED_SEND_TOPICS,
+    RETRY_GROUP_TOPIC_PREFIX,
+    TRANS_HALF_TOPIC,
+    Perm,
+    TopicConfig,
+    check_topic_name,
+    dlq_topic,
+)
+
+log = structlog.get_logger(__name__)
+
+_ILLEGAL: Final = (
+    "the message is illegal, maybe msg body or properties length not matched. "
+    "msg body length limit {body}k, msg properties length limit 32k."
+)
+# put status -> (response code, remark); the first four count as stored
+PUT_RESULT: Final[dict[PutStatus, tuple[ResponseCode, str | None]]] = {
+    PutStatus.PUT_OK: (ResponseCode.SUCCESS, None),
+    PutStatus.FLUSH_DISK_TIMEOUT: (ResponseCode.FLUSH_DISK_TIMEOUT, None),
+    PutStatus.FLUSH_SLAVE_TIMEOUT: (ResponseCode.FLUSH_SLAVE_TIMEOUT, None),
+    PutStatus.SLAVE_NOT_AVAILABLE: (ResponseCode.SLAVE_NOT_AVAILABLE, None),
+    PutStatus.CREATE_MAPPED_FILE_FAILED: (
+        ResponseCode.SYSTEM_ERROR, "create mapped file failed, server is busy or broken."),
+    PutStatus.MESSAGE_ILLEGAL: (ResponseCode.MESSAGE_ILLEGAL, _ILLEGAL),
+    PutStatus.PROPERTIES_SIZE_EXCEEDED: (ResponseCode.MESSAGE_ILLEGAL, _ILLEGAL),
+    PutStatus.SERVICE_NOT_AVAILABLE: (
+        ResponseCode.SERVICE_NOT_AVAILABLE,
+        "service not available now. It may be caused by one of the following reasons: the "
+        "broker's disk is full, messages are put to the slave, message store has been shut "
+        "down, etc."),
+    PutStatus.OS_PAGECACHE_BUSY: (
+        ResponseCode.SYSTEM_ERROR, "[PC_SYNCHRONIZED]broker busy, start flow control for a while"),
+    PutStatus.UNKNOWN_ERROR: (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR"),
+}  # fmt: skip
+STORED: Final = frozenset(s for s, (code, _) in PUT_RESULT.items() if code in (0, 10, 11, 12))
+
+
+class Refused(Exception):
+    """A send refused before storing: carries the response code and remark."""
+
+    def __init__(self, code: ResponseCode, remark: str) -> None:
+        super().__init__(remark)
+        self.code = code
+        self.remark = remark
+
+
+class SendProcessor:
+    def __init__(self, ctx: BrokerContext) -> None:
+        self.ctx = ctx
+        self.store = ctx.store
+        self.topics = ctx.topics
+        self.groups = ctx.groups
+
+    @property
+    def config(self) -> BrokerConfig:
+        return self.ctx.config
+
+    def _base_ext(self) -> dict[str, str]:
+        return {
+            "MSG_REGION": self.config.region_id,
+            "TRACE_ON": "true" if self.config.trace_on else "false",
+        }
+
+    async def send(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
+        """SEND_MESSAGE / SEND_MESSAGE_V2: one message."""
+        hdr = SendMessageHeader.from_ext(req.ext_fields, v2=req.code != RequestCode.SEND_MESSAGE)
+        try:
+            config = await self._msg_check(hdr, ch)
+            queue_id = hdr.queue_id if hdr.queue_id >= 0 else _random_queue(config)
+            msg, wait = self._build(hdr, req.body, queue_id, ch)
+            await self._retry_or_dlq(req, hdr, msg)
+            self._tag_filter_flag(msg, config)
+            self._prepare_transaction(msg)
+        except Refused as exc:
+            return response_to(req, exc.code, exc.remark, self._base_ext())
+        result = await self.store.put(msg, wait_flush=wait)
+        return self._answer(req, result, msg.topic, queue_id)
+
+    async def send_batch(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
+        """SEND_BATCH_MESSAGE: every message to one queue, in one append."""
+        hdr = SendMessageHeader.from_ext(req.ext_fields, v2=True)
+        try:
+            config = await self._msg_check(hdr, ch)
+            if hdr.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                raise Refused(
+                    ResponseCode.MESSAGE_ILLEGAL,
+                    f"batch request does not support retry group {hdr.topic}",
+                )
+            queue_id = hdr.queue_id if hdr.queue_id >= 0 else _random_queue(config)
+            msgs, wait = self._build_batch(hdr, req.body, queue_id, ch, config)
+        except Refused as exc:
+            return response_to(req, exc.code, exc.remark, self._base_ext())
+        result = await self.store.put_batch(msgs, wait_flush=wait)
+        return self._answer(req, result, hdr.topic, queue_id)
+
+    # ------------------------------------------------------------ msgCheck
+
+    async def _msg_check(self, hdr: SendMessageHeader, ch: Channel) -> TopicConfig:
+        accept_from = self.config.start_accept_send_request_time_stamp
+        if accept_from and _now_ms() < accept_from:
+            raise Refused(
+                ResponseCode.SYSTEM_ERROR, f"broker unable to service, until {accept_from}"
+            )
+        if not Perm.writeable(self.config.broker_permission):
+            raise Refused(
+                ResponseCode.NO_PERMISSION,
+                f"the broker[{self.config.broker_ip1}] sending message is forbidden",
+            )
+        bad_name = check_topic_name(hdr.topic)
+        if bad_name is not None:
+            raise Refused(ResponseCode.SYSTEM_ERROR, bad_name)
+        if hdr.topic in NOT_ALLOWED_SEND_TOPICS:
+            raise Refused(
+                ResponseCode.NO_PERMISSION, f"Sending message to topic[{hdr.topic}] is forbidden."
+            )
+        config = self.topics.get(hdr.topic) or await self._create(hdr, ch)
+        if hdr.queue_id >= max(config.read_queue_nums, config.write_queue_nums):
+            remark = (
+                f"request queueId[{hdr.queue_id}] is illegal, {describe(config)} "
+                f"Producer: {ch.peer}"
+            )
+            log.warning(
+                "send_queue_id_illegal", topic=hdr.topic, queue_id=hdr.queue_id, peer=ch.peer
+            )
+            raise Refused(ResponseCode.SYSTEM_ERROR, remark)
+        return config
+
+    async def _create(self, hdr: SendMessageHeader, ch: Channel) -> TopicConfig:
+        log.warning("send_topic_not_exist", topic=hdr.topic, peer=ch.peer)
+        if hdr.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):  # protocol.md 5.1 step 6
+            return await self.topics.create_plain(hdr.topic, 1, Perm.READ | Perm.WRITE)
+        config = await self.topics.create_in_send(
+            hdr.topic, hdr.default_topic, hdr.default_topic_queue_nums
+        )
+        if config is None:
+            raise Refused(
+                ResponseCode.TOPIC_NOT_EXIST, f"topic[{hdr.topic}] not exist, apply first please!"
+            )
+        return config
+
+    # ------------------------------------------------------------ the stored message
+
+    def _properties(self, text: str | None) -> tuple[dict[str, str], bool]:
+        props = decode_properties(text)
+        # compat: WAIT is not stored (9 bytes a message); it only decides whether to wait
+        wait = props.pop(Prop.WAIT, "true").lower() == "true"
+        props[Prop.CLUSTER] = self.config.broker_cluster_name
+        return props, wait
+
+    def _build(
+        self, hdr: SendMessageHeader, body: bytes, queue_id: int, ch: Channel
+    ) -> tuple[MessageExt, bool]:
+        props, wait = self._properties(hdr.properties)
+        msg = MessageExt(
+            topic=hdr.topic,
+            body=body,
+            flag=hdr.flag,
+            properties=props,
+            queue_id=queue_id,
+            sys_flag=hdr.sys_flag,
+            born_timestamp=hdr.born_timestamp,
+            born_host=ch.peer,
+            reconsume_times=hdr.reconsume_times or 0,
+        )
+        return msg, wait
+
+    def _build_batch(
+        self, hdr: SendMessageHeader, body: bytes, queue_id: int, ch: Channel, config: TopicConfig
+    ) -> tuple[list[MessageExt], bool]:
+        try:
+            items = decode_batch(body)
+        except MessageDecodeError as exc:
+            raise Refused(ResponseCode.MESSAGE_ILLEGAL, f"malformed batch body: {exc}") from exc
+        if not items:
+            raise Refused(ResponseCode.MESSAGE_ILLEGAL, "the batch body holds no message")
+        common, wait = self._properties(hdr.properties)
+        sys_flag = hdr.sys_flag | (
+            SysFlag.MULTI_TAGS if config.topic_filter_type == "MULTI_TAG" else 0
+        )
+        msgs = []
+        for item in items:
+            props = {**decode_properties(item.properties), **common}
+            if int(props.get(Prop.DELAY, "0") or 0) > 0:
+                raise Refused(
+                    ResponseCode.MESSAGE_ILLEGAL, "a batch may not carry delayed messages"
+                )
+            msgs.append(
+                MessageExt(
+                    topic=hdr.topic,
+                    body=item.body,
+                    flag=item.flag,
+                    properties=props,
+                    queue_id=queue_id,
+                    sys_flag=sys_flag,
+                    born_timestamp=hdr.born_timestamp,
+                    born_host=ch.peer,
+                )
+            )
+        return msgs, wait
+
+    async def _retry_or_dlq(
+        self, req: RemotingCommand, hdr: SendMessageHeader, msg: MessageExt
+    ) -> None:
+        """handleRetryAndDLQ: a %RETRY% send past its maximum reconsume count goes to %DLQ%."""
+        if not hdr.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            return
+        group = hdr.topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
+        sub = await self.groups.find(group)
+        if sub is None:
+            raise Refused(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}"
+            )
+        limit = sub.retry_max_times
+        if req.version >= MQVersion.V3_4_9 and hdr.max_reconsume_times is not None:
+            limit = hdr.max_reconsume_times
+        if (hdr.reconsume_times or 0) >= limit:
+            dlq = await self.topics.create_plain(dlq_topic(group), 1, Perm.READ | Perm.WRITE)
+            msg.topic, msg.queue_id = dlq.topic_name, random.randrange(dlq.write_queue_nums or 1)
+            msg.properties.pop(Prop.DELAY, None)
+            log.info("send_to_dlq", group=group, reconsume_times=hdr.reconsume_times)
+
+    @staticmethod
+    def _tag_filter_flag(msg: MessageExt, config: TopicConfig) -> None:
+        if config.topic_filter_type == "MULTI_TAG":
+            msg.sys_flag |= SysFlag.MULTI_TAGS
+
+    def _prepare_transaction(self, msg: MessageExt) -> None:
+        """A prepared (half) message is parked, invisible, in the half topic (protocol.md 12.4)."""
+        if msg.properties.get(Prop.TRAN_MSG, "").lower() != "true":
+            return
+        if self.config.reject_transaction_message:
+            remark = (
+                f"the broker[{self.config.broker_ip1}] sending transaction message is forbidden"
+            )
+            raise Refused(ResponseCode.NO_PERMISSION, remark)
+        msg.properties[Prop.REAL_TOPIC] = msg.topic
+        msg.properties[Prop.REAL_QID] = str(msg.queue_id)
+        msg.sys_flag &= ~SysFlag.TRANSACTION_MASK
+        msg.topic, msg.queue_id = TRANS_HALF_TOPIC, 0
+
+    # ------------------------------------------------------------ the answer
+
+    def _answer(
+        self, req: RemotingCommand, result: PutResult, topic: str, queue_id: int
+    ) -> RemotingCommand:
+        code, remark = PUT_RESULT[result.status]
+        ext = self._base_ext()
+        if result.status not in STORED:
+            remark = (remark or "").format(body=self.ctx.store_config.max_message_size // 1024)
+            log.warning("send_not_stored", topic=topic, status=result.status.name)
+            return response_to(req, code, remark, ext)
+        self.ctx.stats.on_put(topic, len(result.msg_ids), result.wrote_bytes)
+        ext.update(
+            SendMessageResponseHeader(
+                msg_id=",".join(result.msg_ids),
+                queue_id=queue_id,
+                queue_offset=result.queue_offset,
+            ).to_ext()
+        )
+        return response_to(req, code, None, ext)
+
+
+def _random_queue(config: TopicConfig) -> int:
+    return random.randrange(config.write_queue_nums) if config.write_queue_nums > 0 else 0
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000

@@ -1,0 +1,181 @@
+"""Broker: wiring, start and stop order, name server registration (BrokerController).
+
+Entering: bind, load topics and groups, recover the store, serve, register with every name
+server, log ``listening``. Leaving (design.md 9): stop accepting, unregister, drain requests,
+stop loops, flush and checkpoint the store, close connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+import structlog
+
+from broker.config import BrokerConfig
+from broker.configfile import ConfigFile
+from broker.context import BrokerContext
+from broker.groups import SubscriptionGroups
+from broker.namesrv_api import BrokerIdentity, NamesrvAPI
+from broker.processors.admin import AdminProcessor
+from broker.processors.query import QueryProcessor
+from broker.processors.send import SendProcessor
+from broker.routes import bulkheads, routes
+from broker.stats import SAMPLE_SECONDS, BrokerStats
+from broker.store import MessageStore
+from broker.store.config import StoreConfig
+from broker.topics import TopicTable, system_topics
+from remoting.client import RemotingClient
+from remoting.config import ServerConfig
+from remoting.server import RemotingServer, bind_socket
+from remoting.tasks import every
+
+log = structlog.get_logger(__name__)
+
+
+class Broker:
+    """``async with Broker(cfg, store_cfg, server_cfg)`` serves until the block ends."""
+
+    def __init__(self, config: BrokerConfig, store_config: StoreConfig, server: ServerConfig):
+        self.config = config
+        self.store_config = store_config
+        self.server_config = server
+        self.namesrv = NamesrvAPI(
+            RemotingClient(), config.namesrv_addrs, config.register_broker_timeout_mills / 1000
+        )
+        self._loops: list[asyncio.Task[None]] = []
+        self._register_task: asyncio.Task[None] | None = None
+        self._register_again = False
+
+    async def __aenter__(self) -> Self:
+        cfg, server_cfg = self.config, self.server_config
+        sock = bind_socket(server_cfg.bind_address, server_cfg.listen_port)
+        self.port = sock.getsockname()[1]
+        try:
+            self.ctx = await self._open(f"{cfg.broker_ip1}:{self.port}")
+        except BaseException:
+            sock.close()
+            raise
+        ctx = self.ctx
+        self.server = RemotingServer(
+            routes(SendProcessor(ctx), AdminProcessor(ctx), QueryProcessor(ctx)),
+            server_cfg,
+            bulkheads=bulkheads(cfg),
+            announce=False,
+            sock=sock,
+        )
+        await self.server.start()
+        ctx.topics.listeners.append(self.register_soon)
+        if not self.namesrv.addrs:
+            log.warning("no_namesrv", hint="set namesrvAddr, -n or NAMESRV_ADDR")
+        await self._register()
+        self._start_loops()
+        log.info(
+            "listening",
+            host=self.server.host,
+            port=self.port,
+            broker=cfg.broker_name,
+            addr=ctx.addr,
+        )
+        return self
+
+    async def _open(self, addr: str) -> BrokerContext:
+        cfg = self.config
+        config_dir = config_path(self.store_config)
+        builtin = system_topics(
+            cfg.broker_cluster_name,
+            cfg.broker_name,
+            auto_create=cfg.auto_create_topic_enable,
+            default_queue_nums=cfg.default_topic_queue_nums,
+            cluster_topic=cfg.cluster_topic_enable,
+            broker_topic=cfg.broker_topic_enable,
+        )
+        topics = TopicTable(
+            ConfigFile(config_dir / "topics.json"),
+            builtin,
+            auto_create=cfg.auto_create_topic_enable,
+        )
+        topics.load()
+        groups = SubscriptionGroups(
+            ConfigFile(config_dir / "subscriptionGroup.json"),
+            auto_create=cfg.auto_create_subscription_group,
+        )
+        groups.load()
+        store = MessageStore(self.store_config, store_host=addr)
+        await store.start()
+        return BrokerContext(
+            config=cfg,
+            store_config=self.store_config,
+            server_config=self.server_config,
+            store=store,
+            topics=topics,
+            groups=groups,
+            stats=BrokerStats(),
+            addr=addr,
+        )
+
+    @property
+    def identity(self) -> BrokerIdentity:
+        cfg = self.ctx.config
+        ha_port = cfg.ha_listen_port if self.server_config.listen_port else self.port + 1
+        return BrokerIdentity(
+            cfg.broker_cluster_name,
+            cfg.broker_name,
+            cfg.broker_id,
+            self.ctx.addr,
+            f"{cfg.broker_ip2 or cfg.broker_ip1}:{ha_port}",
+        )
+
+    def _start_loops(self) -> None:
+        loop = asyncio.get_running_loop()
+        period = max(1.0, min(60.0, self.config.register_name_server_period / 1000))
+        jobs = [
+            (period, self._register, "register_broker_all"),
+            (SAMPLE_SECONDS, self._sample_stats, "stats_sample"),
+        ]
+        for interval, job, name in jobs:
+            self._loops.append(loop.create_task(every(interval, job, name=name), name=name))
+
+    async def _sample_stats(self) -> None:
+        self.ctx.stats.sample()
+
+    async def _register(self) -> None:
+        accepted = await self.namesrv.register_all(self.identity, self.ctx.topics.wrapper())
+        log.debug("broker_registered", namesrv=accepted, of=len(self.namesrv.addrs))
+
+    def register_soon(self) -> None:
+        """Register at once after a topic change; changes during a round get one more round."""
+        self._register_again = True
+        if self._register_task is None or self._register_task.done():
+            self._register_task = asyncio.get_running_loop().create_task(self._register_rounds())
+
+    async def _register_rounds(self) -> None:
+        while self._register_again:
+            self._register_again = False
+            await self._register()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.server.stop_accepting()
+        await self.namesrv.unregister_all(self.identity)
+        for task in [*self._loops, self._register_task]:
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        await self.server.close(drain_timeout=5.0)
+        await self.ctx.store.shutdown()
+        await self.namesrv.close()
+        log.info("broker_stopped", broker=self.config.broker_name)
+
+
+def config_path(store_config: StoreConfig) -> Path:
+    """``<storePathRootDir>/config``: the broker's JSON state files."""
+    return Path(store_config.store_path_root_dir).expanduser() / "config"

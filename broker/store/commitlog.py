@@ -1,0 +1,165 @@
+"""CommitLog: every message of every topic, appended to fixed-size segments.
+
+Records use the stored-message layout byte for byte (protocol.md 7.1). A record that does not
+fit the rest of a segment (with 8 bytes to spare) leaves an end-of-file blank record --
+``int32 remaining | int32 BLANK_MAGIC`` -- and starts the next segment.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from enum import Enum
+from pathlib import Path
+from typing import Final, NamedTuple
+
+from broker.store.segment import Segment, SegmentQueue
+from remoting.protocol.message import (
+    BLANK_MAGIC,
+    MAGIC_V1,
+    MAGIC_V2,
+    PHYSICAL_OFFSET_POS,
+    SYSFLAG_POS,
+    SysFlag,
+)
+
+_HEAD: Final = struct.Struct(">iI")  # total size, magic
+_Q: Final = struct.Struct(">q")
+_I: Final = struct.Struct(">i")
+_H: Final = struct.Struct(">h")
+BLANK_MIN: Final = 8
+MIN_RECORD: Final = 91  # the smallest V1 record: IPv4 hosts, empty body, topic and properties
+
+
+class Scan(Enum):
+    """What lies at a position of the CommitLog."""
+
+    RECORD = 1  # a valid record
+    END_OF_SEGMENT = 2  # the blank trailer: the next record starts the next segment
+    END = 3  # zeros: nothing was ever written here
+    INVALID = 4  # bytes that are not a valid record
+
+
+class Found(NamedTuple):
+    kind: Scan
+    size: int = 0
+
+
+class CommitLog:
+    def __init__(self, directory: Path, segment_size: int) -> None:
+        self.queue = SegmentQueue(directory, segment_size, preallocate=True)
+        self.segment_size = segment_size
+        self.max_offset = 0  # where the next record goes
+
+    @property
+    def min_offset(self) -> int:
+        return self.queue.min_offset
+
+    def load(self) -> None:
+        self.queue.load()
+
+    # ------------------------------------------------------------ append
+
+    def reserve(self, size: int) -> int:
+        """Where a record of ``size`` bytes goes: after a blank trailer and in a new segment if
+        the current one is too full. Raises OSError when a segment cannot be created and
+        ValueError when the record can never fit a segment."""
+        if size + BLANK_MIN > self.segment_size:
+            raise ValueError(f"a {size}-byte record exceeds the {self.segment_size}-byte segment")
+        pos = self.max_offset
+        seg = self.queue.last()
+        if seg is None or pos >= seg.end:
+            seg = self.queue.create(pos - pos % self.segment_size if seg is None else seg.end)
+        space = seg.end - pos
+        if size + BLANK_MIN > space:
+            seg.write(pos - seg.start, _HEAD.pack(space, BLANK_MAGIC))
+            self.max_offset = seg.end
+            seg = self.queue.create(seg.end)
+            pos = seg.start
+        return pos
+
+    def write(self, phys: int, data: bytes | bytearray) -> None:
+        seg = self.queue.find(phys)
+        assert seg is not None and phys + len(data) <= seg.end, "reserve() first"
+        seg.write(phys - seg.start, data)
+        self.max_offset = phys + len(data)
+
+    # ------------------------------------------------------------ read
+
+    def read(self, phys: int, size: int) -> bytes | None:
+        """``size`` bytes at ``phys``, or None when they are not (or no longer) stored."""
+        if phys < self.min_offset or phys + size > self.max_offset or size <= 0:
+            return None
+        seg = self.queue.find(phys)
+        if seg is None or phys + size > seg.end:
+            return None
+        return seg.read(phys - seg.start, size)
+
+    def read_record(self, phys: int) -> bytes | None:
+        """The whole record at ``phys`` if one starts there (checked: size, magic, offset)."""
+        head = self.read(phys, 8)
+        if head is None:
+            return None
+        size, magic = _HEAD.unpack(head)
+        if magic not in (MAGIC_V1, MAGIC_V2) or size < MIN_RECORD:
+            return None
+        record = self.read(phys, size)
+        if record is None or _Q.unpack_from(record, PHYSICAL_OFFSET_POS)[0] != phys:
+            return None
+        return record
+
+    def segments_between(self, start: int, end: int) -> list[Segment]:
+        return [s for s in self.queue.segments if s.end > start and s.start < end]
+
+    # ------------------------------------------------------------ recovery checks
+
+    def check(self, seg: Segment, pos: int) -> Found:
+        """Classify what lies at segment position ``pos`` (recovery; verifies the body CRC)."""
+        mm, left = seg.mm, seg.size - pos
+        if left < BLANK_MIN:
+            return Found(Scan.END if not any(mm[pos:]) else Scan.INVALID)
+        size, magic = _HEAD.unpack_from(mm, pos)
+        if magic == BLANK_MAGIC:
+            ok = size == left
+            return Found(Scan.END_OF_SEGMENT if ok else Scan.INVALID)
+        if size == 0 and magic == 0:
+            return Found(Scan.END if not any(mm[pos : pos + 64]) else Scan.INVALID)
+        if magic not in (MAGIC_V1, MAGIC_V2) or not MIN_RECORD <= size <= left - BLANK_MIN:
+            return Found(Scan.INVALID)
+        record = memoryview(mm)[pos : pos + size]
+        try:
+            valid = _valid(record, seg.start + pos)
+        finally:
+            record.release()
+        return Found(Scan.RECORD, size) if valid else Found(Scan.INVALID)
+
+    def close(self) -> None:
+        self.queue.close()
+
+
+def _valid(record: memoryview, phys: int) -> bool:
+    """Structure and body CRC of one record (protocol.md 7.1)."""
+    size = len(record)
+    if _Q.unpack_from(record, PHYSICAL_OFFSET_POS)[0] != phys:
+        return False
+    (sys_flag,) = _I.unpack_from(record, SYSFLAG_POS)
+    at = 48 + (20 if sys_flag & SysFlag.BORNHOST_V6 else 8) + 8
+    at += (20 if sys_flag & SysFlag.STOREHOST_V6 else 8) + 12
+    (body_len,) = _I.unpack_from(record, at)
+    body_at = at + 4
+    if body_len < 0 or body_at + body_len + 3 > size:
+        return False
+    (crc,) = _I.unpack_from(record, 8)
+    if zlib.crc32(record[body_at : body_at + body_len]) & 0x7FFFFFFF != crc:
+        return False
+    at = body_at + body_len
+    magic = _HEAD.unpack_from(record, 0)[1]
+    if magic == MAGIC_V1:
+        topic_len, at = record[at], at + 1
+    else:
+        (topic_len,), at = _H.unpack_from(record, at), at + 2
+    at += topic_len
+    if at + 2 > size:
+        return False
+    (props_len,) = _H.unpack_from(record, at)
+    return bool(at + 2 + props_len == size)

@@ -1,0 +1,67 @@
+"""StoreConfig: RocketMQ MessageStoreConfig keys that apply to us, with RocketMQ's defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+
+class FlushDiskType(StrEnum):
+    ASYNC_FLUSH = "ASYNC_FLUSH"
+    SYNC_FLUSH = "SYNC_FLUSH"
+
+
+def _default_root() -> str:
+    return str(Path.home() / "store")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoreConfig:
+    store_path_root_dir: str = field(default_factory=_default_root)
+    store_path_commit_log: str = ""  # "" = <root>/commitlog
+    mapped_file_size_commit_log: int = 1024 * 1024 * 1024
+    mapped_file_size_consume_queue: int = 300_000 * 20
+    flush_disk_type: FlushDiskType = FlushDiskType.ASYNC_FLUSH
+    flush_interval_commit_log: int = 500  # ms
+    flush_interval_consume_queue: int = 1000  # ms
+    sync_flush_timeout: int = 5000  # ms
+    max_message_size: int = 4 * 1024 * 1024
+    message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+    file_reserved_time: int = 72  # hours
+    delete_when: str = "04"  # hours of the day ("04;16") when expired files are deleted
+    disk_max_used_space_ratio: int = 75  # % of the disk: beyond it, delete at once
+    disk_space_warning_level_ratio: int = 90  # % of the disk: beyond it, refuse writes
+    clean_resource_interval: int = 10_000  # ms between retention rounds
+    max_hash_slot_num: int = 5_000_000
+    max_index_num: int = 5_000_000 * 4
+    message_index_enable: bool = True
+    access_message_in_memory_max_ratio: int = 40
+    max_transfer_bytes_on_message_in_memory: int = 256 * 1024
+    max_transfer_count_on_message_in_memory: int = 32
+    max_transfer_bytes_on_message_in_disk: int = 64 * 1024
+    max_transfer_count_on_message_in_disk: int = 8
+
+    @property
+    def root(self) -> Path:
+        return Path(self.store_path_root_dir).expanduser()
+
+    @property
+    def commitlog_dir(self) -> Path:
+        if self.store_path_commit_log:
+            return Path(self.store_path_commit_log).expanduser()
+        return self.root / "commitlog"
+
+
+_UNITS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def delay_levels(text: str) -> list[int]:
+    """``messageDelayLevel`` as milliseconds; level n is ``levels[n - 1]``."""
+    out = []
+    for item in text.split():
+        unit = _UNITS.get(item[-1:])
+        if unit is None or not item[:-1].isdigit():
+            raise ValueError(f"bad delay level {item!r} in messageDelayLevel")
+        out.append(int(item[:-1]) * unit)
+    return out

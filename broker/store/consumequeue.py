@@ -1,0 +1,173 @@
+"""ConsumeQueue: one per topic and queue; unit ``k`` (20 bytes at ``20*k``) locates message
+``k``: commitlog offset (8), size (4), tags code (8) (protocol.md 8.1).
+
+A unit of all zeros was never written; a blank unit (offset 0, size 0x7fffffff) fills a gap
+left by a record lost to corruption, and is skipped by readers (Java's fillPreBlank).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Final, NamedTuple
+
+from broker.store.segment import Segment, SegmentQueue
+
+UNIT: Final = 20
+_UNIT = struct.Struct(">qiq")
+BLANK_SIZE: Final = 0x7FFFFFFF
+_ZEROS: Final = bytes(UNIT)
+
+
+class Unit(NamedTuple):
+    offset: int  # queue offset
+    phys: int
+    size: int
+    tags_code: int
+
+    @property
+    def blank(self) -> bool:
+        """A filler (or a never-written hole): no message to serve."""
+        return self.size == BLANK_SIZE or self.size <= 0
+
+
+class ConsumeQueue:
+    def __init__(self, directory: Path, topic: str, queue_id: int, segment_size: int) -> None:
+        self.topic = topic
+        self.queue_id = queue_id
+        self.queue = SegmentQueue(directory, segment_size - segment_size % UNIT, preallocate=False)
+        self.max_offset = 0  # units written: the next message's queue offset
+        self.min_offset = 0  # first unit still served
+        self.flushed = 0  # units made durable
+
+    @property
+    def units_per_segment(self) -> int:
+        return self.queue.size // UNIT
+
+    def load(self) -> None:
+        self.queue.load()
+        last = self.queue.last()
+        if last is None:
+            return
+        self.max_offset = (last.start + _written(last)) // UNIT
+        self.min_offset = self.queue.min_offset // UNIT
+        self.flushed = self.max_offset
+
+    def put(self, offset: int, phys: int, size: int, tags_code: int) -> None:
+        """Write the unit of queue offset ``offset``; a gap before it is filled with blanks.
+        Raises OSError when a segment cannot be created."""
+        if offset < self.max_offset:
+            return  # already dispatched (a recovery replaying what survived)
+        while self.max_offset < offset:
+            self._write(self.max_offset, 0, BLANK_SIZE, 0)
+        self._write(offset, phys, size, tags_code)
+
+    def _write(self, offset: int, phys: int, size: int, tags_code: int) -> None:
+        pos = offset * UNIT
+        seg = self.queue.find(pos)
+        if seg is None:
+            if not self.queue.segments:
+                self.min_offset = offset - offset % self.units_per_segment
+            seg = self.queue.create(pos - pos % self.queue.size)
+        seg.write(pos - seg.start, _UNIT.pack(phys, size, tags_code))
+        self.max_offset = offset + 1
+
+    def unit(self, offset: int) -> Unit | None:
+        if not self.min_offset <= offset < self.max_offset:
+            return None
+        seg = self.queue.find(offset * UNIT)
+        if seg is None:
+            return None
+        return Unit(offset, *_UNIT.unpack_from(seg.mm, offset * UNIT - seg.start))
+
+    def units(self, offset: int, limit: int) -> Iterator[Unit]:
+        """Up to ``limit`` units from ``offset``, stopping at a missing segment."""
+        end = min(self.max_offset, offset + limit)
+        while offset < end:
+            seg = self.queue.find(offset * UNIT)
+            if seg is None:
+                return
+            stop = min(end, seg.end // UNIT)
+            mm, base = seg.mm, seg.start
+            for k in range(offset, stop):
+                yield Unit(k, *_UNIT.unpack_from(mm, k * UNIT - base))
+            offset = stop
+
+    def segment_missing(self, offset: int) -> bool:
+        return self.queue.find(offset * UNIT) is None
+
+    def next_segment_offset(self, offset: int) -> int:
+        """The first queue offset of the segment after the one holding ``offset``."""
+        per = self.units_per_segment
+        return offset - offset % per + per
+
+    def truncate_from_phys(self, phys: int) -> None:
+        """Forget units pointing at ``phys`` or later (a recovery re-dispatches them)."""
+        low, high = self.min_offset, self.max_offset
+        while low < high:  # units' commitlog offsets rise with the queue offset
+            mid = (low + high) // 2
+            unit = self.unit(mid)
+            if unit is not None and not unit.blank and unit.phys < phys:
+                low = mid + 1
+            else:
+                high = mid
+        while low > self.min_offset and (u := self.unit(low - 1)) is not None and u.blank:
+            low -= 1  # blanks before the cut were fillers for what is now re-dispatched
+        self._truncate(low)
+
+    def _truncate(self, offset: int) -> None:
+        pos = offset * UNIT
+        self.queue.truncate_after(pos - pos % self.queue.size + self.queue.size)
+        seg = self.queue.find(pos)
+        if seg is not None:
+            seg.zero(pos - seg.start)
+        elif self.queue.segments and pos <= self.queue.segments[0].start:
+            self.queue.truncate_after(0)
+        self.max_offset = offset
+        self.min_offset = min(self.min_offset, offset)
+        self.flushed = min(self.flushed, offset)
+
+    def correct_min(self, commitlog_min: int) -> None:
+        """Skip units whose message is gone from the CommitLog (retention deleted it)."""
+        while self.min_offset < self.max_offset:
+            unit = self.unit(self.min_offset)
+            if unit is None or (not unit.blank and unit.phys >= commitlog_min):
+                return
+            self.min_offset += 1
+
+    def delete_expired(self, commitlog_min: int) -> int:
+        """Delete whole segments whose every message is gone; returns how many."""
+        deleted = 0
+        while len(self.queue.segments) > 1:
+            seg = self.queue.segments[0]
+            last = Unit(0, *_UNIT.unpack_from(seg.mm, seg.size - UNIT))
+            if last.blank or last.phys >= commitlog_min:
+                break
+            self.queue.delete_first()
+            deleted += 1
+        self.min_offset = max(self.min_offset, self.queue.min_offset // UNIT)
+        self.correct_min(commitlog_min)
+        return deleted
+
+    def dirty_segments(self) -> list[Segment]:
+        start = self.flushed * UNIT
+        return [s for s in self.queue.segments if s.end > start]
+
+    def close(self) -> None:
+        self.queue.close()
+
+
+def _written(seg: Segment) -> int:
+    """Bytes of ``seg`` holding units: up to the first aligned unit of zeros."""
+    mm, pos = seg.mm, 0
+    while True:
+        found = mm.find(_ZEROS, pos)
+        if found < 0:
+            return seg.size
+        aligned = found + (-found % UNIT)
+        if aligned + UNIT <= seg.size and mm[aligned : aligned + UNIT] == _ZEROS:
+            return aligned
+        if aligned >= seg.size:
+            return seg.size
+        pos = found + 1

@@ -1,0 +1,69 @@
+"""Dispatch (reput): what a stored record adds to its ConsumeQueue and to the index.
+
+The put path dispatches each message as it is appended; recovery rebuilds ConsumeQueues and
+index by dispatching records read back from the CommitLog -- both through ``Dispatch``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from remoting.protocol.message import MessageExt, Prop, SysFlag
+from remoting.protocol.msgid import tags_code
+from remoting.protocol.topic import SCHEDULE_TOPIC
+
+NO_QUEUE_TYPES = (SysFlag.TRANSACTION_PREPARED, SysFlag.TRANSACTION_ROLLBACK)
+
+
+class Dispatch(NamedTuple):
+    topic: str
+    queue_id: int
+    queue_offset: int
+    phys: int
+    size: int
+    tags_code: int
+    store_ts: int
+    keys: list[str]
+    sys_flag: int
+
+    @property
+    def queued(self) -> bool:
+        """Prepared and rolled-back transaction records get no ConsumeQueue unit."""
+        return self.sys_flag & SysFlag.TRANSACTION_MASK not in NO_QUEUE_TYPES
+
+    @property
+    def indexed(self) -> bool:
+        return self.sys_flag & SysFlag.TRANSACTION_MASK != SysFlag.TRANSACTION_ROLLBACK
+
+
+def index_keys(props: dict[str, str]) -> list[str]:
+    """UNIQ_KEY and every KEYS word (space-separated), as IndexService.buildIndex keys them."""
+    keys = [k for k in props.get(Prop.KEYS, "").split(" ") if k]
+    uniq = props.get(Prop.UNIQ_KEY)
+    return [uniq, *keys] if uniq else keys
+
+
+def queue_tags_code(msg: MessageExt, delays: list[int]) -> int:
+    """The ConsumeQueue tags code: Java's hash of TAGS, but for SCHEDULE_TOPIC_XXXX units the
+    time the message is due (protocol.md 12.3)."""
+    if msg.topic == SCHEDULE_TOPIC and delays:
+        try:
+            level = min(max(int(msg.properties.get(Prop.DELAY, "0")), 1), len(delays))
+        except ValueError:
+            level = 1
+        return msg.store_timestamp + delays[level - 1]
+    return tags_code(msg.properties.get(Prop.TAGS))
+
+
+def dispatch_of(msg: MessageExt, phys: int, size: int, delays: list[int]) -> Dispatch:
+    return Dispatch(
+        msg.topic,
+        msg.queue_id,
+        msg.queue_offset,
+        phys,
+        size,
+        queue_tags_code(msg, delays),
+        msg.store_timestamp,
+        index_keys(msg.properties),
+        msg.sys_flag,
+    )

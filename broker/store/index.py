@@ -1,0 +1,178 @@
+"""Index: message keys -> commitlog offsets, in RocketMQ's index file layout (protocol.md 8.3).
+
+Each file: a 40-byte header (begin/end timestamp, begin/end commitlog offset, slots used,
+entries), ``maxHashSlotNum`` 4-byte slots, ``maxIndexNum`` 20-byte entries (key hash, offset,
+seconds since the file's begin, previous entry of the slot). Keys are ``topic#key`` for each
+KEYS word and for UNIQ_KEY. Files are sparse and named by creation time.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Final
+
+import structlog
+
+from remoting.files import fsync_dir
+from remoting.protocol.msgid import java_hash
+
+log = structlog.get_logger(__name__)
+
+HEADER: Final = 40
+_HEADER = struct.Struct(">qqqqii")
+_ENTRY = struct.Struct(">iqii")
+_SLOT = struct.Struct(">i")
+
+
+def key_hash(key: str) -> int:
+    # compat: IndexFile.indexKeyHashMethod -- abs(String.hashCode()), MIN_VALUE -> 0
+    h = abs(java_hash(key))
+    return 0 if h > 0x7FFFFFFF else h
+
+
+class IndexFile:
+    def __init__(self, path: Path, slots: int, entries: int, *, create: bool) -> None:
+        self.path, self.slots, self.entries = path, slots, entries
+        size = HEADER + slots * 4 + entries * 20
+        self.fd = os.open(path, os.O_RDWR | (os.O_CREAT if create else 0), 0o644)
+        try:
+            if os.fstat(self.fd).st_size < size:
+                os.ftruncate(self.fd, size)
+            self.mm = mmap.mmap(self.fd, size)
+        except BaseException:
+            os.close(self.fd)
+            raise
+        if create:
+            fsync_dir(path.parent)
+        fields: tuple[int, ...] = _HEADER.unpack_from(self.mm, 0)
+        self.begin_ts, self.end_ts, self.begin_phys, self.end_phys, self.used, count = fields
+        self.count: int = max(count, 1)  # entry 0 is never used: 0 means "no entry"
+
+    @property
+    def full(self) -> bool:
+        return self.count >= self.entries
+
+    def put(self, key: str, phys: int, store_ts: int) -> None:
+        h = key_hash(key)
+        slot_pos = HEADER + (h % self.slots) * 4
+        (prev,) = _SLOT.unpack_from(self.mm, slot_pos)
+        if prev <= 0 or prev > self.count:
+            prev = 0
+        if self.begin_ts <= 0:
+            self.begin_ts, self.begin_phys = store_ts, phys
+        diff = max(0, (store_ts - self.begin_ts) // 1000)
+        entry_pos = HEADER + self.slots * 4 + self.count * 20
+        _ENTRY.pack_into(self.mm, entry_pos, h, phys, diff, prev)
+        _SLOT.pack_into(self.mm, slot_pos, self.count)
+        self.used += prev == 0
+        self.count += 1
+        self.end_ts, self.end_phys = store_ts, phys
+        _HEADER.pack_into(
+            self.mm,
+            0,
+            self.begin_ts,
+            self.end_ts,
+            self.begin_phys,
+            self.end_phys,
+            self.used,
+            self.count,
+        )
+
+    def query(self, key: str, limit: int, begin: int, end: int) -> list[int]:
+        h = key_hash(key)
+        (index,) = _SLOT.unpack_from(self.mm, HEADER + (h % self.slots) * 4)
+        out: list[int] = []
+        seen = 0
+        while 0 < index < self.count and len(out) < limit and seen < self.count:
+            entry_hash, phys, diff, prev = _ENTRY.unpack_from(
+                self.mm, HEADER + self.slots * 4 + index * 20
+            )
+            stamp = self.begin_ts + diff * 1000
+            if entry_hash == h and begin <= stamp <= end:
+                out.append(phys)
+            if prev <= 0 or prev >= index or stamp < begin:
+                break
+            index, seen = prev, seen + 1
+        return out
+
+    def flush(self) -> None:
+        os.fsync(self.fd)  # releases the GIL, unlike mmap.flush
+
+    def close(self) -> None:
+        self.mm.close()
+        os.close(self.fd)
+
+    def delete(self) -> None:
+        self.close()
+        self.path.unlink(missing_ok=True)
+
+
+class Index:
+    """The index files of a store, newest last."""
+
+    def __init__(self, directory: Path, slots: int, entries: int) -> None:
+        self.directory, self.slots, self.entries = directory, slots, entries
+        self.files: list[IndexFile] = []
+
+    def load(self) -> None:
+        if self.directory.is_dir():
+            for path in sorted(p for p in self.directory.iterdir() if p.name.isdigit()):
+                self.files.append(IndexFile(path, self.slots, self.entries, create=False))
+
+    def _writable(self) -> IndexFile:
+        if not self.files or self.files[-1].full:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            name = datetime.now(UTC).strftime("%Y%m%d%H%M%S%f")[:17]
+            while (self.directory / name).exists():
+                name = str(int(name) + 1)
+            self.files.append(
+                IndexFile(self.directory / name, self.slots, self.entries, create=True)
+            )
+        return self.files[-1]
+
+    def put(self, topic: str, keys: list[str], phys: int, store_ts: int) -> None:
+        for key in keys:
+            self._writable().put(f"{topic}#{key}", phys, store_ts)
+
+    def query(self, topic: str, key: str, limit: int, begin: int, end: int) -> list[int]:
+        """Commitlog offsets of ``topic``'s messages with ``key`` in the time range, newest
+        file first, duplicates (a recovery's re-dispatch) removed."""
+        out: dict[int, None] = {}
+        for file in reversed(self.files):
+            if file.end_ts and (file.end_ts < begin or file.begin_ts > end + 1000):
+                continue
+            for phys in file.query(f"{topic}#{key}", limit, begin, end):
+                out[phys] = None
+            if len(out) >= limit:
+                break
+        return list(out)[:limit]
+
+    @property
+    def last_update(self) -> tuple[int, int]:
+        last = self.files[-1] if self.files else None
+        return (last.end_ts, last.end_phys) if last else (0, 0)
+
+    def delete_before(self, commitlog_min: int) -> int:
+        """Delete files whose every entry points at deleted CommitLog data."""
+        deleted = 0
+        while len(self.files) > 1 and self.files[0].end_phys < commitlog_min:
+            self.files.pop(0).delete()
+            deleted += 1
+        return deleted
+
+    def flush(self) -> None:
+        for file in self.files[-2:]:
+            file.flush()
+
+    def close(self) -> None:
+        for file in self.files:
+            file.close()
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000

@@ -1,0 +1,218 @@
+"""TopicTable: the topics a broker hosts (TopicConfigManager), persisted to topics.json.
+
+System topics come first, then the file overrides them, as in Java. Every change bumps the
+data version (the name server skips registrations whose version it has), is written
+atomically off the loop, and is announced to listeners (the broker re-registers at once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+import structlog
+
+from broker.configfile import ConfigFile
+from remoting.errors import ConfigError
+from remoting.protocol.register import DataVersion, TopicConfigWrapper
+from remoting.protocol.topic import (
+    AUTO_CREATE_TOPIC_KEY_TOPIC,
+    OFFSET_MOVED_EVENT,
+    SCHEDULE_TOPIC,
+    SELF_TEST_TOPIC,
+    TRANS_HALF_TOPIC,
+    TRANS_OP_HALF_TOPIC,
+    Perm,
+    TopicConfig,
+)
+
+log = structlog.get_logger(__name__)
+
+SCHEDULE_QUEUE_NUMS = 18  # one queue per delay level
+
+
+def system_topics(
+    cluster: str,
+    broker: str,
+    *,
+    auto_create: bool,
+    default_queue_nums: int,
+    cluster_topic: bool = True,
+    broker_topic: bool = True,
+) -> dict[str, TopicConfig]:
+    """The topics every broker hosts from birth (TopicConfigManager's constructor)."""
+    rw = Perm.READ | Perm.WRITE
+    topics = [
+        TopicConfig(topic_name=SELF_TEST_TOPIC, read_queue_nums=1, write_queue_nums=1),
+        TopicConfig(topic_name=cluster, perm=Perm.INHERIT | (rw if cluster_topic else 0)),
+        TopicConfig(
+            topic_name=broker,
+            read_queue_nums=1,
+            write_queue_nums=1,
+            perm=Perm.INHERIT | (rw if broker_topic else 0),
+        ),
+        TopicConfig(topic_name=OFFSET_MOVED_EVENT, read_queue_nums=1, write_queue_nums=1),
+        TopicConfig(
+            topic_name=SCHEDULE_TOPIC,
+            read_queue_nums=SCHEDULE_QUEUE_NUMS,
+            write_queue_nums=SCHEDULE_QUEUE_NUMS,
+        ),
+        TopicConfig(topic_name=TRANS_HALF_TOPIC, read_queue_nums=1, write_queue_nums=1),
+        TopicConfig(topic_name=TRANS_OP_HALF_TOPIC, read_queue_nums=1, write_queue_nums=1),
+    ]
+    if auto_create:
+        topics.append(
+            TopicConfig(
+                topic_name=AUTO_CREATE_TOPIC_KEY_TOPIC,
+                read_queue_nums=default_queue_nums,
+                write_queue_nums=default_queue_nums,
+                perm=Perm.INHERIT | rw,
+            )
+        )
+    return {t.topic_name: t for t in topics}
+
+
+class TopicTable:
+    """Topic name -> TopicConfig, with a data version and write-through persistence."""
+
+    def __init__(
+        self, file: ConfigFile, builtin: dict[str, TopicConfig], *, auto_create: bool
+    ) -> None:
+        self.file = file
+        self.topics: dict[str, TopicConfig] = dict(builtin)
+        self.data_version = DataVersion(0, _now_ms())
+        self._auto_create = auto_create
+        self._lock = asyncio.Lock()
+        self.listeners: list[Callable[[], None]] = []
+
+    def load(self) -> None:
+        """Overlay topics.json (if any) on the built-in topics; a corrupt file is an error."""
+        obj = self.file.load()
+        if obj is None:
+            return
+        try:
+            wrapper = TopicConfigWrapper.from_json(obj)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise ConfigError(f"{self.file.path}: malformed topic config: {exc}") from exc
+        self.topics.update(wrapper.topic_config_table)
+        self.data_version = wrapper.data_version
+        log.info("topics_loaded", path=str(self.file.path), topics=len(self.topics))
+
+    def get(self, topic: str) -> TopicConfig | None:
+        return self.topics.get(topic)
+
+    def wrapper(self) -> TopicConfigWrapper:
+        return TopicConfigWrapper(
+            topic_config_table=dict(self.topics), data_version=self.data_version
+        )
+
+    async def _changed(self) -> None:
+        self.data_version = self.data_version.next(_now_ms())
+        await self.file.save(self.wrapper().to_json())
+        for listener in self.listeners:
+            listener()
+
+    async def put(self, config: TopicConfig) -> None:
+        """Create or replace a topic (UPDATE_AND_CREATE_TOPIC, send-back topics)."""
+        self.topics[config.topic_name] = config
+        log.info(
+            "topic_updated",
+            topic=config.topic_name,
+            read=config.read_queue_nums,
+            write=config.write_queue_nums,
+            perm=config.perm,
+        )
+        await self._changed()
+
+    async def delete(self, topic: str) -> bool:
+        if self.topics.pop(topic, None) is None:
+            return False
+        log.info("topic_deleted", topic=topic)
+        await self._changed()
+        return True
+
+    async def create_in_send(
+        self, topic: str, default_topic: str, client_queue_nums: int, topic_sys_flag: int = 0
+    ) -> TopicConfig | None:
+        """createTopicInSendMessageMethod: a new topic from the default topic (TBW102), if it
+        exists and may be inherited; under a lock, looking the topic up again first."""
+        async with self._lock:
+            existing = self.topics.get(topic)
+            if existing is not None:
+                return existing
+            template = self.topics.get(default_topic)
+            if template is None:
+                log.warning(
+                    "topic_create_failed",
+                    topic=topic,
+                    reason="default topic absent",
+                    default_topic=default_topic,
+                )
+                return None
+            perm = template.perm
+            if default_topic == AUTO_CREATE_TOPIC_KEY_TOPIC and not self._auto_create:
+                perm = Perm.READ | Perm.WRITE  # compat: auto-create off strips the inherit bit
+            if not Perm.inherited(perm):
+                log.warning(
+                    "topic_create_failed",
+                    topic=topic,
+                    reason="default topic not inheritable",
+                    default_topic=default_topic,
+                    perm=perm,
+                )
+                return None
+            queues = max(0, min(client_queue_nums, template.write_queue_nums))
+            config = TopicConfig(
+                topic_name=topic,
+                read_queue_nums=queues,
+                write_queue_nums=queues,
+                perm=perm & ~Perm.INHERIT,
+                topic_sys_flag=topic_sys_flag,
+                topic_filter_type=template.topic_filter_type,
+            )
+            self.topics[topic] = config
+            log.info(
+                "topic_created",
+                topic=topic,
+                default_topic=default_topic,
+                queues=queues,
+                perm=config.perm,
+            )
+            await self._changed()
+            return config
+
+    async def create_plain(
+        self, topic: str, queue_nums: int, perm: int, topic_sys_flag: int = 0
+    ) -> TopicConfig:
+        """createTopicInSendMessageBackMethod: retry and DLQ topics, no template."""
+        async with self._lock:
+            existing = self.topics.get(topic)
+            if existing is not None:
+                return existing
+            config = TopicConfig(
+                topic_name=topic,
+                read_queue_nums=queue_nums,
+                write_queue_nums=queue_nums,
+                perm=perm,
+                topic_sys_flag=topic_sys_flag,
+            )
+            self.topics[topic] = config
+            log.info("topic_created", topic=topic, queues=queue_nums, perm=perm)
+            await self._changed()
+            return config
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def describe(config: TopicConfig) -> str:
+    """Java's TopicConfig.toString, used in remarks."""
+    perm = "".join(c if config.perm & bit else "-" for c, bit in (("R", 4), ("W", 2), ("X", 1)))
+    return (
+        f"TopicConfig [topicName={config.topic_name}, readQueueNums={config.read_queue_nums}, "
+        f"writeQueueNums={config.write_queue_nums}, perm={perm}, "
+        f"topicFilterType={config.topic_filter_type}, topicSysFlag={config.topic_sys_flag}, "
+        f"order={str(config.order).lower()}]"
+    )

@@ -1,0 +1,88 @@
+"""Broker admin and query headers (protocol.md 5.3, 5.8)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from remoting.protocol.headers.base import Header, wire
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreateTopicRequestHeader(Header):
+    """UPDATE_AND_CREATE_TOPIC (17)."""
+
+    topic: str = field(metadata=wire("topic"))
+    default_topic: str = field(default="TBW102", metadata=wire("defaultTopic"))
+    read_queue_nums: int = field(metadata=wire("readQueueNums"))
+    write_queue_nums: int = field(metadata=wire("writeQueueNums"))
+    perm: int = field(metadata=wire("perm"))
+    topic_filter_type: str = field(default="SINGLE_TAG", metadata=wire("topicFilterType"))
+    topic_sys_flag: int | None = field(default=None, metadata=wire("topicSysFlag"))
+    order: bool = field(default=False, metadata=wire("order"))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopicRequestHeader(Header):
+    """DELETE_TOPIC_IN_BROKER (215), GET_TOPIC_STATS_INFO (202)."""
+
+    topic: str = field(metadata=wire("topic"))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueueRequestHeader(Header):
+    """GET_MAX_OFFSET (30), GET_MIN_OFFSET (31), GET_EARLIEST_MSG_STORETIME (32)."""
+
+    topic: str = field(metadata=wire("topic"))
+    queue_id: int = field(metadata=wire("queueId"))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchOffsetRequestHeader(Header):
+    """SEARCH_OFFSET_BY_TIMESTAMP (29); 5.x boundaryType LOWER (default) or UPPER."""
+
+    topic: str = field(metadata=wire("topic"))
+    queue_id: int = field(metadata=wire("queueId"))
+    timestamp: int = field(metadata=wire("timestamp"))
+    boundary_type: str | None = field(default=None, metadata=wire("boundaryType"))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffsetResponseHeader(Header):
+    offset: int = field(metadata=wire("offset"))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TimestampResponseHeader(Header):
+    timestamp: int = field(metadata=wire("timestamp"))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ViewMessageRequestHeader(Header):
+    """VIEW_MESSAGE_BY_ID (33): the commitlog offset decoded from an offsetMsgId."""
+
+    offset: int = field(metadata=wire("offset"))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueryMessageRequestHeader(Header):
+    """QUERY_MESSAGE (12)."""
+
+    topic: str = field(metadata=wire("topic"))
+    key: str = field(metadata=wire("key"))
+    max_num: int = field(metadata=wire("maxNum"))
+    begin_timestamp: int = field(metadata=wire("beginTimestamp"))
+    end_timestamp: int = field(metadata=wire("endTimestamp"))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueryMessageResponseHeader(Header):
+    index_last_update_timestamp: int = field(metadata=wire("indexLastUpdateTimestamp"))
+    index_last_update_phyoffset: int = field(metadata=wire("indexLastUpdatePhyoffset"))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StatsRequestHeader(Header):
+    """VIEW_BROKER_STATS_DATA (315): statsName TOPIC_PUT_NUMS / TOPIC_PUT_SIZE, statsKey."""
+
+    stats_name: str = field(metadata=wire("statsName"))
+    stats_key: str = field(metadata=wire("statsKey"))

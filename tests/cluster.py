@@ -1,0 +1,106 @@
+"""A real cluster for tests: one name server and N brokers as processes on port 0."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.harness import ServerProcess
+
+# short periods so tests never wait on RocketMQ's production intervals
+BROKER_DEFAULTS = {
+    "brokerIP1": "127.0.0.1",
+    "registerNameServerPeriod": "1000",
+    "mappedFileSizeCommitLog": str(4 * 1024 * 1024),
+    "mappedFileSizeConsumeQueue": str(20 * 1000),
+}
+
+
+@dataclass
+class BrokerProc:
+    name: str
+    sets: dict[str, str]
+    store: Path
+    proc: ServerProcess | None = None
+    port: int = 0
+
+    @property
+    def addr(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+
+@dataclass
+class Cluster:
+    root: Path
+    namesrv_sets: dict[str, str] = field(default_factory=dict)
+    namesrv: ServerProcess | None = None
+    namesrv_port: int = 0
+    brokers: dict[str, BrokerProc] = field(default_factory=dict)
+
+    @property
+    def ns(self) -> ServerProcess:
+        """The name server process (started)."""
+        assert self.namesrv is not None, "start_namesrv() first"
+        return self.namesrv
+
+    @property
+    def namesrv_addr(self) -> str:
+        return f"127.0.0.1:{self.namesrv_port}"
+
+    def start_namesrv(self) -> None:
+        sets = {"kvConfigPath": str(self.root / "namesrv" / "kv.json"), **self.namesrv_sets}
+        self.namesrv = ServerProcess(["-m", "namesrv", "--listen-port", "0", *_sets(sets)])
+        self.namesrv_port = self.namesrv.listening_port()
+
+    def add_broker(self, name: str, **sets: str) -> BrokerProc:
+        broker = BrokerProc(name, {"brokerName": name, **BROKER_DEFAULTS, **sets}, self.root / name)
+        self.brokers[name] = broker
+        self.start_broker(name)
+        return broker
+
+    def start_broker(self, name: str) -> BrokerProc:
+        broker = self.brokers[name]
+        sets = {"storePathRootDir": str(broker.store), **broker.sets}
+        port = str(broker.port)  # 0 the first time; the same port on restart
+        broker.proc = ServerProcess(
+            ["-m", "broker", "-n", self.namesrv_addr, "--listen-port", port, *_sets(sets)]
+        )
+        broker.port = broker.proc.listening_port()
+        return broker
+
+    def stop_broker(self, name: str) -> int:
+        proc = self.brokers[name].proc
+        assert proc is not None
+        return proc.stop()
+
+    def kill_broker(self, name: str) -> None:
+        proc = self.brokers[name].proc
+        assert proc is not None
+        proc.proc.send_signal(signal.SIGKILL)
+        proc.proc.wait(10)
+        proc.stop()
+
+    def stop(self) -> dict[str, int]:
+        codes = {}
+        for name, broker in self.brokers.items():
+            if broker.proc is not None and broker.proc.proc.returncode is None:
+                codes[name] = broker.proc.stop()
+        if self.namesrv is not None:
+            codes["namesrv"] = self.namesrv.stop()
+        return codes
+
+    def dump(self) -> str:
+        procs: Iterable[tuple[str, ServerProcess | None]] = [
+            ("namesrv", self.namesrv),
+            *((n, b.proc) for n, b in self.brokers.items()),
+        ]
+        return "\n".join(f"===== {n}\n{p.dump()}" for n, p in procs if p is not None)
+
+
+def _sets(sets: dict[str, str]) -> list[str]:
+    out = []
+    for key, value in sets.items():
+        out += ["--set", f"{key}={value}"]
+    return out
