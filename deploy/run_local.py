@@ -37,6 +37,7 @@ def start(name: str, argv: list[str]) -> tuple[subprocess.Popen[str], threading.
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        start_new_session=True,  # Ctrl-C reaches only us: we stop them in order
     )
     ready = threading.Event()
     threading.Thread(target=pump, args=(name, proc, ready), daemon=True).start()
