@@ -88,10 +88,21 @@ def median_sample(runs: Sequence[Sample]) -> Sample:
     return Sample(*(statistics.median(getattr(s, f.name) for s in runs) for f in fields(Sample)))
 
 
+@dataclass(frozen=True)
+class Listening:
+    port: int
+    pid: int
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU the process has used so far (from /proc)."""
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @contextlib.contextmanager
-def listening_process(argv: Sequence[str], timeout: float = 30.0) -> Iterator[int]:
-    """Run ``python argv...`` (a server logging JSON to stdout); yield the port of its
-    ``listening`` event; stop it by its PID (SIGTERM, then SIGKILL)."""
+def listening_process(argv: Sequence[str], timeout: float = 30.0) -> Iterator[Listening]:
+    """Run ``python argv...`` (a server logging JSON to stdout); yield its port (from its
+    ``listening`` event) and PID; stop it by its PID (SIGTERM, then SIGKILL)."""
     cmd = [sys.executable, *argv]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     with subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, env=env) as proc:
@@ -99,7 +110,7 @@ def listening_process(argv: Sequence[str], timeout: float = 30.0) -> Iterator[in
             port = _wait_listening(proc, timeout)
             # keep reading its log so a chatty server never blocks on a full pipe
             threading.Thread(target=proc.stdout.read, daemon=True).start()  # type: ignore[union-attr]
-            yield port
+            yield Listening(port, proc.pid)
         finally:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)

@@ -111,9 +111,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         kv = f"kvConfigPath={tmp}/kv.json"
         argv = ["-m", "namesrv", "--listen-port", "0", "--set", kv]
-        with listening_process(argv) as ns_port, server_process() as echo_ports:
+        with listening_process(argv) as ns, server_process() as echo_ports:
             for _ in range(args.repeat):  # interleaved, so drift hits both alike
-                route, body_len = uvloop.run(measure_routes(ns_port, warm, args.seconds))
+                route, body_len = uvloop.run(measure_routes(ns.port, warm, args.seconds))
                 routes.append(route)
                 echoes.append(uvloop.run(measure_echo(echo_ports["ours"], body_len, warm,
                                                       args.seconds)))  # fmt: skip

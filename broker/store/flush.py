@@ -12,6 +12,7 @@ import contextlib
 
 from broker.store.commitlog import CommitLog
 from broker.store.segment import Segment
+from remoting.tasks import wait_future
 
 
 def fsync_all(segments: list[Segment]) -> None:
@@ -36,12 +37,7 @@ class Flusher:
         fut = asyncio.get_running_loop().create_future()
         self._waiters.append((end, fut))
         self._wake.set()
-        try:
-            async with asyncio.timeout(timeout):
-                await fut
-        except TimeoutError:
-            return False
-        return True
+        return await wait_future(fut, timeout)
 
     async def run(self) -> None:
         """The flush loop; cancelled at shutdown (``flush()`` then makes the rest durable)."""

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
+import operator
 import os
 import socket
 import struct
@@ -18,6 +20,7 @@ STOREHOST_V6_FLAG: Final = 0x20
 _PORT = struct.Struct(">i")
 
 
+@functools.lru_cache(maxsize=4096)
 def pack_host(addr: str) -> bytes:
     """``"ip:port"`` (or ``"[v6]:port"``) -> 4- or 16-byte address + int32 port."""
     host, _, port = addr.rpartition(":")
@@ -54,17 +57,39 @@ def parse_offset_msg_id(msg_id: str) -> tuple[str, int]:
     return unpack_host(raw[:-8]), int.from_bytes(raw[-8:], "big", signed=True)
 
 
+# String.hashCode = sum(unit_i * 31**(n-1-i)) mod 2**32, with the powers for each length
+# cached, so the arithmetic runs in C (map + sum)
+_MAX_CACHED: Final = 512
+
+
+@functools.lru_cache(maxsize=_MAX_CACHED)
+def _powers(n: int) -> tuple[int, ...]:
+    return tuple(pow(31, k, 1 << 32) for k in range(n - 1, -1, -1))
+
+
 def java_hash(text: str) -> int:
     """Java's ``String.hashCode``: ``h = 31*h + unit`` over UTF-16 code units, as int32."""
-    h = 0
-    data = text.encode("utf-16-be", "surrogatepass")  # Java strings may hold lone surrogates
-    for unit in struct.unpack(f">{len(data) // 2}H", data):
-        h = (31 * h + unit) & 0xFFFFFFFF
+    units: bytes | tuple[int, ...]
+    if text.isascii():  # the common case: one byte per UTF-16 unit
+        units = text.encode()
+    else:  # Java strings may hold lone surrogates
+        data = text.encode("utf-16-be", "surrogatepass")
+        units = struct.unpack(f">{len(data) // 2}H", data)
+    n = len(units)
+    h: int
+    if n <= _MAX_CACHED:
+        h = sum(map(operator.mul, units, _powers(n))) & 0xFFFFFFFF
+    else:
+        h = 0
+        for unit in units:
+            h = (31 * h + unit) & 0xFFFFFFFF
     return h - 0x100000000 if h & 0x80000000 else h
 
 
+@functools.lru_cache(maxsize=4096)
 def tags_code(tags: str | None) -> int:
-    """ConsumeQueue tags code: the hash of the TAGS property, 0 without tags."""
+    """ConsumeQueue tags code: the hash of the TAGS property, 0 without tags (cached: a topic
+    has few distinct tags)."""
     return java_hash(tags) if tags else 0
 
 

@@ -265,3 +265,34 @@ async def test_plain_function_handlers_are_answered_inline(start_server: ServerF
     assert (await peer.read()).opaque == 4
     assert seen == [None, None, None]  # no task was made for them
     await peer.close()
+
+
+async def test_coroutine_handlers_start_inline_and_move_to_a_task_when_waiting(
+    start_server: ServerFactory,
+) -> None:
+    """design.md 5 (ours): a coroutine handler's first step runs inline; one that waits is
+    handed to a Task mid-flight, keeps its state, can be cancelled at stop, and never blocks
+    the connection."""
+    steps: list[str] = []
+    release = asyncio.Event()
+
+    async def two_steps(req: RemotingCommand, ch: Channel) -> RemotingCommand:
+        steps.append(f"start {asyncio.current_task() is None}")
+        await release.wait()
+        steps.append(f"resumed {asyncio.current_task() is not None}")
+        async with asyncio.timeout(1):  # a task exists now: timeouts work
+            await asyncio.sleep(0)
+        return response_to(req, ResponseCode.SUCCESS, remark="two")
+
+    async def quick(req: RemotingCommand, ch: Channel) -> RemotingCommand:
+        steps.append(f"quick {asyncio.current_task() is None}")
+        return response_to(req, ResponseCode.SUCCESS, remark="quick")
+
+    server = await start_server(routes(c8=Route(two_steps), c9=Route(quick)))
+    peer = await RawPeer.connect(server.port)
+    peer.send(request(8, opaque=1), request(9, opaque=2))
+    assert (await peer.read()).remark == "quick"
+    release.set()
+    assert (await peer.read()).remark == "two"
+    assert steps == ["start True", "quick True", "resumed True"]
+    await peer.close()

@@ -9,7 +9,6 @@ used by ``from_ext(ext, v2=True)`` (SEND_MESSAGE_V2's one-letter keys). Field ty
 from __future__ import annotations
 
 import dataclasses
-import re
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -23,16 +22,13 @@ def wire(name: str, *, v2: str | None = None) -> dict[str, str]:
     return {"key": name, "v2": v2} if v2 else {"key": name}
 
 
-_JAVA_INT = re.compile(r"[+-]?[0-9]+")
-_INT64 = range(-(2**63), 2**63)
-
-
 def parse_int(text: str) -> int:
-    """Java's Long.parseLong: optional sign and digits only, within int64 (no spaces, no _)."""
-    if not _JAVA_INT.fullmatch(text):
+    """Java's Long.parseLong: optional sign and ASCII digits only, within int64."""
+    digits = text[1:] if text[:1] in ("+", "-") else text
+    if not (digits.isascii() and digits.isdigit()):
         raise ValueError(f"not a number: {text!r}")
     value = int(text)
-    if value not in _INT64:
+    if not -0x8000000000000000 <= value <= 0x7FFFFFFFFFFFFFFF:
         raise ValueError(f"out of range: {text!r}")
     return value
 
@@ -51,6 +47,7 @@ class _Spec(NamedTuple):
     wire: str
     parse: Callable[[str], Any]
     required: bool
+    default: Any
 
 
 _PARSERS: dict[type, Callable[[str], Any]] = {str: str, int: parse_int, bool: parse_bool}
@@ -75,13 +72,71 @@ def _specs(cls: type, v2: bool) -> tuple[_Spec, ...]:
             if v2:
                 wire = f.metadata.get("v2", wire)
             required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-            out.append(_Spec(f.name, wire, _PARSERS[_base_type(hints[f.name])], required))
+            parse = _PARSERS[_base_type(hints[f.name])]
+            out.append(_Spec(f.name, wire, parse, required, None if required else f.default))
         cached = _SPECS[(cls, v2)] = tuple(out)
     return cached
 
 
 def _text(value: object) -> str:
     return bool_text(value) if isinstance(value, bool) else str(value)
+
+
+def _missing(wire: str) -> RemotingCommandError:
+    return RemotingCommandError(f"the custom field <{wire}> is null")
+
+
+def _invalid(wire: str, text: object) -> RemotingCommandError:
+    return RemotingCommandError(f"the custom field <{wire}> is invalid: {text!r}")
+
+
+_DECODERS: dict[tuple[type, bool], Callable[[Mapping[str, str]], Any]] = {}
+
+
+def _compile(cls: type, v2: bool) -> Callable[[Mapping[str, str]], Any]:
+    """A decoder written out for ``cls``: headers are parsed on every request, and a
+    straight-line function costs a fraction of a loop over field specs (dataclasses generates
+    its ``__init__`` the same way)."""
+    ns: dict[str, Any] = {"cls": cls, "_missing": _missing, "_invalid": _invalid}
+    body = ["def decode(ext):", "    get = ext.get"]
+    for i, spec in enumerate(_specs(cls, v2)):
+        v, wire = f"v{i}", repr(spec.wire)
+        body.append(f"    {v} = get({wire})")
+        if spec.required:
+            body.append(f"    if {v} is None: raise _missing({wire})")
+        if spec.parse is not str:
+            ns[f"p{i}"] = spec.parse
+            guard = "" if spec.required else f"if {v} is not None: "
+            body.append(f"    try:\n        {guard}{v} = p{i}({v})")
+            body.append(f"    except ValueError: raise _invalid({wire}, {v}) from None")
+        if not spec.required:
+            ns[f"d{i}"] = spec.default
+            body.append(f"    if {v} is None: {v} = d{i}")
+    fields = ", ".join(f"{s.attr}=v{i}" for i, s in enumerate(_specs(cls, v2)))
+    body.append(f"    return cls({fields})")
+    exec("\n".join(body), ns)  # the source holds only dataclass field names and wire keys
+    decoder: Callable[[Mapping[str, str]], Any] = ns["decode"]
+    return decoder
+
+
+_ENCODERS: dict[tuple[type, bool], Callable[[Any], dict[str, str]]] = {}
+
+
+def _compile_encoder(cls: type, v2: bool) -> Callable[[Any], dict[str, str]]:
+    """The inverse of ``_compile``: a straight-line ``to_ext`` for ``cls``."""
+    body = ["def encode(h):", "    ext = {}"]
+    for spec in _specs(cls, v2):
+        value, wire = f"h.{spec.attr}", repr(spec.wire)
+        text = {str: value, parse_int: f"str({value})"}.get(spec.parse, f"_text({value})")
+        if spec.required:
+            body.append(f"    ext[{wire}] = {text}")
+        else:
+            body.append(f"    if {value} is not None: ext[{wire}] = {text}")
+    body.append("    return ext")
+    ns: dict[str, Any] = {"_text": _text}
+    exec("\n".join(body), ns)  # the source holds only dataclass field names and wire keys
+    encoder: Callable[[Any], dict[str, str]] = ns["encode"]
+    return encoder
 
 
 class Header:
@@ -95,26 +150,15 @@ class Header:
 
         Raises ``RemotingCommandError`` naming a missing required field or an unparsable value.
         """
-        kwargs: dict[str, Any] = {}
-        for spec in _specs(cls, v2):
-            text = ext.get(spec.wire)
-            if text is None:
-                if spec.required:
-                    raise RemotingCommandError(f"the custom field <{spec.wire}> is null")
-                continue
-            try:
-                kwargs[spec.attr] = spec.parse(text)
-            except ValueError as exc:
-                raise RemotingCommandError(
-                    f"the custom field <{spec.wire}> is invalid: {text!r}"
-                ) from exc
-        return cls(**kwargs)
+        decoder = _DECODERS.get((cls, v2))
+        if decoder is None:
+            decoder = _DECODERS[(cls, v2)] = _compile(cls, v2)
+        header: Self = decoder(ext)
+        return header
 
     def to_ext(self, *, v2: bool = False) -> dict[str, str]:
         """Encode to extFields: every value as text, ``None`` fields left out."""
-        ext = {}
-        for spec in _specs(type(self), v2):
-            value = getattr(self, spec.attr)
-            if value is not None:
-                ext[spec.wire] = _text(value)
-        return ext
+        encoder = _ENCODERS.get((type(self), v2))
+        if encoder is None:
+            encoder = _ENCODERS[(type(self), v2)] = _compile_encoder(type(self), v2)
+        return encoder(self)

@@ -1,0 +1,212 @@
+"""Broker send path: SEND_MESSAGE_V2 and batches of 32 against a real `python -m broker`.
+
+Run ``python -m benchmarks.send [--seconds S] [--repeat N] [--quick]``.
+
+One broker (no name server needed), 1 KiB messages to an 8-queue topic, msgpack headers, a
+realistic V2 header (UNIQ_KEY, TAGS, KEYS in the properties, so the index is fed). Cases for
+ASYNC_FLUSH and SYNC_FLUSH brokers: single sends at 1 and 64 in flight, batches of 32 at 64 in
+flight. Baseline in the same run: the remoting echo of benchmarks/remoting_rtt (its own
+process, same request and body). Targets: single sends at 64 in flight >= 50 % of echo ops/s
+(ASYNC_FLUSH); batch-32 >= 5x single-send messages/s. Broker CPU per message is reported from
+/proc (user + system seconds over the measurement, divided by messages stored).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable
+from dataclasses import dataclass
+
+import uvloop
+
+from benchmarks.common import Sample, drive, listening_process, median_sample, quiet_logging
+from benchmarks.remoting_rtt import server_process
+from remoting.client import RemotingClient
+from remoting.protocol.codes import RequestCode
+from remoting.protocol.command import RemotingCommand
+from remoting.protocol.message import BatchItem, encode_batch, encode_properties
+
+TOPIC, QUEUES, BODY = "BenchSend", 8, bytes(range(256)) * 4
+_uniq = itertools.count()
+
+
+def header(batch: bool = False) -> dict[str, str]:
+    props = {"UNIQ_KEY": f"7F0000010C2E1B6E4B2A{next(_uniq):012X}", "TAGS": "TagA", "KEYS": "k"}
+    return {
+        "a": "bench_pg",
+        "b": TOPIC,
+        "c": "TBW102",
+        "d": "4",
+        "e": "-1",
+        "f": "0",
+        "g": str(time.time_ns() // 1_000_000),
+        "h": "0",
+        "i": encode_properties(props),
+        "j": "0",
+        "k": "false",
+        "m": "true" if batch else "false",
+    }
+
+
+BATCH_BODY = encode_batch(
+    [
+        BatchItem(BODY, 0, encode_properties({"UNIQ_KEY": f"B{i:031d}", "TAGS": "TagA"}))
+        for i in range(32)
+    ]
+)
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    depth: int
+    per_op: int  # messages per request
+
+    def request(self) -> RemotingCommand:
+        if self.per_op == 1:
+            return RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, header(), BODY)
+        return RemotingCommand.request(RequestCode.SEND_BATCH_MESSAGE, header(True), BATCH_BODY)
+
+
+CASES = (Case("send@1", 1, 1), Case("send@64", 64, 1), Case("batch32@64", 64, 32))
+
+
+async def measure(addr: str, case: Case, warm: float, seconds: float) -> Sample:
+    async with RemotingClient() as client:
+
+        def call() -> Awaitable[RemotingCommand]:
+            return checked(client.invoke(addr, case.request(), 10))
+
+        return await drive(call, case.depth, warm, seconds)
+
+
+async def checked(pending: Awaitable[RemotingCommand]) -> RemotingCommand:
+    resp = await pending
+    if resp.code not in (0, 2):  # SYSTEM_BUSY is flow control at work, not a failure
+        raise RuntimeError(f"send failed: {resp.code} {resp.remark}")
+    return resp
+
+
+async def create_topic(addr: str) -> None:
+    ext = {
+        "topic": TOPIC,
+        "readQueueNums": str(QUEUES),
+        "writeQueueNums": str(QUEUES),
+        "perm": "6",
+        "defaultTopic": "TBW102",
+    }
+    async with RemotingClient() as client:
+        resp = await client.invoke(addr, RemotingCommand.request(17, ext))
+        assert resp.code == 0, resp.remark
+
+
+async def measure_echo(port: int, depth: int, warm: float, seconds: float) -> Sample:
+    async with RemotingClient() as client:
+        addr = f"127.0.0.1:{port}"
+
+        def call() -> Awaitable[RemotingCommand]:
+            request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, header(), BODY)
+            return client.invoke(addr, request, 10)
+
+        return await drive(call, depth, warm, seconds)
+
+
+def broker_cases(flush: str, args: argparse.Namespace, warm: float) -> dict[str, list[Sample]]:
+    """Every case against one broker of the given flush type; CPU per message as a Sample."""
+    out: dict[str, list[Sample]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        sets = [
+            f"storePathRootDir={tmp}",
+            f"flushDiskType={flush}",
+            "brokerIP1=127.0.0.1",
+            "brokerName=bench",
+            "autoCreateTopicEnable=true",
+        ]
+        argv = ["-m", "broker", "--listen-port", "0"] + [a for s in sets for a in ("--set", s)]
+        with listening_process(argv) as broker:
+            addr = f"127.0.0.1:{broker.port}"
+            uvloop.run(create_topic(addr))
+            for _ in range(args.repeat):
+                for case in CASES:
+                    cpu0 = broker.cpu_seconds()
+                    sample = uvloop.run(measure(addr, case, warm, args.seconds))
+                    cpu = broker.cpu_seconds() - cpu0
+                    msgs = sample.ops * case.per_op * (args.seconds + warm * 2)
+                    out.setdefault(f"{flush}:{case.name}", []).append(sample)
+                    out.setdefault(f"{flush}:{case.name}:cpu", []).append(
+                        Sample(1e6 * cpu / max(msgs, 1), 0, 0)
+                    )
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=2.0)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    if args.quick:
+        args.seconds, args.repeat = 0.5, 1
+    warm = min(0.5, args.seconds / 4)
+    quiet_logging()
+    samples: dict[str, list[Sample]] = {}
+    with server_process() as ports:
+        for _ in range(args.repeat):
+            for depth in (1, 64):
+                echo = uvloop.run(measure_echo(ports["ours"], depth, warm, args.seconds))
+                samples.setdefault(f"echo@{depth}", []).append(echo)
+    for flush in ("ASYNC_FLUSH", "SYNC_FLUSH"):
+        samples.update(broker_cases(flush, args, warm))
+    report({k: median_sample(v) for k, v in samples.items()})
+    return 0
+
+
+def report(med: dict[str, Sample]) -> None:
+    print(
+        f"\n{'case':<30}{'req/s':>10}{'msgs/s':>10}{'p50 us':>10}{'p99 us':>10}{'cpu us/msg':>12}"
+    )
+    for depth in (1, 64):
+        s = med[f"echo@{depth}"]
+        print(
+            f"{'echo@' + str(depth):<30}{s.ops:>10,.0f}{'':>10}{s.p50_us:>10.1f}{s.p99_us:>10.1f}"
+        )
+    for flush in ("ASYNC_FLUSH", "SYNC_FLUSH"):
+        for case in CASES:
+            s, cpu = med[f"{flush}:{case.name}"], med[f"{flush}:{case.name}:cpu"].ops
+            msgs = s.ops * case.per_op
+            print(
+                f"{flush + ' ' + case.name:<30}{s.ops:>10,.0f}{msgs:>10,.0f}{s.p50_us:>10.1f}"
+                f"{s.p99_us:>10.1f}{cpu:>12.1f}"
+            )
+    ratios = {
+        "async_send@64/echo@64": med["ASYNC_FLUSH:send@64"].ops / med["echo@64"].ops,
+        "async_batch32_msgs/send_msgs@64": 32
+        * med["ASYNC_FLUSH:batch32@64"].ops
+        / med["ASYNC_FLUSH:send@64"].ops,
+        "sync_batch32_msgs/send_msgs@64": 32
+        * med["SYNC_FLUSH:batch32@64"].ops
+        / med["SYNC_FLUSH:send@64"].ops,
+    }
+    print(
+        f"\nsend@64 / echo@64 (ASYNC_FLUSH): {ratios['async_send@64/echo@64']:.2f} (target >= 0.50)"
+    )
+    a, b = ratios["async_batch32_msgs/send_msgs@64"], ratios["sync_batch32_msgs/send_msgs@64"]
+    print(f"batch-32 / single-send messages/s @64: ASYNC {a:.1f}x, SYNC {b:.1f}x (target >= 5x)")
+    line = {
+        "bench": "send",
+        "cases": {
+            k: {"ops": round(v.ops, 1), "p50_us": v.p50_us, "p99_us": v.p99_us}
+            for k, v in med.items()
+        },
+        "ratios": {k: round(v, 3) for k, v in ratios.items()},
+    }
+    print(json.dumps(line))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
