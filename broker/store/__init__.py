@@ -349,6 +349,15 @@ class MessageStore:
             return -1
         return self.reader.unit_time(cq, cq.min_offset)
 
+    def in_disk(self, topic: str, queue_id: int, offset: int) -> bool:
+        """checkInDiskByConsumeOffset: is that message further back than the memory ratio
+        allows (False when there is no such message)."""
+        cq = self.queues.get((topic, queue_id))
+        unit = cq.unit(offset) if cq is not None else None
+        if unit is None or unit.blank:
+            return False
+        return self.commitlog.max_offset - unit.phys > self.reader.memory
+
     def read(self, phys_offset: int) -> bytes | None:
         return self.commitlog.read_record(phys_offset)
 
