@@ -52,6 +52,12 @@ class BrokerConfig:
     register_broker_timeout_mills: int = 6_000
     wait_time_mills_in_send_queue: int = 200
     send_message_max_in_flight: int = 1024  # ours: concurrent sends before they queue
+    long_polling_enable: bool = True
+    short_polling_time_mills: int = 1000
+    flush_consumer_offset_interval: int = 5000  # ms
+    flush_delay_offset_interval: int = 10_000  # ms
+    client_channel_expired_time: int = 120_000  # ours (Java's constant): silent clients dropped
+    client_channel_scan_interval: int = 10_000  # ours (Java's constant): how often to look
     ha_listen_port: int = 10912  # listenPort + 1 when listenPort is 0 (then ephemeral)
 
     @property

@@ -4,6 +4,7 @@ autoCreateSubscriptionGroup is on."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import structlog
@@ -26,6 +27,7 @@ class SubscriptionGroups:
         self.file = file
         self.auto_create = auto_create
         self.groups = {g: SubscriptionGroupConfig(group_name=g) for g in SYSTEM_GROUPS}
+        self._saving: set[asyncio.Task[None]] = set()
         self.data_version = DataVersion(0, _now_ms())
 
     def load(self) -> None:
@@ -46,13 +48,23 @@ class SubscriptionGroups:
             "subscriptionGroupTable": {k: v.to_json() for k, v in self.groups.items()},
         }
 
-    async def find(self, group: str) -> SubscriptionGroupConfig | None:
-        """findSubscriptionGroupConfig: the group, created on first use if auto-create is on."""
+    def find(self, group: str) -> SubscriptionGroupConfig | None:
+        """findSubscriptionGroupConfig: the group, created on first use if auto-create is on
+        (written to disk in the background: pulls and heartbeats never wait for it)."""
         config = self.groups.get(group)
         if config is None and self.auto_create:
-            config = SubscriptionGroupConfig(group_name=group)
-            await self.put(config)
+            config = self.groups[group] = SubscriptionGroupConfig(group_name=group)
+            log.info("subscription_group_created", group=group)
+            self.data_version = self.data_version.next(_now_ms())
+            task = asyncio.get_running_loop().create_task(self.file.save(self.to_json()))
+            self._saving.add(task)
+            task.add_done_callback(self._saving.discard)
         return config
+
+    async def flush(self) -> None:
+        """Wait for background writes (at stop)."""
+        if self._saving:
+            await asyncio.gather(*self._saving, return_exceptions=True)
 
     async def put(self, config: SubscriptionGroupConfig) -> None:
         self.groups[config.group_name] = config

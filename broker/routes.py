@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from broker.config import BrokerConfig
 from broker.processors.admin import AdminProcessor
+from broker.processors.client import ClientProcessor
+from broker.processors.groups import GroupAdminProcessor
+from broker.processors.pull import PullProcessor
 from broker.processors.query import QueryProcessor
 from broker.processors.send import SendProcessor
 from remoting.dispatch import Bulkhead, Route, Routes
@@ -15,25 +20,51 @@ SEND_BUSY = (
 )
 
 
-def routes(send: SendProcessor, admin: AdminProcessor, query: QueryProcessor) -> Routes:
+@dataclass(frozen=True, slots=True)
+class Processors:
+    send: SendProcessor
+    pull: PullProcessor
+    client: ClientProcessor
+    admin: AdminProcessor
+    groups: GroupAdminProcessor
+    query: QueryProcessor
+
+
+def routes(p: Processors) -> Routes:
     return {
-        C.SEND_MESSAGE: Route(send.send, group="send"),
-        C.SEND_MESSAGE_V2: Route(send.send, group="send"),
-        C.SEND_BATCH_MESSAGE: Route(send.send_batch, group="send"),
-        C.UPDATE_AND_CREATE_TOPIC: Route(admin.update_and_create_topic),
-        C.GET_ALL_TOPIC_CONFIG: Route(admin.get_all_topic_config),
-        C.DELETE_TOPIC_IN_BROKER: Route(admin.delete_topic),
-        C.UPDATE_BROKER_CONFIG: Route(admin.update_broker_config),
-        C.GET_BROKER_CONFIG: Route(admin.get_broker_config),
-        C.GET_BROKER_RUNTIME_INFO: Route(admin.get_runtime_info),
-        C.VIEW_BROKER_STATS_DATA: Route(admin.view_stats),
-        C.GET_MAX_OFFSET: Route(query.max_offset),
-        C.GET_MIN_OFFSET: Route(query.min_offset),
-        C.GET_EARLIEST_MSG_STORETIME: Route(query.earliest_store_time),
-        C.SEARCH_OFFSET_BY_TIMESTAMP: Route(query.search_offset),
-        C.VIEW_MESSAGE_BY_ID: Route(query.view_message),
-        C.QUERY_MESSAGE: Route(query.query_message),
-        C.GET_TOPIC_STATS_INFO: Route(query.topic_stats),
+        C.SEND_MESSAGE: Route(p.send.send, group="send"),
+        C.SEND_MESSAGE_V2: Route(p.send.send, group="send"),
+        C.SEND_BATCH_MESSAGE: Route(p.send.send_batch, group="send"),
+        C.CONSUMER_SEND_MSG_BACK: Route(p.client.send_back, group="send"),
+        C.PULL_MESSAGE: Route(p.pull.pull),
+        C.HEART_BEAT: Route(p.client.heartbeat),
+        C.UNREGISTER_CLIENT: Route(p.client.unregister_client),
+        C.GET_CONSUMER_LIST_BY_GROUP: Route(p.client.consumer_list),
+        C.QUERY_CONSUMER_OFFSET: Route(p.client.query_offset),
+        C.UPDATE_CONSUMER_OFFSET: Route(p.client.update_offset),
+        C.LOCK_BATCH_MQ: Route(p.client.lock_batch),
+        C.UNLOCK_BATCH_MQ: Route(p.client.unlock_batch),
+        C.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: Route(p.groups.update_group),
+        C.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: Route(p.groups.all_groups),
+        C.DELETE_SUBSCRIPTIONGROUP: Route(p.groups.delete_group),
+        C.GET_CONSUMER_CONNECTION_LIST: Route(p.groups.consumer_connections),
+        C.GET_PRODUCER_CONNECTION_LIST: Route(p.groups.producer_connections),
+        C.GET_CONSUME_STATS: Route(p.groups.consume_stats),
+        C.INVOKE_BROKER_TO_RESET_OFFSET: Route(p.groups.reset_offset),
+        C.UPDATE_AND_CREATE_TOPIC: Route(p.admin.update_and_create_topic),
+        C.GET_ALL_TOPIC_CONFIG: Route(p.admin.get_all_topic_config),
+        C.DELETE_TOPIC_IN_BROKER: Route(p.admin.delete_topic),
+        C.UPDATE_BROKER_CONFIG: Route(p.admin.update_broker_config),
+        C.GET_BROKER_CONFIG: Route(p.admin.get_broker_config),
+        C.GET_BROKER_RUNTIME_INFO: Route(p.admin.get_runtime_info),
+        C.VIEW_BROKER_STATS_DATA: Route(p.admin.view_stats),
+        C.GET_MAX_OFFSET: Route(p.query.max_offset),
+        C.GET_MIN_OFFSET: Route(p.query.min_offset),
+        C.GET_EARLIEST_MSG_STORETIME: Route(p.query.earliest_store_time),
+        C.SEARCH_OFFSET_BY_TIMESTAMP: Route(p.query.search_offset),
+        C.VIEW_MESSAGE_BY_ID: Route(p.query.view_message),
+        C.QUERY_MESSAGE: Route(p.query.query_message),
+        C.GET_TOPIC_STATS_INFO: Route(p.query.topic_stats),
     }
 
 

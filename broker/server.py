@@ -17,13 +17,17 @@ import structlog
 
 from broker.config import BrokerConfig
 from broker.configfile import ConfigFile
+from broker.consumers import Consumers
 from broker.context import BrokerContext
 from broker.groups import SubscriptionGroups
 from broker.namesrv_api import BrokerIdentity, NamesrvAPI
 from broker.processors.admin import AdminProcessor
+from broker.processors.client import ClientProcessor
+from broker.processors.groups import GroupAdminProcessor
+from broker.processors.pull import PullProcessor
 from broker.processors.query import QueryProcessor
 from broker.processors.send import SendProcessor
-from broker.routes import bulkheads, routes
+from broker.routes import Processors, bulkheads, routes
 from broker.stats import SAMPLE_SECONDS, BrokerStats
 from broker.store import MessageStore
 from broker.store.config import StoreConfig
@@ -60,13 +64,16 @@ class Broker:
             sock.close()
             raise
         ctx = self.ctx
+        self.consumers = Consumers(ctx, self._files())
+        self.consumers.load()
         self.server = RemotingServer(
-            routes(SendProcessor(ctx), AdminProcessor(ctx), QueryProcessor(ctx)),
+            routes(self._processors()),
             server_cfg,
             bulkheads=bulkheads(cfg),
             announce=False,
             sock=sock,
         )
+        self.server.add_close_listener(self.consumers.channel_closed)
         await self.server.start()
         ctx.topics.listeners.append(self.register_soon)
         if not self.namesrv.addrs:
@@ -117,6 +124,33 @@ class Broker:
             addr=addr,
         )
 
+    def _files(self) -> dict[str, ConfigFile]:
+        directory = config_path(self.store_config)
+        return {
+            name: ConfigFile(directory / name)
+            for name in ("consumerOffset.json", "delayOffset.json")
+        }
+
+    def _processors(self) -> Processors:
+        ctx, c, cfg = self.ctx, self.consumers, self.config
+        pull = PullProcessor(
+            ctx,
+            c.registry,
+            c.offsets,
+            c.hold,
+            long_polling=cfg.long_polling_enable,
+            short_polling_ms=cfg.short_polling_time_mills,
+        )
+        c.hold.wake = pull.wake
+        return Processors(
+            send=SendProcessor(ctx),
+            pull=pull,
+            client=ClientProcessor(ctx, c.registry, c.offsets, c.locks, c.notify_ids_changed),
+            admin=AdminProcessor(ctx),
+            groups=GroupAdminProcessor(ctx, c.registry, c.offsets, c.send_oneway),
+            query=QueryProcessor(ctx),
+        )
+
     @property
     def identity(self) -> BrokerIdentity:
         cfg = self.ctx.config
@@ -133,11 +167,13 @@ class Broker:
         loop = asyncio.get_running_loop()
         period = max(1.0, min(60.0, self.config.register_name_server_period / 1000))
         jobs = [
-            (period, self._register, "register_broker_all"),
-            (SAMPLE_SECONDS, self._sample_stats, "stats_sample"),
+            (period, "register_broker_all", self._register),
+            (SAMPLE_SECONDS, "stats_sample", self._sample_stats),
+            *self.consumers.jobs(self.config),
         ]
-        for interval, job, name in jobs:
+        for interval, name, job in jobs:
             self._loops.append(loop.create_task(every(interval, job, name=name), name=name))
+        self._loops.append(loop.create_task(self.consumers.schedule.run(), name="schedule"))
 
     async def _sample_stats(self) -> None:
         self.ctx.stats.sample()
@@ -170,7 +206,9 @@ class Broker:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+        self.consumers.stop()  # parked pulls answered, offsets saved
         await self.server.close(drain_timeout=5.0)
+        await self.ctx.groups.flush()
         await self.ctx.store.shutdown()
         await self.namesrv.close()
         log.info("broker_stopped", broker=self.config.broker_name)

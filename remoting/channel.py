@@ -290,6 +290,18 @@ class Channel(asyncio.Protocol):
                     f"no response from {self.peer} to code {code} within {timeout:.3f}s"
                 ))  # fmt: skip
 
+    def send_oneway(self, cmd: RemotingCommand) -> bool:
+        """Write a oneway request now, without waiting (notices such as 40); False when the
+        peer is gone, not reading, or cannot take it."""
+        if not self.ready:
+            return False
+        self._prepare(cmd, ONEWAY_FLAG)
+        try:
+            self._write(cmd)
+        except (RemotingSendRequestError, RemotingCommandError):
+            return False
+        return True
+
     async def oneway(self, cmd: RemotingCommand, timeout: float) -> None:
         """Send ``cmd`` as a oneway request; the peer never answers it."""
         await self.wait_writable(asyncio.get_running_loop().time() + timeout)

@@ -132,9 +132,9 @@ class Dispatcher:
         route = self._routes.get(cmd.code)
         if route is None:
             log.debug("request_code_not_supported", code=cmd.code, peer=ch.peer)
-            _respond(ch, cmd, not_supported(cmd))
+            respond(ch, cmd, not_supported(cmd))
         elif not route.is_async and route.group not in self._slots:
-            _respond(ch, cmd, _call_sync(route, cmd, ch))
+            respond(ch, cmd, _call_sync(route, cmd, ch))
         else:
             coro = self._run(route, cmd, ch)
             try:
@@ -165,7 +165,7 @@ class Dispatcher:
                 response = await _call(route, cmd, ch)
             finally:
                 slots.release()
-        _respond(ch, cmd, response)
+        respond(ch, cmd, response)
 
     async def _acquire(self, group: str, slots: Slots, arrived: float) -> str | None:
         """Take a slot; returns the busy remark instead when the wait ran past the limit."""
@@ -225,7 +225,7 @@ class _Resume:
                     return
 
 
-def _respond(ch: Channel, cmd: RemotingCommand, response: RemotingCommand | None) -> None:
+def respond(ch: Channel, cmd: RemotingCommand, response: RemotingCommand | None) -> None:
     if response is not None and not cmd.flag & ONEWAY_FLAG:
         response.opaque = cmd.opaque
         response.flag |= RESPONSE_FLAG

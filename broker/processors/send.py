@@ -16,6 +16,7 @@ import structlog
 
 from broker.config import BrokerConfig
 from broker.context import BrokerContext
+from broker.delay import apply_delay
 from broker.store import PutResult, PutStatus
 from broker.topics import describe
 from remoting.channel import Channel
@@ -62,6 +63,12 @@ PUT_RESULT: Final[dict[PutStatus, tuple[ResponseCode, str | None]]] = {
 STORED: Final = frozenset(s for s, (code, _) in PUT_RESULT.items() if code in (0, 10, 11, 12))
 
 
+# compat: 4.9.8 creates %DLQ% topics write-only (PermName.PERM_WRITE) in handleRetryAndDLQ and
+# consumerSendMsgBack; 5.x (and protocol.md's table) made them 6. Issue 7 asks for the
+# original's permission: consumers read a DLQ only after an operator grants it.
+DLQ_PERM: Final = Perm.WRITE
+
+
 class Refused(Exception):
     """A send refused before storing: carries the response code and remark."""
 
@@ -97,7 +104,8 @@ class SendProcessor:
             msg, wait = self._build(hdr, req.body, queue_id, ch)
             await self._retry_or_dlq(req, hdr, msg)
             self._tag_filter_flag(msg, config)
-            self._prepare_transaction(msg)
+            if not self._prepare_transaction(msg):
+                apply_delay(msg, len(self.store.delays))
         except Refused as exc:
             return response_to(req, exc.code, exc.remark, self._base_ext())
         result = await self.store.put(msg, wait_flush=wait)
@@ -232,7 +240,7 @@ class SendProcessor:
         if not hdr.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             return
         group = hdr.topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
-        sub = await self.groups.find(group)
+        sub = self.groups.find(group)
         if sub is None:
             raise Refused(
                 ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}"
@@ -241,7 +249,7 @@ class SendProcessor:
         if req.version >= MQVersion.V3_4_9 and hdr.max_reconsume_times is not None:
             limit = hdr.max_reconsume_times
         if (hdr.reconsume_times or 0) >= limit:
-            dlq = await self.topics.create_plain(dlq_topic(group), 1, Perm.READ | Perm.WRITE)
+            dlq = await self.topics.create_plain(dlq_topic(group), 1, DLQ_PERM)
             msg.topic, msg.queue_id = dlq.topic_name, random.randrange(dlq.write_queue_nums or 1)
             msg.properties.pop(Prop.DELAY, None)
             log.info("send_to_dlq", group=group, reconsume_times=hdr.reconsume_times)
@@ -251,10 +259,11 @@ class SendProcessor:
         if config.topic_filter_type == "MULTI_TAG":
             msg.sys_flag |= SysFlag.MULTI_TAGS
 
-    def _prepare_transaction(self, msg: MessageExt) -> None:
-        """A prepared (half) message is parked, invisible, in the half topic (protocol.md 12.4)."""
+    def _prepare_transaction(self, msg: MessageExt) -> bool:
+        """A prepared (half) message is parked, invisible, in the half topic (protocol.md 12.4);
+        returns whether it was one."""
         if msg.properties.get(Prop.TRAN_MSG, "").lower() != "true":
-            return
+            return False
         if self.config.reject_transaction_message:
             remark = (
                 f"the broker[{self.config.broker_ip1}] sending transaction message is forbidden"
@@ -264,6 +273,7 @@ class SendProcessor:
         msg.properties[Prop.REAL_QID] = str(msg.queue_id)
         msg.sys_flag &= ~SysFlag.TRANSACTION_MASK
         msg.topic, msg.queue_id = TRANS_HALF_TOPIC, 0
+        return True
 
     # ------------------------------------------------------------ the answer
 

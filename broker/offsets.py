@@ -1,0 +1,73 @@
+"""ConsumerOffsets: each group's progress per queue, ``topic@group -> {queueId: offset}``
+(ConsumerOffsetManager), persisted to consumerOffset.json every 5 s and at stop."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+
+from broker.configfile import ConfigFile
+from remoting.errors import ConfigError
+
+log = structlog.get_logger(__name__)
+
+SEPARATOR = "@"
+
+
+class ConsumerOffsets:
+    def __init__(self, file: ConfigFile) -> None:
+        self.file = file
+        self.table: dict[str, dict[int, int]] = {}
+        self._dirty = False
+
+    def load(self) -> None:
+        obj = self.file.load()
+        if obj is None:
+            return
+        try:
+            for key, queues in (obj.get("offsetTable") or {}).items():
+                self.table[str(key)] = {int(q): int(o) for q, o in queues.items()}
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise ConfigError(f"{self.file.path}: malformed consumer offsets: {exc}") from exc
+
+    def commit(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        self.table.setdefault(f"{topic}{SEPARATOR}{group}", {})[queue_id] = offset
+        self._dirty = True
+
+    def query(self, group: str, topic: str, queue_id: int) -> int:
+        """The stored offset, or -1."""
+        return self.table.get(f"{topic}{SEPARATOR}{group}", {}).get(queue_id, -1)
+
+    def queues(self, group: str, topic: str) -> dict[int, int]:
+        return dict(self.table.get(f"{topic}{SEPARATOR}{group}", {}))
+
+    def topics_of(self, group: str) -> list[str]:
+        suffix = SEPARATOR + group
+        return [k[: -len(suffix)] for k in self.table if k.endswith(suffix)]
+
+    def groups_of(self, topic: str) -> list[str]:
+        prefix = topic + SEPARATOR
+        return [k[len(prefix) :] for k in self.table if k.startswith(prefix)]
+
+    def remove_group(self, group: str) -> None:
+        suffix = SEPARATOR + group
+        for key in [k for k in self.table if k.endswith(suffix)]:
+            del self.table[key]
+        self._dirty = True
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "offsetTable": {k: {str(q): o for q, o in v.items()} for k, v in self.table.items()}
+        }
+
+    async def persist(self) -> None:
+        """Write the table if it changed (every flushConsumerOffsetInterval)."""
+        if self._dirty:
+            self._dirty = False
+            await self.file.save(self.to_json())
+
+    def persist_now(self) -> None:
+        """At stop: write synchronously."""
+        self.file.save_now(self.to_json())
+        self._dirty = False

@@ -1,0 +1,213 @@
+"""ClientProcessor: what consumers and producers ask of a broker besides send and pull --
+HEART_BEAT (34), UNREGISTER_CLIENT (35), GET_CONSUMER_LIST_BY_GROUP (38), offsets (14, 15),
+CONSUMER_SEND_MSG_BACK (36), LOCK_BATCH_MQ / UNLOCK_BATCH_MQ (41, 42)."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+
+import structlog
+
+from broker.context import BrokerContext
+from broker.delay import apply_delay
+from broker.locks import RebalanceLocks
+from broker.offsets import ConsumerOffsets
+from broker.processors.send import DLQ_PERM
+from broker.registry import ClientInfo, ClientRegistry
+from broker.store import PutStatus
+from remoting.channel import Channel
+from remoting.protocol.codes import LanguageCode, MQVersion
+from remoting.protocol.codes import ResponseCode as R
+from remoting.protocol.command import RemotingCommand, response_to
+from remoting.protocol.headers.consumer import (
+    ConsumerGroupHeader,
+    QueueOffsetRequestHeader,
+    SendMsgBackRequestHeader,
+    UnregisterClientRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
+)
+from remoting.protocol.heartbeat import HeartbeatData, LockBatchBody, encode_mq_set
+from remoting.protocol.message import MessageExt, Prop, decode_record
+from remoting.protocol.route import dumps
+from remoting.protocol.topic import Perm, dlq_topic, retry_topic
+
+log = structlog.get_logger(__name__)
+
+
+def ok(
+    req: RemotingCommand, ext: dict[str, str] | None = None, body: bytes = b""
+) -> RemotingCommand:
+    return response_to(req, R.SUCCESS, ext_fields=ext, body=body)
+
+
+class ClientProcessor:
+    def __init__(
+        self,
+        ctx: BrokerContext,
+        registry: ClientRegistry,
+        offsets: ConsumerOffsets,
+        locks: RebalanceLocks,
+        notify: Callable[[str], None],
+    ) -> None:
+        self.ctx = ctx
+        self.registry = registry
+        self.offsets = offsets
+        self.locks = locks
+        self._notify = notify
+
+    # ------------------------------------------------------------ membership
+
+    async def heartbeat(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
+        try:
+            data = HeartbeatData.decode(req.body)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            return response_to(req, R.SYSTEM_ERROR, f"bad HeartbeatData: {exc}")
+        language = _language(req.language)
+        info = ClientInfo(data.client_id, ch.peer, language, req.version, time.monotonic())
+        for consumer in data.consumers:
+            group = self.ctx.groups.find(consumer.group_name)
+            if group is not None:  # the group's retry topic exists from its first heartbeat
+                await self.ctx.topics.create_plain(
+                    retry_topic(consumer.group_name), group.retry_queue_nums, Perm.READ | Perm.WRITE
+                )
+            changed = self.registry.register_consumer(consumer, ch, info)
+            if changed:
+                log.info("consumer_group_changed", group=consumer.group_name, client=data.client_id)
+                if group is None or group.notify_consumer_ids_changed_enable:
+                    self._notify(consumer.group_name)
+        for producer in data.producers:
+            self.registry.register_producer(producer, ch, info)
+        return ok(req)
+
+    def unregister_client(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
+        hdr = UnregisterClientRequestHeader.from_ext(req.ext_fields)
+        for group in self.registry.unregister(ch, hdr.consumer_group, hdr.producer_group):
+            log.info("consumer_unregistered", group=group, client=hdr.client_id)
+            self._notify(group)
+        return ok(req)
+
+    def consumer_list(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
+        group = ConsumerGroupHeader.from_ext(req.ext_fields).consumer_group
+        info = self.registry.consumers.get(group)
+        if info is None or not info.clients:
+            return response_to(req, R.SYSTEM_ERROR, f"no consumer for this group, {group}")
+        return ok(req, body=dumps({"consumerIdList": info.client_ids()}))
+
+    # ------------------------------------------------------------ offsets
+
+    def query_offset(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
+        """protocol.md 5.3: a stored offset; else 0 while nothing aged out of the queue (its
+        min offset 0 and message 0 still in memory); else QUERY_NOT_FOUND."""
+        hdr = QueueOffsetRequestHeader.from_ext(req.ext_fields)
+        offset = self.offsets.query(hdr.consumer_group, hdr.topic, hdr.queue_id)
+        if offset < 0 and hdr.set_zero_if_not_found is not False:
+            store = self.ctx.store
+            if store.min_offset(hdr.topic, hdr.queue_id) <= 0 and not store.in_disk(
+                hdr.topic, hdr.queue_id, 0
+            ):
+                offset = 0
+        if offset < 0:
+            return response_to(
+                req,
+                R.QUERY_NOT_FOUND,
+                "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first",
+            )
+        return ok(req, {"offset": str(offset)})
+
+    def update_offset(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
+        hdr = UpdateConsumerOffsetRequestHeader.from_ext(req.ext_fields)
+        self.offsets.commit(hdr.consumer_group, hdr.topic, hdr.queue_id, hdr.commit_offset)
+        return ok(req)
+
+    # ------------------------------------------------------------ orderly locks
+
+    def lock_batch(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
+        try:
+            body = LockBatchBody.decode(req.body)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            return response_to(req, R.SYSTEM_ERROR, f"bad LockBatchRequestBody: {exc}")
+        held = self.locks.try_lock(body.consumer_group, body.mq_set, body.client_id)
+        return ok(req, body=encode_mq_set("lockOKMQSet", held))
+
+    def unlock_batch(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
+        try:
+            body = LockBatchBody.decode(req.body)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            return response_to(req, R.SYSTEM_ERROR, f"bad UnlockBatchRequestBody: {exc}")
+        self.locks.unlock(body.consumer_group, body.mq_set, body.client_id)
+        return ok(req)
+
+    # ------------------------------------------------------------ send back
+
+    async def send_back(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
+        """protocol.md 5.5: a message the consumer failed goes to %RETRY%<group> (delay level
+        3 + reconsumeTimes) or, past maxReconsumeTimes, to %DLQ%<group>."""
+        hdr = SendMsgBackRequestHeader.from_ext(req.ext_fields)
+        group = self.ctx.groups.find(hdr.group)
+        if group is None:
+            return response_to(
+                req, R.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {hdr.group}"
+            )
+        if not Perm.writeable(self.ctx.config.broker_permission):
+            return response_to(
+                req,
+                R.NO_PERMISSION,
+                f"the broker[{self.ctx.config.broker_ip1}] sending message is forbidden",
+            )
+        if group.retry_queue_nums <= 0:
+            return ok(req)
+        record = self.ctx.store.read(hdr.offset)
+        if record is None:
+            return response_to(req, R.SYSTEM_ERROR, f"look message by offset failed, {hdr.offset}")
+        original = decode_record(record)
+        limit = group.retry_max_times
+        if req.version >= MQVersion.V3_4_9 and hdr.max_reconsume_times is not None:
+            limit = hdr.max_reconsume_times
+        msg = _retry_copy(original, self.ctx.store.store_host)
+        if original.reconsume_times >= limit or hdr.delay_level < 0:
+            target = await self.ctx.topics.create_plain(dlq_topic(hdr.group), 1, DLQ_PERM)
+            msg.topic, msg.queue_id = target.topic_name, 0
+            msg.properties.pop(Prop.DELAY, None)
+            log.info("send_back_to_dlq", group=hdr.group, reconsume_times=original.reconsume_times)
+        else:
+            target = await self.ctx.topics.create_plain(
+                retry_topic(hdr.group), group.retry_queue_nums, Perm.READ | Perm.WRITE
+            )
+            msg.topic = target.topic_name
+            msg.queue_id = random.randrange(max(1, target.write_queue_nums))
+            level = hdr.delay_level or 3 + original.reconsume_times
+            msg.properties[Prop.DELAY] = str(level)
+            apply_delay(msg, len(self.ctx.store.delays))
+        result = await self.ctx.store.put(msg, wait_flush=False)
+        if result.status is not PutStatus.PUT_OK:
+            return response_to(req, R.SYSTEM_ERROR, result.status.name)
+        return ok(req)
+
+
+def _language(code: int) -> str:
+    try:
+        return LanguageCode(code).name
+    except ValueError:
+        return "OTHER"
+
+
+def _retry_copy(original: MessageExt, store_host: str) -> MessageExt:
+    """A new message from a failed one: body, flag, properties, born info kept; one more
+    reconsume; RETRY_TOPIC and ORIGIN_MESSAGE_ID set on first retry."""
+    props = dict(original.properties)
+    props.setdefault(Prop.RETRY_TOPIC, original.topic)
+    props.setdefault(Prop.ORIGIN_MESSAGE_ID, original.msg_id)
+    props.pop(Prop.WAIT, None)
+    return MessageExt(
+        topic=original.topic,
+        body=original.body,
+        flag=original.flag,
+        properties=props,
+        sys_flag=original.sys_flag,
+        born_timestamp=original.born_timestamp,
+        born_host=original.born_host,
+        store_host=store_host,
+        reconsume_times=original.reconsume_times + 1,
+    )

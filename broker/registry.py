@@ -1,0 +1,114 @@
+"""ClientRegistry: producer and consumer groups and the channels of their live clients
+(ProducerManager, ConsumerManager). Pure state: the broker wires in the channel events and
+sends the NOTIFY_CONSUMER_IDS_CHANGED requests this reports."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+
+from remoting.protocol.heartbeat import ConsumerData, SubscriptionData
+
+
+@dataclass(slots=True)
+class ClientInfo:
+    client_id: str
+    addr: str
+    language: str
+    version: int
+    last_update: float  # monotonic seconds
+
+
+@dataclass(slots=True)
+class ConsumerGroup:
+    name: str
+    clients: dict[Hashable, ClientInfo] = field(default_factory=dict)  # by channel
+    subscriptions: dict[str, SubscriptionData] = field(default_factory=dict)  # by topic
+    consume_type: str = "CONSUME_PASSIVELY"
+    message_model: str = "CLUSTERING"
+    consume_from_where: str = "CONSUME_FROM_LAST_OFFSET"
+
+    def client_ids(self) -> list[str]:
+        return sorted({c.client_id for c in self.clients.values()})
+
+
+class ClientRegistry:
+    def __init__(self, expire_seconds: float = 120.0) -> None:
+        self.expire_seconds = expire_seconds
+        self.consumers: dict[str, ConsumerGroup] = {}
+        self.producers: dict[str, dict[Hashable, ClientInfo]] = {}
+
+    def register_consumer(self, data: ConsumerData, channel: Hashable, info: ClientInfo) -> bool:
+        """A consumer's heartbeat; True when the group's membership or subscriptions changed."""
+        group = self.consumers.get(data.group_name)
+        if group is None:
+            group = self.consumers[data.group_name] = ConsumerGroup(data.group_name)
+        changed = channel not in group.clients
+        group.clients[channel] = info
+        group.consume_type = data.consume_type
+        group.message_model = data.message_model
+        group.consume_from_where = data.consume_from_where
+        subs = {s.topic: s for s in data.subscriptions}
+        if subs.keys() != group.subscriptions.keys():
+            changed = True
+        group.subscriptions = subs
+        return changed
+
+    def register_producer(self, group: str, channel: Hashable, info: ClientInfo) -> None:
+        self.producers.setdefault(group, {})[channel] = info
+
+    def unregister(
+        self, channel: Hashable, consumer_group: str | None, producer_group: str | None
+    ) -> list[str]:
+        """UNREGISTER_CLIENT: returns the consumer groups whose membership changed."""
+        if producer_group:
+            self._drop_producer(producer_group, channel)
+        if consumer_group and self._drop_consumer(consumer_group, channel):
+            return [consumer_group]
+        return []
+
+    def _drop_producer(self, group: str, channel: Hashable) -> None:
+        members = self.producers.get(group)
+        if members is not None and members.pop(channel, None) is not None and not members:
+            del self.producers[group]
+
+    def _drop_consumer(self, name: str, channel: Hashable) -> bool:
+        group = self.consumers.get(name)
+        if group is None or group.clients.pop(channel, None) is None:
+            return False
+        if not group.clients:
+            del self.consumers[name]
+        return True
+
+    def channel_closed(self, channel: Hashable) -> list[str]:
+        """Forget a channel everywhere; returns the consumer groups that lost a member."""
+        for group in list(self.producers):
+            self._drop_producer(group, channel)
+        return [name for name in list(self.consumers) if self._drop_consumer(name, channel)]
+
+    def expire(self, now: float) -> tuple[list[Hashable], list[str]]:
+        """Channels silent for ``expire_seconds`` (to close) and the groups that lost them."""
+        stale = {
+            ch
+            for members in self.producers.values()
+            for ch, c in members.items()
+            if now - c.last_update > self.expire_seconds
+        }
+        stale |= {
+            ch
+            for g in self.consumers.values()
+            for ch, c in g.clients.items()
+            if now - c.last_update > self.expire_seconds
+        }
+        changed: set[str] = set()
+        for ch in stale:
+            changed.update(self.channel_closed(ch))
+        return list(stale), sorted(changed)
+
+    def consumer_channels(self, name: str) -> list[Hashable]:
+        group = self.consumers.get(name)
+        return list(group.clients) if group is not None else []
+
+    def subscription(self, group: str, topic: str) -> SubscriptionData | None:
+        info = self.consumers.get(group)
+        return info.subscriptions.get(topic) if info is not None else None
