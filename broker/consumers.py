@@ -29,7 +29,7 @@ class Consumers:
         self.ctx = ctx
         self.registry = ClientRegistry(cfg.client_channel_expired_time / 1000)
         self.offsets = ConsumerOffsets(files["consumerOffset.json"])
-        self.locks = RebalanceLocks()
+        self.locks = RebalanceLocks(cfg.rebalance_lock_max_live_time / 1000)
         self.hold = PullHold(ctx.store.max_offset)
         self.schedule = ScheduleService(ctx.store, files["delayOffset.json"])
         ctx.store.add_dispatch_listener(self.hold.arrived)

@@ -81,3 +81,43 @@ async def route(cli: RemotingClient, namesrv: str, topic: str) -> RemotingComman
     return await cli.invoke(
         namesrv, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
     )
+
+
+def pull(
+    group: str,
+    topic: str,
+    queue_id: int,
+    offset: int,
+    *,
+    sys_flag: int = 2,
+    suspend_ms: int = 3000,
+    subscription: str | None = None,
+    commit: int = 0,
+    max_msgs: int = 32,
+) -> RemotingCommand:
+    """PULL_MESSAGE (protocol.md 5.2); sysFlag 2 = may be held, 4 = subscription included."""
+    ext = {
+        "consumerGroup": group,
+        "topic": topic,
+        "queueId": str(queue_id),
+        "queueOffset": str(offset),
+        "maxMsgNums": str(max_msgs),
+        "sysFlag": str(sys_flag),
+        "commitOffset": str(commit),
+        "suspendTimeoutMillis": str(suspend_ms),
+        "subVersion": "0",
+    }
+    if subscription is not None:
+        ext["subscription"] = subscription
+    return RemotingCommand.request(RequestCode.PULL_MESSAGE, ext)
+
+
+def heartbeat(client_id: str, group: str, *subscriptions: tuple[str, str]) -> RemotingCommand:
+    """HEART_BEAT with one push consumer group subscribing (topic, expression) pairs."""
+    from remoting.protocol.heartbeat import ConsumerData, HeartbeatData, SubscriptionData
+
+    subs = [SubscriptionData.build(topic, expr) for topic, expr in subscriptions]
+    data = HeartbeatData(
+        client_id=client_id, consumers=[ConsumerData(group_name=group, subscriptions=subs)]
+    )
+    return RemotingCommand.request(RequestCode.HEART_BEAT, {}, data.encode())
