@@ -58,7 +58,7 @@ class BrokerConfig:
     flush_delay_offset_interval: int = 10_000  # ms
     client_channel_expired_time: int = 120_000  # ours (Java's constant): silent clients dropped
     client_channel_scan_interval: int = 10_000  # ours (Java's constant): how often to look
-    rebalance_lock_max_live_time: int = 60_000  # ms (Java: rocketmq.broker.rebalance.lockMaxLiveTime)
+    rebalance_lock_max_live_time: int = 60_000  # ms (rocketmq.broker.rebalance.lockMaxLiveTime)
     ha_listen_port: int = 10912  # listenPort + 1 when listenPort is 0 (then ephemeral)
 
     @property
