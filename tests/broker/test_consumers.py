@@ -132,7 +132,9 @@ async def test_send_back_16_times_lands_in_the_dlq(
     )
 
 
-async def test_delay_level_1_arrives_after_one_second(cluster: Cluster, client: RemotingClient):
+async def test_delay_level_1_arrives_after_one_second(
+    cluster: Cluster, client: RemotingClient
+) -> None:
     """protocol.md 12.3: DELAY=1 parks the message for 1 s (>= 1 s, < 2 s) in
     SCHEDULE_TOPIC_XXXX, then it appears in its real queue without DELAY."""
     b = cluster.add_broker("broker-a")
@@ -226,7 +228,9 @@ async def test_silent_clients_expire(cluster: Cluster, client: RemotingClient) -
     assert await members() == 0
 
 
-async def test_orderly_locks_are_exclusive_and_expire(cluster: Cluster, client: RemotingClient):
+async def test_orderly_locks_are_exclusive_and_expire(
+    cluster: Cluster, client: RemotingClient
+) -> None:
     """protocol.md 5.4: a queue lock belongs to one client; others get nothing until it is
     unlocked or expires (60 s; 0.5 s here)."""
     b = cluster.add_broker("broker-a", rebalanceLockMaxLiveTime="500")

@@ -25,7 +25,9 @@ async def broker(cluster: Cluster, client: RemotingClient) -> BrokerProc:
     return b
 
 
-async def send_n(client: RemotingClient, addr: str, n: int, queue_id: int = 0, tags: str = "A"):
+async def send_n(
+    client: RemotingClient, addr: str, n: int, queue_id: int = 0, tags: str = "A"
+) -> None:
     for i in range(n):
         resp = await client.invoke(
             addr, send_v2("PullT", f"m{i}".encode(), queue_id=queue_id, props={"TAGS": tags})
@@ -88,7 +90,9 @@ async def test_every_pull_outcome(broker: BrokerProc, client: RemotingClient) ->
     assert some.ext_fields["nextBeginOffset"] == "4"
 
 
-async def test_checks_before_reading(cluster: Cluster, broker: BrokerProc, client: RemotingClient):
+async def test_checks_before_reading(
+    cluster: Cluster, broker: BrokerProc, client: RemotingClient
+) -> None:
     """protocol.md 5.2's checks: topic, queue id, subscription presence and freshness."""
     addr = broker.addr
     no_topic = await client.invoke(addr, pull("cg", "Nope", 0, 0, sys_flag=0))
@@ -138,7 +142,9 @@ async def test_held_pull_wakes_on_a_matching_send_and_times_out(
     assert quiet.code == R.PULL_NOT_FOUND and 0.65 <= took < 1.5
 
 
-async def test_held_pulls_do_not_delay_other_requests(broker: BrokerProc, client: RemotingClient):
+async def test_held_pulls_do_not_delay_other_requests(
+    broker: BrokerProc, client: RemotingClient
+) -> None:
     """protocol.md 5.2: clients pull many queues over one connection; parked pulls never delay
     other requests on it."""
     held = [
