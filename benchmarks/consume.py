@@ -1,0 +1,243 @@
+"""Consume path: PULL_MESSAGE throughput against a real broker, and send -> long-poll latency.
+
+Run ``python -m benchmarks.consume [--messages N] [--seconds S] [--repeat N] [--quick]``.
+
+A broker (its own process) gets a backlog of 200,000 x 1 KiB messages on 8 queues (batches of
+32). Pulls of 32 messages, from 1 queue and from 8 queues in turn, are timed as messages/s.
+Baseline in the same run: the store's raw ``get`` of 32 from the same queues, in this
+process, on the same files once the broker has stopped (target: pulls >= 50 %). Then, on a
+fresh topic, a producer sends at a fixed 2,000 msg/s while a consumer long-polls; the time
+from send to the pull that delivers it gives p50 / p99 latency (target p99 < 10 ms).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+
+import uvloop
+
+from benchmarks.common import listening_process, quiet_logging
+from broker.store import MessageStore
+from broker.store.config import StoreConfig
+from remoting.client import RemotingClient
+from remoting.protocol.codes import RequestCode
+from remoting.protocol.command import RemotingCommand
+from remoting.protocol.heartbeat import ConsumerData, HeartbeatData, SubscriptionData
+from remoting.protocol.message import BatchItem, decode_records, encode_batch
+
+TOPIC, QUEUES, BODY, GROUP = "BenchConsume", 8, bytes(1024), "bench_cg"
+
+
+def send_batch(topic: str, queue_id: int, bodies: list[bytes]) -> RemotingCommand:
+    ext = {
+        "a": "bench_pg",
+        "b": topic,
+        "c": "TBW102",
+        "d": "8",
+        "e": str(queue_id),
+        "f": "0",
+        "g": str(time.time_ns() // 1_000_000),
+        "h": "0",
+        "i": "",
+        "j": "0",
+        "k": "false",
+        "m": "true",
+    }
+    body = encode_batch([BatchItem(b) for b in bodies])
+    return RemotingCommand.request(RequestCode.SEND_BATCH_MESSAGE, ext, body)
+
+
+def pull_request(topic: str, queue_id: int, offset: int, suspend: bool = False) -> RemotingCommand:
+    ext = {
+        "consumerGroup": GROUP,
+        "topic": topic,
+        "queueId": str(queue_id),
+        "queueOffset": str(offset),
+        "maxMsgNums": "32",
+        "sysFlag": "6" if suspend else "4",
+        "commitOffset": "0",
+        "suspendTimeoutMillis": "15000",
+        "subscription": "*",
+        "subVersion": "0",
+    }
+    return RemotingCommand.request(RequestCode.PULL_MESSAGE, ext)
+
+
+async def setup(cli: RemotingClient, addr: str, messages: int) -> None:
+    for topic in (TOPIC, "BenchLatency"):
+        ext = {
+            "topic": topic,
+            "readQueueNums": str(QUEUES),
+            "writeQueueNums": str(QUEUES),
+            "perm": "6",
+            "defaultTopic": "TBW102",
+        }
+        assert (await cli.invoke(addr, RemotingCommand.request(17, ext))).code == 0
+    per_queue, batch = messages // QUEUES, 32
+
+    async def fill(qid: int) -> None:
+        for _ in range(per_queue // batch):
+            resp = await cli.invoke(addr, send_batch(TOPIC, qid, [BODY] * batch), 30)
+            assert resp.code == 0, resp.remark
+
+    await asyncio.gather(*(fill(q) for q in range(QUEUES)))
+
+
+def count_records(body: bytes) -> int:
+    """Records in a pull body, by their TOTALSIZE fields (the client's decoding is not what
+    this benchmark measures)."""
+    count, pos = 0, 0
+    while pos < len(body):
+        pos += int.from_bytes(body[pos : pos + 4], "big")
+        count += 1
+    return count
+
+
+async def pull_rate(cli: RemotingClient, addr: str, queues: int, seconds: float) -> float:
+    """Messages/s pulling 32 at a time with one pull in flight per queue, as a consumer of
+    ``queues`` queues does; a queue read to its end starts over."""
+    got, stop = 0, time.perf_counter() + seconds
+
+    async def one_queue(qid: int) -> None:
+        nonlocal got
+        offset = 0
+        while time.perf_counter() < stop:
+            resp = await cli.invoke(addr, pull_request(TOPIC, qid, offset), 10)
+            found = count_records(resp.body) if resp.code == 0 else 0
+            offset = int(resp.ext_fields["nextBeginOffset"]) if found else 0
+            got += found
+
+    began = time.perf_counter()
+    await asyncio.gather(*(one_queue(q) for q in range(queues)))
+    return got / (time.perf_counter() - began)
+
+
+async def latency(cli: RemotingClient, addr: str, seconds: float, rate: int = 2000) -> list[float]:
+    """Send at ``rate``/s to queue 0 while one consumer long-polls it: ms from send to pull."""
+    sent_at: dict[bytes, float] = {}
+    lat: list[float] = []
+    done, all_in = asyncio.Event(), asyncio.Event()
+    n = int(seconds * rate)
+
+    async def consume() -> None:
+        offset = 0
+        while not done.is_set():
+            resp = await cli.invoke(addr, pull_request("BenchLatency", 0, offset, True), 30)
+            now = time.perf_counter()
+            if resp.code == 0:
+                lat.extend((now - sent_at[m.body]) * 1000 for m in decode_records(resp.body))
+                if len(lat) >= n:
+                    all_in.set()
+            offset = int(resp.ext_fields["nextBeginOffset"])
+
+    consumer = asyncio.ensure_future(consume())
+    interval, began = 1 / rate, time.perf_counter()
+    for i in range(n):
+        delay = began + i * interval - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        body = f"{i:012d}".encode() + BODY[12:]
+        sent_at[body] = time.perf_counter()
+        await cli.invoke(addr, send_batch("BenchLatency", 0, [body]), 10)
+    await asyncio.wait_for(all_in.wait(), 30)
+    done.set()
+    await cli.invoke(addr, send_batch("BenchLatency", 0, [b"stop" + BODY[4:]]), 10)
+    sent_at[b"stop" + BODY[4:]] = time.perf_counter()
+    await consumer
+    return lat[:n]
+
+
+def raw_get_rate(root: str, store_host: str, queues: int, seconds: float) -> float:
+    async def run() -> float:
+        store = MessageStore(StoreConfig(store_path_root_dir=root), store_host=store_host)
+        await store.start()
+        try:
+            offsets, got, began = dict.fromkeys(range(queues), 0), 0, time.perf_counter()
+            while time.perf_counter() - began < seconds:
+                for qid in range(queues):
+                    result = store.get(TOPIC, qid, offsets[qid], 32)
+                    found = len(result.messages)
+                    offsets[qid] = result.next_begin_offset if found else 0  # wrap around
+                    got += found
+            return got / (time.perf_counter() - began)
+        finally:
+            await store.shutdown()
+
+    return uvloop.run(run())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--messages", type=int, default=200_000)
+    parser.add_argument("--seconds", type=float, default=2.0)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    if args.quick:
+        args.messages, args.seconds, args.repeat = 40_000, 0.5, 1
+    quiet_logging()
+    pulls: dict[int, list[float]] = {1: [], 8: []}
+    raws: dict[int, list[float]] = {1: [], 8: []}
+    with tempfile.TemporaryDirectory() as tmp:
+        sets = [f"storePathRootDir={tmp}", "brokerIP1=127.0.0.1", "brokerName=bench"]
+        argv = ["-m", "broker", "--listen-port", "0"] + [a for s in sets for a in ("--set", s)]
+        with listening_process(argv) as broker:
+            addr = f"127.0.0.1:{broker.port}"
+
+            async def run() -> list[float]:
+                async with RemotingClient() as cli:
+                    await setup(cli, addr, args.messages)
+                    hb = HeartbeatData(
+                        client_id="bench@1",
+                        consumers=[
+                            ConsumerData(
+                                group_name=GROUP, subscriptions=[SubscriptionData.build(TOPIC, "*")]
+                            )
+                        ],
+                    )
+                    await cli.invoke(addr, RemotingCommand.request(34, {}, hb.encode()))
+                    for _ in range(args.repeat):
+                        for queues in (1, 8):
+                            pulls[queues].append(await pull_rate(cli, addr, queues, args.seconds))
+                    return await latency(cli, addr, max(args.seconds, 2.0))
+
+            lat = uvloop.run(run())
+        for _ in range(args.repeat):
+            for queues in (1, 8):
+                raws[queues].append(raw_get_rate(tmp, addr, queues, args.seconds))
+    report(pulls, raws, sorted(lat))
+    return 0
+
+
+def report(pulls: dict[int, list[float]], raws: dict[int, list[float]], lat: list[float]) -> None:
+    print(f"\n{'case':<26}{'msgs/s':>12}{'raw get msgs/s':>16}{'ratio':>8}")
+    ratios = {}
+    for queues in (1, 8):
+        p, r = statistics.median(pulls[queues]), statistics.median(raws[queues])
+        ratios[queues] = p / r
+        print(f"{f'pull 32 from {queues} queue(s)':<26}{p:>12,.0f}{r:>16,.0f}{p / r:>8.2f}")
+    p50, p99 = lat[len(lat) // 2], lat[min(len(lat) - 1, int(len(lat) * 0.99))]
+    print("\npull / raw get target >= 0.50")
+    print(
+        f"send -> long-poll latency at 2,000 msg/s: p50 {p50:.2f} ms, p99 {p99:.2f} ms"
+        " (target p99 < 10 ms)"
+    )
+    print(
+        json.dumps(
+            {
+                "bench": "consume",
+                "pull_ratio": {str(k): round(v, 3) for k, v in ratios.items()},
+                "latency_ms": {"p50": round(p50, 3), "p99": round(p99, 3), "n": len(lat)},
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
