@@ -1,0 +1,36 @@
+'use strict';
+// Usage: node produce.js NAMESRV TOPIC COUNT [--interval=MS] [--run=ID]
+// Sends COUNT messages (tags tag0..tag2, two keys, a user property) and prints one JSON line
+// per message: its body and the send result (or the error). Exit 0 when all were attempted.
+const { Producer, Message } = require('ali-ons');
+const { options, flags, emit, watchdog } = require('./common');
+
+const [nameSrv, topic, countArg] = process.argv.slice(2);
+const opts = flags(process.argv.slice(5));
+const run = opts.run || `r${process.pid}`;
+const dog = watchdog(Number(opts.timeout || 120000));
+
+async function main() {
+  const producer = new Producer({ ...options(nameSrv), producerGroup: `compat_pg_${run}` });
+  await producer.ready();
+  emit({ ready: true });
+  for (let i = 0; i < Number(countArg); i++) {
+    const body = `${run}:${i}`;
+    const msg = new Message(topic, `tag${i % 3}`, body);
+    msg.keys = [ `key-${i}`, `alt-${run}-${i}` ];
+    msg.properties.customProp = `value-${i}`;
+    try {
+      const res = await producer.send(msg);
+      emit({ i, body, status: res.sendStatus, msgId: res.msgId, queueId: res.messageQueue.queueId,
+        broker: res.messageQueue.brokerName, queueOffset: Number(res.queueOffset) });
+    } catch (err) {
+      emit({ i, body, error: String(err && err.message || err) });
+    }
+    if (opts.interval) await new Promise(r => setTimeout(r, Number(opts.interval)));
+  }
+  clearTimeout(dog);
+  await Promise.race([ producer.close().catch(() => {}), new Promise(r => setTimeout(r, 2000)) ]);
+  process.exit(0);
+}
+
+main().catch(err => { console.error('FAIL:', err && err.stack || err); process.exit(1); });
