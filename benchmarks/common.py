@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import json
@@ -135,3 +136,17 @@ def _wait_listening(proc: subprocess.Popen[bytes], timeout: float) -> int:
             if isinstance(event, dict) and event.get("event") == "listening":
                 return int(event["port"])
     raise RuntimeError(f"{' '.join(proc.args)} did not log `listening`")  # type: ignore[arg-type]
+
+
+def parse_args(
+    doc: str, parser: argparse.ArgumentParser | None = None, *, quick_seconds: float = 0.5
+) -> tuple[argparse.Namespace, float]:
+    """``--seconds``, ``--repeat`` (median of N) and ``--quick``; returns (args, warm-up s)."""
+    parser = parser or argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=2.0, help="per measurement")
+    parser.add_argument("--repeat", type=int, default=3, help="report the median of N")
+    parser.add_argument("--quick", action="store_true", help="smoke run: short, repeat 1")
+    args = parser.parse_args()
+    if args.quick:
+        args.seconds, args.repeat = quick_seconds, 1
+    return args, min(0.5, args.seconds / 4)

@@ -12,7 +12,6 @@ Route table memory for 10,000 topics x 10 brokers is measured in-process with tr
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import sys
@@ -24,7 +23,14 @@ from collections.abc import Awaitable
 
 import uvloop
 
-from benchmarks.common import Sample, drive, listening_process, median_sample, quiet_logging
+from benchmarks.common import (
+    Sample,
+    drive,
+    listening_process,
+    median_sample,
+    parse_args,
+    quiet_logging,
+)
 from benchmarks.remoting_rtt import server_process
 from namesrv.routes import RouteTable
 from remoting.client import RemotingClient
@@ -97,14 +103,7 @@ def table_memory(topics: int = 10_000, brokers: int = 10) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seconds", type=float, default=2.0)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
-    if args.quick:
-        args.seconds, args.repeat = 0.5, 1
-    warm = min(0.5, args.seconds / 4)
+    args, warm = parse_args(__doc__ or "")
     quiet_logging()
     routes: list[Sample] = []
     echoes: list[Sample] = []

@@ -24,7 +24,14 @@ from dataclasses import dataclass
 
 import uvloop
 
-from benchmarks.common import Sample, drive, listening_process, median_sample, quiet_logging
+from benchmarks.common import (
+    Sample,
+    drive,
+    listening_process,
+    median_sample,
+    parse_args,
+    quiet_logging,
+)
 from benchmarks.remoting_rtt import server_process
 from remoting.client import RemotingClient
 from remoting.protocol.codes import RequestCode
@@ -145,14 +152,7 @@ def broker_cases(flush: str, args: argparse.Namespace, warm: float) -> dict[str,
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seconds", type=float, default=2.0)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
-    if args.quick:
-        args.seconds, args.repeat = 0.5, 1
-    warm = min(0.5, args.seconds / 4)
+    args, warm = parse_args(__doc__ or "")
     quiet_logging()
     samples: dict[str, list[Sample]] = {}
     with server_process() as ports:

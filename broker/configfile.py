@@ -47,3 +47,26 @@ class ConfigFile:
     def save_now(self, obj: Any) -> None:
         """Write synchronously: at shutdown, when the loop has nothing else to do."""
         atomic_write(self.path, dumps(obj))
+
+
+class Snapshot:
+    """State saved to a ConfigFile when it changed: periodically (``persist``) and at stop
+    (``persist_now``). Subclasses set ``file``, call ``mark_dirty()`` and give ``to_json()``."""
+
+    file: ConfigFile
+    _dirty: bool = False
+
+    def to_json(self) -> Any:
+        raise NotImplementedError
+
+    def mark_dirty(self) -> None:
+        self._dirty = True
+
+    async def persist(self) -> None:
+        if self._dirty:
+            self._dirty = False
+            await self.file.save(self.to_json())
+
+    def persist_now(self) -> None:
+        self.file.save_now(self.to_json())
+        self._dirty = False

@@ -3,7 +3,7 @@ when UPDATE_BROKER_CONFIG changes it, so processors read it through the context 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from broker.config import BrokerConfig
@@ -14,6 +14,10 @@ from broker.store.config import StoreConfig
 from broker.topics import TopicTable
 from remoting.config import ServerConfig
 from remoting.protocol.register import DataVersion
+
+
+async def _nothing_pending() -> None:
+    return None
 
 
 @dataclass(slots=True, kw_only=True)
@@ -28,3 +32,5 @@ class BrokerContext:
     addr: str  # "brokerIP1:port", as clients dial it and stored messages name it
     config_version: DataVersion = field(default_factory=DataVersion)
     on_config_change: list[Callable[[], None]] = field(default_factory=list)
+    # awaits the registration a topic change started (Java registers before answering)
+    topic_registered: Callable[[], Awaitable[None]] = _nothing_pending

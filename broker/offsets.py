@@ -7,7 +7,7 @@ from typing import Any
 
 import structlog
 
-from broker.configfile import ConfigFile
+from broker.configfile import ConfigFile, Snapshot
 from remoting.errors import ConfigError
 
 log = structlog.get_logger(__name__)
@@ -15,11 +15,10 @@ log = structlog.get_logger(__name__)
 SEPARATOR = "@"
 
 
-class ConsumerOffsets:
+class ConsumerOffsets(Snapshot):
     def __init__(self, file: ConfigFile) -> None:
         self.file = file
         self.table: dict[str, dict[int, int]] = {}
-        self._dirty = False
 
     def load(self) -> None:
         obj = self.file.load()
@@ -33,7 +32,7 @@ class ConsumerOffsets:
 
     def commit(self, group: str, topic: str, queue_id: int, offset: int) -> None:
         self.table.setdefault(f"{topic}{SEPARATOR}{group}", {})[queue_id] = offset
-        self._dirty = True
+        self.mark_dirty()
 
     def query(self, group: str, topic: str, queue_id: int) -> int:
         """The stored offset, or -1."""
@@ -54,20 +53,9 @@ class ConsumerOffsets:
         suffix = SEPARATOR + group
         for key in [k for k in self.table if k.endswith(suffix)]:
             del self.table[key]
-        self._dirty = True
+        self.mark_dirty()
 
     def to_json(self) -> dict[str, Any]:
         return {
             "offsetTable": {k: {str(q): o for q, o in v.items()} for k, v in self.table.items()}
         }
-
-    async def persist(self) -> None:
-        """Write the table if it changed (every flushConsumerOffsetInterval)."""
-        if self._dirty:
-            self._dirty = False
-            await self.file.save(self.to_json())
-
-    def persist_now(self) -> None:
-        """At stop: write synchronously."""
-        self.file.save_now(self.to_json())
-        self._dirty = False

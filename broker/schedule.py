@@ -14,7 +14,7 @@ from typing import Any
 
 import structlog
 
-from broker.configfile import ConfigFile
+from broker.configfile import ConfigFile, Snapshot
 from broker.store import GetStatus, MessageStore, PutStatus
 from remoting.errors import ConfigError
 from remoting.protocol.message import MessageExt, Prop, decode_record
@@ -30,14 +30,13 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class ScheduleService:
+class ScheduleService(Snapshot):
     def __init__(self, store: MessageStore, file: ConfigFile) -> None:
         self.store = store
         self.file = file
         self.delays = store.delays  # ms per level, level 1 first
         self.offsets: dict[int, int] = {}
         self._wake = asyncio.Event()
-        self._dirty = False
         store.add_dispatch_listener(self._arrived)
 
     def load(self) -> None:
@@ -98,7 +97,7 @@ class ScheduleService:
     def _advance(self, level: int, offset: int) -> None:
         if self.offsets.get(level) != offset:
             self.offsets[level] = offset
-            self._dirty = True
+            self.mark_dirty()
 
     async def _restore(self, delayed: MessageExt) -> bool:
         """Store ``delayed`` again under its real topic and queue, without DELAY."""
@@ -125,11 +124,3 @@ class ScheduleService:
             log.warning("delayed_delivery_failed", topic=topic, status=result.status.name)
             return False
         return True
-
-    async def persist(self) -> None:
-        if self._dirty:
-            self._dirty = False
-            await self.file.save(self.to_json())
-
-    def persist_now(self) -> None:
-        self.file.save_now(self.to_json())

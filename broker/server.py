@@ -10,8 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from pathlib import Path
-from types import TracebackType
-from typing import Self
 
 import structlog
 
@@ -34,13 +32,14 @@ from broker.store.config import StoreConfig
 from broker.topics import TopicTable, system_topics
 from remoting.client import RemotingClient
 from remoting.config import ServerConfig
+from remoting.lifecycle import Service
 from remoting.server import RemotingServer, bind_socket
 from remoting.tasks import every
 
 log = structlog.get_logger(__name__)
 
 
-class Broker:
+class Broker(Service):
     """``async with Broker(cfg, store_cfg, server_cfg)`` serves until the block ends."""
 
     def __init__(self, config: BrokerConfig, store_config: StoreConfig, server: ServerConfig):
@@ -54,7 +53,7 @@ class Broker:
         self._register_task: asyncio.Task[None] | None = None
         self._register_again = False
 
-    async def __aenter__(self) -> Self:
+    async def start(self) -> None:
         cfg, server_cfg = self.config, self.server_config
         sock = bind_socket(server_cfg.bind_address, server_cfg.listen_port)
         self.port = sock.getsockname()[1]
@@ -76,6 +75,7 @@ class Broker:
         self.server.add_close_listener(self.consumers.channel_closed)
         await self.server.start()
         ctx.topics.listeners.append(self.register_soon)
+        ctx.topic_registered = self.wait_registered
         if not self.namesrv.addrs:
             log.warning("no_namesrv", hint="set namesrvAddr, -n or NAMESRV_ADDR")
         await self._register()
@@ -87,7 +87,6 @@ class Broker:
             broker=cfg.broker_name,
             addr=ctx.addr,
         )
-        return self
 
     async def _open(self, addr: str) -> BrokerContext:
         cfg = self.config
@@ -182,6 +181,12 @@ class Broker:
         accepted = await self.namesrv.register_all(self.identity, self.ctx.topics.wrapper())
         log.debug("broker_registered", namesrv=accepted, of=len(self.namesrv.addrs))
 
+    async def wait_registered(self) -> None:
+        """Until the registration rounds a topic change started are done."""
+        task = self._register_task
+        if task is not None and not task.done():
+            await asyncio.shield(task)
+
     def register_soon(self) -> None:
         """Register at once after a topic change; changes during a round get one more round."""
         self._register_again = True
@@ -193,12 +198,7 @@ class Broker:
             self._register_again = False
             await self._register()
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def close(self) -> None:
         self.server.stop_accepting()
         await self.namesrv.unregister_all(self.identity)
         for task in [*self._loops, self._register_task]:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from types import TracebackType
-from typing import Self
 
 import structlog
 
@@ -16,6 +14,7 @@ from namesrv.processors import NamesrvProcessor
 from namesrv.routes import Eviction, RouteTable
 from remoting.channel import Channel
 from remoting.config import ServerConfig
+from remoting.lifecycle import Service
 from remoting.server import RemotingServer
 from remoting.tasks import every
 
@@ -26,7 +25,7 @@ def monotonic_ms() -> float:
     return time.monotonic() * 1000
 
 
-class Namesrv:
+class Namesrv(Service):
     """A name server; ``async with Namesrv(cfg, server_cfg)`` serves until the block ends."""
 
     def __init__(self, config: NamesrvConfig, server_config: ServerConfig) -> None:
@@ -44,21 +43,15 @@ class Namesrv:
     def port(self) -> int:
         return self.server.port
 
-    async def __aenter__(self) -> Self:
+    async def start(self) -> None:
         self.kv.load()
         await self.server.start()
         interval = self.config.scan_not_active_broker_interval / 1000
         self._scan = asyncio.get_running_loop().create_task(
             every(interval, self._expire, name="scan_not_active_broker"), name="namesrv-scan"
         )
-        return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def close(self) -> None:
         if self._scan is not None:
             self._scan.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import collections
 from collections.abc import Mapping
-from types import TracebackType
-from typing import Self
 
 import structlog
 
@@ -14,6 +12,7 @@ from remoting.channel import Channel, ChannelOptions
 from remoting.config import ClientConfig
 from remoting.dispatch import Dispatcher, Route
 from remoting.errors import RemotingConnectError, RemotingTooMuchRequestError
+from remoting.lifecycle import Service
 from remoting.protocol.command import RemotingCommand
 
 log = structlog.get_logger(__name__)
@@ -21,7 +20,7 @@ log = structlog.get_logger(__name__)
 DEFAULT_TIMEOUT = 3.0
 
 
-class RemotingClient:
+class RemotingClient(Service):
     """Talks to any number of servers; requests from a server go to ``routes``.
 
     ``invoke`` awaits a response; ``invoke_oneway`` only writes. Many requests share one
@@ -176,14 +175,3 @@ class RemotingClient:
         if channels:
             await asyncio.wait([ch.closed for ch in channels], timeout=5)
         await self._dispatcher.drain(1.0)
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()

@@ -7,21 +7,20 @@ import contextlib
 import socket
 import time
 from collections.abc import Callable, Mapping
-from types import TracebackType
-from typing import Self
 
 import structlog
 
 from remoting.channel import Channel, ChannelOptions
 from remoting.config import ServerConfig
 from remoting.dispatch import Bulkhead, Dispatcher, Routes
+from remoting.lifecycle import Service
 
 log = structlog.get_logger(__name__)
 
 CloseListener = Callable[[Channel], None]
 
 
-class RemotingServer:
+class RemotingServer(Service):
     """Serves ``routes`` on ``config.bind_address:config.listen_port`` (0 binds a free port),
     or on ``sock`` when its owner bound it earlier (to learn the port before it is ready).
 
@@ -118,18 +117,6 @@ class RemotingServer:
                 ch.abort()
         if self._server is not None:
             await self._server.wait_closed()
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
 
 def bind_socket(host: str, port: int) -> socket.socket:

@@ -78,6 +78,7 @@ class AdminProcessor:
             order=hdr.order,
         )
         await self.ctx.topics.put(config)  # persists and re-registers at once
+        await self.ctx.topic_registered()  # compat: Java answers once the name servers know
         return ok(req)
 
     def get_all_topic_config(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:

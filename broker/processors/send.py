@@ -167,6 +167,8 @@ class SendProcessor:
         config = await self.topics.create_in_send(
             hdr.topic, hdr.default_topic, hdr.default_topic_queue_nums
         )
+        if config is not None:
+            await self.ctx.topic_registered()  # compat: createTopicInSendMessageMethod registers
         if config is None:
             raise Refused(
                 ResponseCode.TOPIC_NOT_EXIST, f"topic[{hdr.topic}] not exist, apply first please!"
