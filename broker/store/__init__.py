@@ -165,15 +165,24 @@ class MessageStore:
             ),
         ]
 
-    async def shutdown(self) -> None:
-        """Stop the loops; make everything durable; write the checkpoint; drop the abort file."""
-        if not self._running:
-            return
+    async def _stop_loops(self) -> None:
         self._running = False
         for task in self._tasks:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+    async def abandon(self) -> None:
+        """Stop as a crash would: loops stopped and files closed, with no final flush or
+        checkpoint and the abort file left behind (recovery tests and benchmarks)."""
+        await self._stop_loops()
+        self._close()
+
+    async def shutdown(self) -> None:
+        """Stop the loops; make everything durable; write the checkpoint; drop the abort file."""
+        if not self._running:
+            return
+        await self._stop_loops()
         await self.flusher.flush()
         await self._flush_queues()
         end = self.commitlog.max_offset
@@ -359,13 +368,14 @@ class MessageStore:
         return self.commitlog.max_offset - unit.phys > self.reader.memory
 
     def read(self, phys_offset: int) -> bytes | None:
-        return self.commitlog.read_record(phys_offset)
+        """The record at a commitlog offset, verified (corrupt records are never served)."""
+        return self.commitlog.read_record(phys_offset, verify=True)
 
     def query(self, topic: str, key: str, max_num: int, begin_ms: int, end_ms: int) -> list[bytes]:
         """Records of ``topic`` whose KEYS or UNIQ_KEY is ``key``, stored in the time range."""
         out = []
         for phys in self.index.query(topic, key, max_num, begin_ms, end_ms):
-            record = self.commitlog.read_record(phys)
+            record = self.commitlog.read_record(phys, verify=True)
             if record is None:
                 continue
             try:

@@ -28,6 +28,7 @@ _Q: Final = struct.Struct(">q")
 _I: Final = struct.Struct(">i")
 _H: Final = struct.Struct(">h")
 BLANK_MIN: Final = 8
+_PROPERTY_SEPARATOR: Final = 2
 MIN_RECORD: Final = 91  # the smallest V1 record: IPv4 hosts, empty body, topic and properties
 
 
@@ -79,9 +80,14 @@ class CommitLog:
         return pos
 
     def write(self, phys: int, data: bytes | bytearray) -> None:
+        """Copy a record in, its 8-byte head (size, magic) last: a write cut short leaves a
+        zero head, which recovery reads as the end of the log."""
         seg = self.queue.find(phys)
         assert seg is not None and phys + len(data) <= seg.end, "reserve() first"
-        seg.write(phys - seg.start, data)
+        at = phys - seg.start
+        view = memoryview(data)
+        seg.write(at + 8, view[8:])
+        seg.write(at, view[:8])
         self.max_offset = phys + len(data)
 
     # ------------------------------------------------------------ read
@@ -95,8 +101,10 @@ class CommitLog:
             return None
         return seg.read(phys - seg.start, size)
 
-    def read_record(self, phys: int) -> bytes | None:
-        """The whole record at ``phys`` if one starts there (checked: size, magic, offset)."""
+    def read_record(self, phys: int, *, verify: bool = False) -> bytes | None:
+        """The whole record at ``phys`` if one starts there (checked: size, magic, offset;
+        with ``verify`` also its structure and body CRC, for lookups that bypass the
+        ConsumeQueue)."""
         head = self.read(phys, 8)
         if head is None:
             return None
@@ -106,6 +114,10 @@ class CommitLog:
         record = self.read(phys, size)
         if record is None or _Q.unpack_from(record, PHYSICAL_OFFSET_POS)[0] != phys:
             return None
+        if verify:
+            with memoryview(record) as view:
+                if not _valid(view, phys):
+                    return None
         return record
 
     def segments_between(self, start: int, end: int) -> list[Segment]:
@@ -158,8 +170,12 @@ def _valid(record: memoryview, phys: int) -> bool:
         topic_len, at = record[at], at + 1
     else:
         (topic_len,), at = _H.unpack_from(record, at), at + 2
-    at += topic_len
-    if at + 2 > size:
+    # a torn write leaves zeros: a topic is never empty nor holds NUL, and encoded
+    # properties always end with their separator (protocol.md 7.3)
+    if topic_len <= 0 or at + topic_len + 2 > size or 0 in record[at : at + topic_len]:
         return False
+    at += topic_len
     (props_len,) = _H.unpack_from(record, at)
+    if props_len and record[size - 1] != _PROPERTY_SEPARATOR:
+        return False
     return bool(at + 2 + props_len == size)

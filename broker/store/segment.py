@@ -71,7 +71,7 @@ class Segment:
     def end(self) -> int:
         return self.start + self.size
 
-    def write(self, pos: int, data: bytes | bytearray) -> None:
+    def write(self, pos: int, data: bytes | bytearray | memoryview) -> None:
         self.mm[pos : pos + len(data)] = data
 
     def read(self, pos: int, length: int) -> bytes:
