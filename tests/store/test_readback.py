@@ -33,7 +33,8 @@ puts = st.lists(
 
 
 def stored_queue(store: MessageStore, topic: str, qid: int) -> list[MessageExt]:
-    out, offset = [], store.min_offset(topic, qid)
+    out: list[MessageExt] = []
+    offset = store.min_offset(topic, qid)
     while True:
         result = store.get(topic, qid, offset, 32)
         if result.status is not GetStatus.FOUND:
@@ -76,7 +77,9 @@ async def test_random_puts_read_back_exactly(tmp_path_factory, sequence) -> None
     await store.shutdown()
 
 
-async def test_segment_roll_over_leaves_a_blank_trailer(open_store: StoreFactory, tmp_path: Path):
+async def test_segment_roll_over_leaves_a_blank_trailer(
+    open_store: StoreFactory, tmp_path: Path
+) -> None:
     """protocol.md 7.1: a record that does not fit (with 8 bytes to spare) leaves the 8-byte
     blank record -- int32 remaining, int32 BLANK_MAGIC -- and starts the next segment, named
     by its 20-digit start offset."""

@@ -98,7 +98,7 @@ async def test_acknowledged_messages_survive_sigkill(tmp_path: Path) -> None:
 
 async def test_torn_tail_at_every_byte_recovers_the_prefix(
     open_store: StoreFactory, tmp_path: Path
-):
+) -> None:
     """Issue 5: cutting the last record at every byte (zeroing from there) recovers exactly
     the messages before it, and new puts go on where it ended."""
     crashed = tmp_path / "crashed"
