@@ -105,11 +105,12 @@ class ConsumeQueue:
     def truncate_from_phys(self, phys: int) -> None:
         """Forget units pointing at ``phys`` or later (a recovery re-dispatches them)."""
         low, high = self.min_offset, self.max_offset
-        while low < high:  # units' commitlog offsets rise with the queue offset
+        while low < high:  # real units' commitlog offsets rise with the queue offset
             mid = (low + high) // 2
-            unit = self.unit(mid)
-            if unit is not None and not unit.blank and unit.phys < phys:
-                low = mid + 1
+            # a blank (a corruption hole's filler) says nothing: judge by the next real unit
+            unit = next((u for u in self.units(mid, high - mid) if not u.blank), None)
+            if unit is not None and unit.phys < phys:
+                low = unit.offset + 1
             else:
                 high = mid
         while low > self.min_offset and (u := self.unit(low - 1)) is not None and u.blank:
