@@ -83,10 +83,11 @@ class IndexFile:
             self.count,
         )
 
-    def query(self, key: str, limit: int, begin: int, end: int) -> list[int]:
+    def query(self, key: str, limit: int, begin: int, end: int, out: dict[int, None]) -> None:
+        """Add the offsets of ``key``'s entries in the time range to ``out``, newest first,
+        until it holds ``limit`` distinct ones (a recovery's re-dispatch adds duplicates)."""
         h = key_hash(key)
         (index,) = _SLOT.unpack_from(self.mm, HEADER + (h % self.slots) * 4)
-        out: list[int] = []
         seen = 0
         while 0 < index < self.count and len(out) < limit and seen < self.count:
             entry_hash, phys, diff, prev = _ENTRY.unpack_from(
@@ -94,11 +95,10 @@ class IndexFile:
             )
             stamp = self.begin_ts + diff * 1000
             if entry_hash == h and begin <= stamp <= end:
-                out.append(phys)
+                out[phys] = None
             if prev <= 0 or prev >= index or stamp < begin:
                 break
             index, seen = prev, seen + 1
-        return out
 
     def flush(self) -> None:
         os.fsync(self.fd)  # releases the GIL, unlike mmap.flush
@@ -146,8 +146,7 @@ class Index:
         for file in reversed(self.files):
             if file.end_ts and (file.end_ts < begin or file.begin_ts > end + 1000):
                 continue
-            for phys in file.query(f"{topic}#{key}", limit, begin, end):
-                out[phys] = None
+            file.query(f"{topic}#{key}", limit, begin, end, out)
             if len(out) >= limit:
                 break
         return list(out)[:limit]
