@@ -258,27 +258,41 @@ class MessageStore:
         return result
 
     def _append(self, msgs: list[MessageExt]) -> PutResult:
+        """Encode every record first, then reserve one run for them all: a batch is stored
+        whole, in one segment, or not at all (CommitLog.putMessages)."""
         stamp = now_ms()
+        records = self._encode(msgs, stamp)
+        if not records:
+            return PutResult(PutStatus.PUT_OK, -1, -1, [], stamp, 0)
+        phys = first_phys = self.commitlog.reserve(sum(map(len, records)))
         ids: list[str] = []
-        first_phys = first_offset = -1
-        wrote = 0
-        for msg in msgs:
-            msg.store_host, msg.store_timestamp = self.store_host, stamp
-            key = (msg.topic, msg.queue_id)
-            queued = Dispatch(msg.topic, 0, 0, 0, 0, 0, 0, [], msg.sys_flag).queued
-            msg.queue_offset = self._queue_max(key) if queued else 0
-            msg.commit_log_offset = 0
-            data = bytearray(encode_record(msg))
-            phys = self.commitlog.reserve(len(data))
+        for msg, data in zip(msgs, records, strict=True):
             _Q.pack_into(data, PHYSICAL_OFFSET_POS, phys)
             self.commitlog.write(phys, data)
             msg.commit_log_offset = phys
             self._dispatch(dispatch_of(msg, phys, len(data), self.delays), notify=True)
-            if first_phys < 0:
-                first_phys, first_offset = phys, msg.queue_offset
             ids.append(offset_msg_id(self._host_raw, phys))
-            wrote += len(data)
-        return PutResult(PutStatus.PUT_OK, first_phys, first_offset, ids, stamp, wrote)
+            phys += len(data)
+        first_offset = msgs[0].queue_offset
+        return PutResult(PutStatus.PUT_OK, first_phys, first_offset, ids, stamp, phys - first_phys)
+
+    def _encode(self, msgs: list[MessageExt], stamp: int) -> list[bytearray]:
+        """The records of ``msgs`` with their queue offsets (the physical offset comes later).
+        Raises ValueError (PropertiesTooLong among them) before anything is written."""
+        next_offsets: dict[tuple[str, int], int] = {}
+        records = []
+        for msg in msgs:
+            msg.store_host, msg.store_timestamp = self.store_host, stamp
+            key = (msg.topic, msg.queue_id)
+            if Dispatch(msg.topic, 0, 0, 0, 0, 0, 0, [], msg.sys_flag).queued:
+                offset = next_offsets.get(key)
+                msg.queue_offset = self._queue_max(key) if offset is None else offset
+                next_offsets[key] = msg.queue_offset + 1
+            else:
+                msg.queue_offset = 0
+            msg.commit_log_offset = 0
+            records.append(bytearray(encode_record(msg)))
+        return records
 
     def _queue_max(self, key: tuple[str, int]) -> int:
         cq = self.queues.get(key)
