@@ -60,6 +60,17 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+def _storable_topic(topic: str) -> bool:
+    """A topic the store can keep: it fits the record's int8 length, recovery accepts it (not
+    empty, no NUL), and it names one ConsumeQueue directory (the broker checks names too)."""
+    return (
+        0 < len(topic.encode()) <= MAX_TOPIC_BYTES
+        and "\x00" not in topic
+        and "/" not in topic
+        and topic not in (".", "..")
+    )
+
+
 class MessageStore:
     def __init__(self, config: StoreConfig, *, store_host: str) -> None:
         self.config = config
@@ -229,7 +240,7 @@ class MessageStore:
         for msg in msgs:
             if len(msg.body) > self.config.max_message_size:
                 return PutStatus.MESSAGE_ILLEGAL
-            if len(msg.topic.encode()) > MAX_TOPIC_BYTES:
+            if not _storable_topic(msg.topic):
                 return PutStatus.MESSAGE_ILLEGAL
         return None
 
