@@ -105,14 +105,18 @@ class CommitLog:
         """The whole record at ``phys`` if one starts there (checked: size, magic, offset;
         with ``verify`` also its structure and body CRC, for lookups that bypass the
         ConsumeQueue)."""
-        head = self.read(phys, 8)
-        if head is None:
+        seg = self.queue.find(phys)  # None before the first segment or past the last
+        end = self.max_offset
+        if seg is None or phys + BLANK_MIN > end or phys + BLANK_MIN > seg.end:
             return None
-        size, magic = _HEAD.unpack(head)
+        at = phys - seg.start  # one lookup, one copy: this is the hot path of every pull
+        size, magic = _HEAD.unpack_from(seg.mm, at)
         if magic not in (MAGIC_V1, MAGIC_V2) or size < MIN_RECORD:
             return None
-        record = self.read(phys, size)
-        if record is None or _Q.unpack_from(record, PHYSICAL_OFFSET_POS)[0] != phys:
+        if phys + size > end or phys + size > seg.end:
+            return None
+        record = seg.mm[at : at + size]
+        if _Q.unpack_from(record, PHYSICAL_OFFSET_POS)[0] != phys:
             return None
         if verify:
             with memoryview(record) as view:

@@ -94,6 +94,20 @@ class ConsumeQueue:
                 yield Unit(k, *_UNIT.unpack_from(mm, k * UNIT - base))
             offset = stop
 
+    def raw_units(self, offset: int, limit: int) -> Iterator[tuple[int, int, int]]:
+        """``(phys, size, tags_code)`` of up to ``limit`` units from ``offset``, stopping at a
+        missing segment: the reader's hot path, one unpack call per segment run."""
+        end = min(self.max_offset, offset + limit)
+        while offset < end:
+            seg = self.queue.find(offset * UNIT)
+            if seg is None:
+                return
+            stop = min(end, seg.end // UNIT)
+            yield from _UNIT.iter_unpack(
+                seg.mm[offset * UNIT - seg.start : stop * UNIT - seg.start]
+            )
+            offset = stop
+
     def segment_missing(self, offset: int) -> bool:
         return self.queue.find(offset * UNIT) is None
 

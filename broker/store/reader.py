@@ -9,7 +9,7 @@ from typing import Final
 
 from broker.store.commitlog import CommitLog
 from broker.store.config import StoreConfig
-from broker.store.consumequeue import ConsumeQueue, Unit
+from broker.store.consumequeue import BLANK_SIZE, ConsumeQueue
 from broker.store.results import GetResult, GetStatus
 from remoting.protocol.message import SYSFLAG_POS, SysFlag
 
@@ -64,30 +64,29 @@ class Reader:
     ) -> GetResult:
         messages: list[bytes] = []
         status, total, scanned, last_phys = GetStatus.NO_MATCHED_MESSAGE, 0, 0, -1
-        max_phys = self.commitlog.max_offset
+        max_phys, memory = self.commitlog.max_offset, self.memory
+        read_record = self.commitlog.read_record
         limit = max(16000, max_msgs * 20) // 20  # ConsumeQueue bytes read per call, as units
-        for unit in cq.units(offset, limit):
-            if not unit.blank:
-                in_disk = max_phys - unit.phys > self.memory
-                if self._full(unit.size, max_msgs, total, len(messages), in_disk, max_bytes):
+        for phys, size, tags in cq.raw_units(offset, limit):
+            if 0 < size < BLANK_SIZE:  # not a blank (Unit.blank)
+                in_disk = max_phys - phys > memory
+                if messages and self._full(
+                    size, max_msgs, total, len(messages), in_disk, max_bytes
+                ):
                     break
-                if tag_codes is None or unit.tags_code in tag_codes:
-                    record = self._record(unit)
-                    if record is None:
+                if tag_codes is None or tags in tag_codes:
+                    record = read_record(phys)
+                    if record is None or len(record) != size:  # the commitlog data is gone
                         status = GetStatus.MESSAGE_WAS_REMOVING if not messages else status
                     else:
                         messages.append(record)
-                        total += unit.size
-                        last_phys = unit.phys
+                        total += size
+                        last_phys = phys
             scanned += 1
         if messages:
             status = GetStatus.FOUND
-        suggest = last_phys >= 0 and max_phys - last_phys > self.memory
+        suggest = last_phys >= 0 and max_phys - last_phys > memory
         return GetResult(status, offset + scanned, cq.min_offset, cq.max_offset, messages, suggest)
-
-    def _record(self, unit: Unit) -> bytes | None:
-        record = self.commitlog.read_record(unit.phys)
-        return record if record is not None and len(record) == unit.size else None
 
     def _full(
         self, size: int, max_msgs: int, total: int, count: int, in_disk: bool, max_bytes: int | None
