@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import shutil
-import struct
 import time
 from collections.abc import Callable
-from typing import Final
 
 import structlog
 
@@ -29,7 +28,7 @@ from broker.store.checkpoint import (
 from broker.store.commitlog import CommitLog
 from broker.store.config import FlushDiskType, StoreConfig, delay_levels
 from broker.store.consumequeue import ConsumeQueue
-from broker.store.dispatch import Dispatch, dispatch_of
+from broker.store.dispatch import Dispatch, dispatch_of, queued
 from broker.store.flush import Flusher, fsync_all
 from broker.store.index import Index
 from broker.store.reader import Reader
@@ -39,7 +38,6 @@ from broker.store.retention import Retention
 from remoting.errors import MessageDecodeError
 from remoting.protocol.message import (
     MAX_TOPIC_BYTES,
-    PHYSICAL_OFFSET_POS,
     MessageExt,
     PropertiesTooLong,
     decode_record,
@@ -53,13 +51,13 @@ __all__ = ["GetResult", "GetStatus", "MessageStore", "PutResult", "PutStatus"]
 log = structlog.get_logger(__name__)
 
 DispatchListener = Callable[[str, int, int, int, int], None]
-_Q: Final = struct.Struct(">q")
 
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+@functools.lru_cache(maxsize=4096)
 def _storable_topic(topic: str) -> bool:
     """A topic the store can keep: it fits the record's int8 length, recovery accepts it (not
     empty, no NUL), and it names one ConsumeQueue directory (the broker checks names too)."""
@@ -278,8 +276,7 @@ class MessageStore:
         phys = first_phys = self.commitlog.reserve(sum(map(len, records)))
         ids: list[str] = []
         for msg, data in zip(msgs, records, strict=True):
-            _Q.pack_into(data, PHYSICAL_OFFSET_POS, phys)
-            self.commitlog.write(phys, data)
+            self.commitlog.write(phys, data)  # stamps the record's physical offset
             msg.commit_log_offset = phys
             self._dispatch(dispatch_of(msg, phys, len(data), self.delays), notify=True)
             ids.append(offset_msg_id(self._host_raw, phys))
@@ -287,7 +284,7 @@ class MessageStore:
         first_offset = msgs[0].queue_offset
         return PutResult(PutStatus.PUT_OK, first_phys, first_offset, ids, stamp, phys - first_phys)
 
-    def _encode(self, msgs: list[MessageExt], stamp: int) -> list[bytearray]:
+    def _encode(self, msgs: list[MessageExt], stamp: int) -> list[bytes]:
         """The records of ``msgs`` with their queue offsets (the physical offset comes later).
         Raises ValueError (PropertiesTooLong among them) before anything is written."""
         next_offsets: dict[tuple[str, int], int] = {}
@@ -295,14 +292,14 @@ class MessageStore:
         for msg in msgs:
             msg.store_host, msg.store_timestamp = self.store_host, stamp
             key = (msg.topic, msg.queue_id)
-            if Dispatch(msg.topic, 0, 0, 0, 0, 0, 0, [], msg.sys_flag).queued:
+            if queued(msg.sys_flag):
                 offset = next_offsets.get(key)
                 msg.queue_offset = self._queue_max(key) if offset is None else offset
                 next_offsets[key] = msg.queue_offset + 1
             else:
                 msg.queue_offset = 0
             msg.commit_log_offset = 0
-            records.append(bytearray(encode_record(msg)))
+            records.append(encode_record(msg))
         return records
 
     def _queue_max(self, key: tuple[str, int]) -> int:

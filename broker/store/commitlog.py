@@ -80,14 +80,15 @@ class CommitLog:
         return pos
 
     def write(self, phys: int, data: bytes | bytearray) -> None:
-        """Copy a record in, its 8-byte head (size, magic) last: a write cut short leaves a
-        zero head, which recovery reads as the end of the log."""
+        """Copy a record in, stamping its PHYSICALOFFSET with ``phys``, its 8-byte head (size,
+        magic) last: a write cut short leaves a zero head, which recovery reads as the end."""
         seg = self.queue.find(phys)
         assert seg is not None and phys + len(data) <= seg.end, "reserve() first"
         at = phys - seg.start
-        view = memoryview(data)
-        seg.write(at + 8, view[8:])
-        seg.write(at, view[:8])
+        with memoryview(data) as view:
+            seg.write(at + 8, view[8:])
+        _Q.pack_into(seg.mm, at + PHYSICAL_OFFSET_POS, phys)
+        seg.write(at, data[:8])
         self.max_offset = phys + len(data)
 
     # ------------------------------------------------------------ read

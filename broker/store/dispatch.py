@@ -28,12 +28,16 @@ class Dispatch(NamedTuple):
 
     @property
     def queued(self) -> bool:
-        """Prepared and rolled-back transaction records get no ConsumeQueue unit."""
-        return self.sys_flag & SysFlag.TRANSACTION_MASK not in NO_QUEUE_TYPES
+        return queued(self.sys_flag)
 
     @property
     def indexed(self) -> bool:
         return self.sys_flag & SysFlag.TRANSACTION_MASK != SysFlag.TRANSACTION_ROLLBACK
+
+
+def queued(sys_flag: int) -> bool:
+    """Prepared and rolled-back transaction records get no ConsumeQueue unit."""
+    return sys_flag & SysFlag.TRANSACTION_MASK not in NO_QUEUE_TYPES
 
 
 def index_keys(props: dict[str, str]) -> list[str]:
