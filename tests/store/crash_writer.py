@@ -45,7 +45,9 @@ async def main(root: str, round_: int) -> None:
         result = await store.put(msg)
         if result.status is PutStatus.PUT_OK:
             digest = hashlib.sha256(body).hexdigest()
-            print(result.phys_offset, result.queue_offset, topic, qid, digest, flush=True)
+            line = f"{result.phys_offset} {result.queue_offset} {topic} {qid} {digest}\n"
+            sys.stdout.write(line)  # one write per line, so a kill leaves a whole line or none
+            sys.stdout.flush()
 
 
 if __name__ == "__main__":

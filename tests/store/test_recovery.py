@@ -42,8 +42,11 @@ def run_writer(root: Path, round_: int, kill_after: float) -> list[Acked]:
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
     acked = []
-    for line in proc.stdout.read().splitlines():
-        phys, qoff, topic, qid, digest = line.split()
+    # only whole lines are acknowledgements: the kill may land in the middle of one
+    for line in proc.stdout.read().split("\n")[:-1]:
+        fields = line.split()
+        assert len(fields) == 5, f"the writer printed something else: {line!r}"
+        phys, qoff, topic, qid, digest = fields
         acked.append((int(phys), int(qoff), topic, int(qid), digest))
     proc.stdout.close()
     return acked
