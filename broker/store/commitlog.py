@@ -85,6 +85,8 @@ class CommitLog:
         seg = self.queue.find(phys)
         assert seg is not None and phys + len(data) <= seg.end, "reserve() first"
         at = phys - seg.start
+        if at + len(data) > seg.faulted:
+            seg.prefault(at)
         with memoryview(data) as view:
             seg.write(at + 8, view[8:])
         _Q.pack_into(seg.mm, at + PHYSICAL_OFFSET_POS, phys)

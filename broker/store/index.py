@@ -57,31 +57,30 @@ class IndexFile:
     def full(self) -> bool:
         return self.count >= self.entries
 
-    def put(self, key: str, phys: int, store_ts: int) -> None:
-        h = key_hash(key)
-        slot_pos = HEADER + (h % self.slots) * 4
-        (prev,) = _SLOT.unpack_from(self.mm, slot_pos)
-        if prev <= 0 or prev > self.count:
-            prev = 0
+    def put(self, keys: list[str], phys: int, store_ts: int) -> int:
+        """Add an entry for each of ``keys`` (already ``topic#key``) while there is room;
+        returns how many went in. The header is written once, after the entries."""
         if self.begin_ts <= 0:
             self.begin_ts, self.begin_phys = store_ts, phys
         diff = max(0, (store_ts - self.begin_ts) // 1000)
-        entry_pos = HEADER + self.slots * 4 + self.count * 20
-        _ENTRY.pack_into(self.mm, entry_pos, h, phys, diff, prev)
-        _SLOT.pack_into(self.mm, slot_pos, self.count)
-        self.used += prev == 0
-        self.count += 1
+        mm, slots, count, room = self.mm, self.slots, self.count, self.entries - self.count
+        entries_pos = HEADER + slots * 4
+        for key in keys[:room]:
+            h = key_hash(key)
+            slot_pos = HEADER + (h % slots) * 4
+            (prev,) = _SLOT.unpack_from(mm, slot_pos)
+            if prev <= 0 or prev > count:
+                prev = 0
+                self.used += 1
+            _ENTRY.pack_into(mm, entries_pos + count * 20, h, phys, diff, prev)
+            _SLOT.pack_into(mm, slot_pos, count)
+            count += 1
+        added, self.count = count - self.count, count
         self.end_ts, self.end_phys = store_ts, phys
         _HEADER.pack_into(
-            self.mm,
-            0,
-            self.begin_ts,
-            self.end_ts,
-            self.begin_phys,
-            self.end_phys,
-            self.used,
-            self.count,
-        )
+            mm, 0, self.begin_ts, store_ts, self.begin_phys, phys, self.used, count
+        )  # fmt: skip
+        return added
 
     def query(self, key: str, limit: int, begin: int, end: int, out: dict[int, None]) -> None:
         """Add the offsets of ``key``'s entries in the time range to ``out``, newest first,
@@ -136,8 +135,9 @@ class Index:
         return self.files[-1]
 
     def put(self, topic: str, keys: list[str], phys: int, store_ts: int) -> None:
-        for key in keys:
-            self._writable().put(f"{topic}#{key}", phys, store_ts)
+        full = [f"{topic}#{key}" for key in keys]
+        while full:  # a file that fills up part-way leaves the rest to a new one
+            full = full[self._writable().put(full, phys, store_ts) :]
 
     def query(self, topic: str, key: str, limit: int, begin: int, end: int) -> list[int]:
         """Commitlog offsets of ``topic``'s messages with ``key`` in the time range, newest

@@ -66,14 +66,22 @@ class Reader:
         status, total, scanned, last_phys = GetStatus.NO_MATCHED_MESSAGE, 0, 0, -1
         max_phys, memory = self.commitlog.max_offset, self.memory
         read_record = self.commitlog.read_record
+        cfg = self.config
+        byte_cap = (1 << 62) if max_bytes is None else max_bytes
         limit = max(16000, max_msgs * 20) // 20  # ConsumeQueue bytes read per call, as units
         for phys, size, tags in cq.raw_units(offset, limit):
             if 0 < size < BLANK_SIZE:  # not a blank (Unit.blank)
-                in_disk = max_phys - phys > memory
-                if messages and self._full(
-                    size, max_msgs, total, len(messages), in_disk, max_bytes
-                ):
-                    break
+                count = len(messages)
+                if count:  # isTheBatchFull: count, then the in-memory or on-disk caps
+                    if max_phys - phys > memory:
+                        cap = cfg.max_transfer_bytes_on_message_in_disk
+                        most = cfg.max_transfer_count_on_message_in_disk
+                    else:
+                        cap = cfg.max_transfer_bytes_on_message_in_memory
+                        most = cfg.max_transfer_count_on_message_in_memory
+                    grown = total + size
+                    if count >= max_msgs or grown > byte_cap or grown > cap or count >= most:
+                        break
                 if tag_codes is None or tags in tag_codes:
                     record = read_record(phys)
                     if record is None or len(record) != size:  # the commitlog data is gone
@@ -87,25 +95,6 @@ class Reader:
             status = GetStatus.FOUND
         suggest = last_phys >= 0 and max_phys - last_phys > memory
         return GetResult(status, offset + scanned, cq.min_offset, cq.max_offset, messages, suggest)
-
-    def _full(
-        self, size: int, max_msgs: int, total: int, count: int, in_disk: bool, max_bytes: int | None
-    ) -> bool:
-        """isTheBatchFull: count, then the in-memory or on-disk byte and count caps."""
-        if count == 0:
-            return False
-        if count >= max_msgs or (max_bytes is not None and total + size > max_bytes):
-            return True
-        cfg = self.config
-        if in_disk:
-            return (
-                total + size > cfg.max_transfer_bytes_on_message_in_disk
-                or count > cfg.max_transfer_count_on_message_in_disk - 1
-            )
-        return (
-            total + size > cfg.max_transfer_bytes_on_message_in_memory
-            or count > cfg.max_transfer_count_on_message_in_memory - 1
-        )
 
     # ------------------------------------------------------------ time
 

@@ -9,6 +9,7 @@ killing the process with SIGBUS on a later write into an unbacked page.
 from __future__ import annotations
 
 import contextlib
+import errno
 import mmap
 import os
 import re
@@ -23,12 +24,16 @@ log = structlog.get_logger(__name__)
 _NAME = re.compile(r"^[0-9]{20}$")
 _CHUNK = 1 << 20
 _ZERO_CHUNK = bytes(_CHUNK)
+# Linux 5.14+: map a range writable in one call (no data is changed); elsewhere it fails
+# and prefaulting stops
+_MADV_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23)
+_prefault_works = hasattr(mmap.mmap, "madvise")
 
 
 class Segment:
     """One file of ``size`` bytes holding offsets ``[start, start + size)``."""
 
-    __slots__ = ("fd", "mm", "path", "size", "start")
+    __slots__ = ("faulted", "fd", "mm", "path", "size", "start")
 
     def __init__(self, path: Path, start: int, size: int, fd: int) -> None:
         self.path = path
@@ -36,6 +41,7 @@ class Segment:
         self.size = size
         self.fd = fd
         self.mm = mmap.mmap(fd, size)
+        self.faulted = 0  # bytes from the start mapped writable by prefault()
 
     @classmethod
     def create(cls, directory: Path, start: int, size: int, *, preallocate: bool) -> Segment:
@@ -73,6 +79,22 @@ class Segment:
 
     def write(self, pos: int, data: bytes | bytearray | memoryview) -> None:
         self.mm[pos : pos + len(data)] = data
+
+    def prefault(self, pos: int) -> None:
+        """Map the next chunk from ``pos`` writable in one call, so the appends that follow
+        do not fault a page at a time (RocketMQ warms its mapped files for the same
+        reason). Nothing is written: only for preallocated files, where no block is
+        allocated by it."""
+        global _prefault_works
+        start = pos - pos % mmap.PAGESIZE
+        end = min(self.size, start + _CHUNK)
+        self.faulted = end
+        if _prefault_works and end > start:
+            try:
+                self.mm.madvise(_MADV_POPULATE_WRITE, start, end - start)
+            except OSError as exc:
+                if exc.errno == errno.EINVAL:  # an older kernel: stop trying
+                    _prefault_works = False
 
     def read(self, pos: int, length: int) -> bytes:
         return self.mm[pos : pos + length]

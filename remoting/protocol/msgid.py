@@ -67,16 +67,28 @@ def _powers(n: int) -> tuple[int, ...]:
     return tuple(pow(31, k, 1 << 32) for k in range(n - 1, -1, -1))
 
 
+# An ASCII unit c is 31 * (c // 31) + c % 31 with both parts below 31, so the hash is the sum
+# of two base-31 numerals: the remainders, and the quotients shifted one place left --
+# parsed by int() in C, much faster than a multiply per unit
+_DIGITS31: Final = b"0123456789abcdefghijklmnopqrstu"
+_REMAINDERS: Final = bytes(_DIGITS31[c % 31] for c in range(128)) + b"?" * 128
+_QUOTIENTS: Final = bytes(_DIGITS31[c // 31] for c in range(128)) + b"?" * 128
+
+
 def java_hash(text: str) -> int:
     """Java's ``String.hashCode``: ``h = 31*h + unit`` over UTF-16 code units, as int32."""
     units: bytes | tuple[int, ...]
+    h: int
     if text.isascii():  # the common case: one byte per UTF-16 unit
         units = text.encode()
+        if 0 < len(units) <= _MAX_CACHED:
+            h = int(units.translate(_REMAINDERS), 31) + int(units.translate(_QUOTIENTS) + b"0", 31)
+            h &= 0xFFFFFFFF
+            return h - 0x100000000 if h & 0x80000000 else h
     else:  # Java strings may hold lone surrogates
         data = text.encode("utf-16-be", "surrogatepass")
         units = struct.unpack(f">{len(data) // 2}H", data)
     n = len(units)
-    h: int
     if n <= _MAX_CACHED:
         h = sum(map(operator.mul, units, _powers(n))) & 0xFFFFFFFF
     else:
