@@ -18,7 +18,8 @@ async def test_expired_segments_go_and_min_offsets_move(
     """At the deleteWhen hour, segments older than fileReservedTime (0 h here) are deleted --
     never the one being written -- with the ConsumeQueue segments and index files they
     leave empty; reads below the new min get OFFSET_TOO_SMALL and the new min."""
-    hour = f"{datetime.now().hour:02d}"
+    now = time.time() + 60  # one fixed moment: the hour cannot turn during the test
+    hour = f"{datetime.fromtimestamp(now).hour:02d}"
     store = await open_store(
         file_reserved_time=0, delete_when=hour, max_index_num=20, clean_resource_interval=3_600_000
     )
@@ -28,7 +29,7 @@ async def test_expired_segments_go_and_min_offsets_move(
     cq_segments = len(store.queues[("T", 0)].queue.segments)
     index_files = len(store.index.files)
     assert segments > 3 and cq_segments > 2 and index_files > 2
-    deleted = store.retention.run_round(list(store.queues.values()), now=time.time() + 1)
+    deleted = store.retention.run_round(list(store.queues.values()), now=now)
     assert deleted == segments - 1  # everything but the segment being written
     assert [s.start for s in store.commitlog.queue.segments] == [store.min_phys_offset]
     cq = store.queues[("T", 0)]
@@ -48,19 +49,23 @@ async def test_nothing_goes_outside_the_hour_unless_the_disk_fills(
 ) -> None:
     """Outside deleteWhen, expired segments stay; past diskMaxUsedSpaceRatio (0 % here) the
     oldest go at once, expired or not."""
-    other_hour = f"{(datetime.now().hour + 12) % 24:02d}"
-    store = await open_store(file_reserved_time=0, delete_when=other_hour)
+    now = time.time()
+    other_hour = f"{(datetime.fromtimestamp(now).hour + 12) % 24:02d}"
+    store = await open_store(
+        file_reserved_time=0, delete_when=other_hour, clean_resource_interval=3_600_000
+    )
     for i in range(30):
         await store.put(message("T", 0, bytes([i]) * 300))
     before = len(store.commitlog.queue.segments)
-    assert store.retention.run_round(list(store.queues.values())) == 0
+    assert store.retention.run_round(list(store.queues.values()), now=now) == 0
     assert len(store.commitlog.queue.segments) == before
     full = await open_store(
         store.root.parent / "full",
         file_reserved_time=72,
         delete_when=other_hour,
         disk_max_used_space_ratio=0,
+        clean_resource_interval=3_600_000,  # only the round below deletes
     )
     for i in range(30):
         await full.put(message("T", 0, bytes([i]) * 300))
-    assert full.retention.run_round(list(full.queues.values())) > 0
+    assert full.retention.run_round(list(full.queues.values()), now=now) > 0
