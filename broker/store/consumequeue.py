@@ -83,16 +83,8 @@ class ConsumeQueue:
 
     def units(self, offset: int, limit: int) -> Iterator[Unit]:
         """Up to ``limit`` units from ``offset``, stopping at a missing segment."""
-        end = min(self.max_offset, offset + limit)
-        while offset < end:
-            seg = self.queue.find(offset * UNIT)
-            if seg is None:
-                return
-            stop = min(end, seg.end // UNIT)
-            mm, base = seg.mm, seg.start
-            for k in range(offset, stop):
-                yield Unit(k, *_UNIT.unpack_from(mm, k * UNIT - base))
-            offset = stop
+        for k, (phys, size, tags_code) in enumerate(self.raw_units(offset, limit), offset):
+            yield Unit(k, phys, size, tags_code)
 
     def raw_units(self, offset: int, limit: int) -> Iterator[tuple[int, int, int]]:
         """``(phys, size, tags_code)`` of up to ``limit`` units from ``offset``, stopping at a
