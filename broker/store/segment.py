@@ -28,6 +28,7 @@ _ZERO_CHUNK = bytes(_CHUNK)
 # and prefaulting stops
 _MADV_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23)
 _prefault_works = hasattr(mmap.mmap, "madvise")
+_PREFAULT = 256 << 10  # per call: about half a millisecond on the loop here
 
 
 class Segment:
@@ -87,7 +88,7 @@ class Segment:
         allocated by it."""
         global _prefault_works
         start = pos - pos % mmap.PAGESIZE
-        end = min(self.size, start + _CHUNK)
+        end = min(self.size, start + _PREFAULT)
         self.faulted = end
         if _prefault_works and end > start:
             try:
