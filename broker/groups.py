@@ -5,13 +5,13 @@ autoCreateSubscriptionGroup is on."""
 from __future__ import annotations
 
 import asyncio
-import time
 
 import structlog
 
 from broker.configfile import ConfigFile
 from remoting.errors import ConfigError
 from remoting.protocol.group import SubscriptionGroupConfig
+from remoting.protocol.message import now_ms
 from remoting.protocol.register import DataVersion
 
 log = structlog.get_logger(__name__)
@@ -28,7 +28,7 @@ class SubscriptionGroups:
         self.auto_create = auto_create
         self.groups = {g: SubscriptionGroupConfig(group_name=g) for g in SYSTEM_GROUPS}
         self._saving: set[asyncio.Task[None]] = set()
-        self.data_version = DataVersion(0, _now_ms())
+        self.data_version = DataVersion(0, now_ms())
 
     def load(self) -> None:
         obj = self.file.load()
@@ -55,7 +55,7 @@ class SubscriptionGroups:
         if config is None and self.auto_create:
             config = self.groups[group] = SubscriptionGroupConfig(group_name=group)
             log.info("subscription_group_created", group=group)
-            self.data_version = self.data_version.next(_now_ms())
+            self.data_version = self.data_version.next(now_ms())
             task = asyncio.get_running_loop().create_task(self.file.save(self.to_json()))
             self._saving.add(task)
             task.add_done_callback(self._saving.discard)
@@ -79,9 +79,5 @@ class SubscriptionGroups:
         return True
 
     async def _changed(self) -> None:
-        self.data_version = self.data_version.next(_now_ms())
+        self.data_version = self.data_version.next(now_ms())
         await self.file.save(self.to_json())
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000

@@ -9,7 +9,6 @@ are saved to delayOffset.json every 10 s and at stop, so a restart resumes (at l
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 import structlog
@@ -17,17 +16,13 @@ import structlog
 from broker.configfile import ConfigFile, Snapshot
 from broker.store import GetStatus, MessageStore, PutStatus
 from remoting.errors import ConfigError
-from remoting.protocol.message import MessageExt, Prop, decode_record
+from remoting.protocol.message import MessageExt, Prop, decode_record, now_ms
 from remoting.protocol.topic import SCHEDULE_TOPIC
 
 log = structlog.get_logger(__name__)
 
 IDLE_SECONDS = 0.1  # DELAY_FOR_A_WHILE
 RETRY_SECONDS = 1.0  # after a failed re-store
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class ScheduleService(Snapshot):

@@ -8,13 +8,13 @@ atomically off the loop, and is announced to listeners (the broker re-registers 
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 
 import structlog
 
 from broker.configfile import ConfigFile
 from remoting.errors import ConfigError
+from remoting.protocol.message import now_ms
 from remoting.protocol.register import DataVersion, TopicConfigWrapper
 from remoting.protocol.topic import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
@@ -81,7 +81,7 @@ class TopicTable:
     ) -> None:
         self.file = file
         self.topics: dict[str, TopicConfig] = dict(builtin)
-        self.data_version = DataVersion(0, _now_ms())
+        self.data_version = DataVersion(0, now_ms())
         self._auto_create = auto_create
         self._lock = asyncio.Lock()
         self.listeners: list[Callable[[], None]] = []
@@ -108,7 +108,7 @@ class TopicTable:
         )
 
     async def _changed(self) -> None:
-        self.data_version = self.data_version.next(_now_ms())
+        self.data_version = self.data_version.next(now_ms())
         await self.file.save(self.wrapper().to_json())
         for listener in self.listeners:
             listener()
@@ -201,10 +201,6 @@ class TopicTable:
             log.info("topic_created", topic=topic, queues=queue_nums, perm=perm)
             await self._changed()
             return config
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def describe(config: TopicConfig) -> str:

@@ -9,7 +9,6 @@ message (WAIT dropped, CLUSTER added); transactional prepare; append; status -> 
 from __future__ import annotations
 
 import random
-import time
 from typing import Final
 
 import structlog
@@ -24,7 +23,14 @@ from remoting.errors import MessageDecodeError
 from remoting.protocol.codes import MQVersion, RequestCode, ResponseCode
 from remoting.protocol.command import RemotingCommand, response_to
 from remoting.protocol.headers.send import SendMessageHeader, SendMessageResponseHeader
-from remoting.protocol.message import MessageExt, Prop, SysFlag, decode_batch, decode_properties
+from remoting.protocol.message import (
+    MessageExt,
+    Prop,
+    SysFlag,
+    decode_batch,
+    decode_properties,
+    now_ms,
+)
 from remoting.protocol.topic import (
     NOT_ALLOWED_SEND_TOPICS,
     RETRY_GROUP_TOPIC_PREFIX,
@@ -132,7 +138,7 @@ class SendProcessor:
 
     async def _msg_check(self, hdr: SendMessageHeader, ch: Channel) -> TopicConfig:
         accept_from = self.config.start_accept_send_request_time_stamp
-        if accept_from and _now_ms() < accept_from:
+        if accept_from and now_ms() < accept_from:
             raise Refused(
                 ResponseCode.SYSTEM_ERROR, f"broker unable to service, until {accept_from}"
             )
@@ -301,7 +307,3 @@ class SendProcessor:
 
 def _random_queue(config: TopicConfig) -> int:
     return random.randrange(config.write_queue_nums) if config.write_queue_nums > 0 else 0
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000

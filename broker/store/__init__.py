@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import shutil
 import time
 from collections.abc import Callable
@@ -27,7 +26,7 @@ from broker.store.checkpoint import (
 )
 from broker.store.commitlog import CommitLog
 from broker.store.config import FlushDiskType, StoreConfig, delay_levels
-from broker.store.consumequeue import ConsumeQueue
+from broker.store.consumequeue import ConsumeQueue, storable_topic
 from broker.store.dispatch import Dispatch, dispatch_of, queued
 from broker.store.flush import Flusher, fsync_all
 from broker.store.index import Index
@@ -37,11 +36,11 @@ from broker.store.results import GetResult, GetStatus, PutResult, PutStatus
 from broker.store.retention import Retention
 from remoting.errors import MessageDecodeError
 from remoting.protocol.message import (
-    MAX_TOPIC_BYTES,
     MessageExt,
     PropertiesTooLong,
     decode_record,
     encode_record,
+    now_ms,
 )
 from remoting.protocol.msgid import offset_msg_id, pack_host
 from remoting.tasks import every
@@ -51,22 +50,6 @@ __all__ = ["GetResult", "GetStatus", "MessageStore", "PutResult", "PutStatus"]
 log = structlog.get_logger(__name__)
 
 DispatchListener = Callable[[str, int, int, int, int], None]
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
-@functools.lru_cache(maxsize=4096)
-def _storable_topic(topic: str) -> bool:
-    """A topic the store can keep: it fits the record's int8 length, recovery accepts it (not
-    empty, no NUL), and it names one ConsumeQueue directory (the broker checks names too)."""
-    return (
-        0 < len(topic.encode()) <= MAX_TOPIC_BYTES
-        and "\x00" not in topic
-        and "/" not in topic
-        and topic not in (".", "..")
-    )
 
 
 class MessageStore:
@@ -238,7 +221,7 @@ class MessageStore:
         for msg in msgs:
             if len(msg.body) > self.config.max_message_size:
                 return PutStatus.MESSAGE_ILLEGAL
-            if not _storable_topic(msg.topic):
+            if not storable_topic(msg.topic):
                 return PutStatus.MESSAGE_ILLEGAL
         return None
 

@@ -7,17 +7,31 @@ left by a record lost to corruption, and is skipped by readers (Java's fillPreBl
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Final, NamedTuple
 
 from broker.store.segment import Segment, SegmentQueue
+from remoting.protocol.message import MAX_TOPIC_BYTES
 
 UNIT: Final = 20
 _UNIT = struct.Struct(">qiq")
 BLANK_SIZE: Final = 0x7FFFFFFF
 _ZEROS: Final = bytes(UNIT)
+
+
+@functools.lru_cache(maxsize=4096)
+def storable_topic(topic: str) -> bool:
+    """A topic the store can keep: it fits the record's int8 length, recovery accepts it (not
+    empty, no NUL), and it names one ConsumeQueue directory (the broker checks names too)."""
+    return (
+        0 < len(topic.encode()) <= MAX_TOPIC_BYTES
+        and "\x00" not in topic
+        and "/" not in topic
+        and topic not in (".", "..")
+    )
 
 
 class Unit(NamedTuple):

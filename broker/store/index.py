@@ -11,7 +11,6 @@ from __future__ import annotations
 import mmap
 import os
 import struct
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
@@ -171,7 +170,3 @@ class Index:
     def close(self) -> None:
         for file in self.files:
             file.close()
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import mmap
 import struct
+import time
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -79,6 +80,11 @@ class Prop:
     TRAN_PREPARED_QUEUE_OFFSET: Final = "TRAN_PREPARED_QUEUE_OFFSET"
     MSG_REGION: Final = "MSG_REGION"
     TRACE_ON: Final = "TRACE_ON"
+
+
+def now_ms() -> int:
+    """The current time in the unit of every timestamp in a record: ms since the epoch."""
+    return time.time_ns() // 1_000_000
 
 
 class PropertiesTooLong(ValueError):
