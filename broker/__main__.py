@@ -25,7 +25,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         metavar="ADDR[;ADDR]",
         help="name servers (else namesrvAddr, else NAMESRV_ADDR)",
     )
-    parser.add_argument("--listen-port", type=int, help=f"default {DEFAULT_LISTEN_PORT}; 0 = any")
     return parser.parse_args(argv)
 
 
@@ -37,8 +36,6 @@ def configs(args: argparse.Namespace) -> tuple[BrokerConfig, StoreConfig, Server
     )
     namesrv = args.namesrv_addr or broker.namesrv_addr or os.environ.get("NAMESRV_ADDR", "")
     broker = dataclasses.replace(broker, namesrv_addr=namesrv)
-    if args.listen_port is not None:
-        server = dataclasses.replace(server, listen_port=args.listen_port)
     return broker, store, server
 
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 import socket
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Final
+from typing import ClassVar, Final
+
+from remoting.config import Bounds
 
 DEFAULT_LISTEN_PORT: Final = 10911
 
@@ -31,6 +33,22 @@ def _local_ip() -> str:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BrokerConfig:
+    BOUNDS: ClassVar[Bounds] = {
+        "broker_id": (0, None),
+        "broker_permission": (0, 7),
+        "default_topic_queue_nums": (1, None),
+        "register_broker_timeout_mills": (1, None),
+        "wait_time_mills_in_send_queue": (1, None),
+        "send_message_max_in_flight": (1, None),
+        "short_polling_time_mills": (1, None),
+        "flush_consumer_offset_interval": (1, None),
+        "flush_delay_offset_interval": (1, None),
+        "client_channel_expired_time": (1, None),
+        "client_channel_scan_interval": (1, None),
+        "rebalance_lock_max_live_time": (1, None),
+        "ha_listen_port": (0, 65535),
+    }
+
     broker_cluster_name: str = "DefaultCluster"
     broker_name: str = field(default_factory=socket.gethostname)
     broker_id: int = 0

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import sys
 
 from namesrv.config import DEFAULT_LISTEN_PORT, NamesrvConfig
@@ -17,7 +16,6 @@ from remoting.runtime import add_common_args, config_error_exit, load_configs, p
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="mqnamesrv", description="aiorocketmq name server")
     add_common_args(parser)
-    parser.add_argument("--listen-port", type=int, help=f"default {DEFAULT_LISTEN_PORT}; 0 = any")
     return parser.parse_args(argv)
 
 
@@ -29,8 +27,6 @@ def main(argv: list[str] | None = None) -> int:
         )
     except ConfigError as exc:
         return config_error_exit(exc)
-    if args.listen_port is not None:
-        server = dataclasses.replace(server, listen_port=args.listen_port)
     if args.print_config:
         print_config(config, server)
         return 0

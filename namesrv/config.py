@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
+
+from remoting.config import Bounds
 
 
 def _default_kv_path() -> str:
@@ -13,6 +16,11 @@ def _default_kv_path() -> str:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NamesrvConfig:
+    BOUNDS: ClassVar[Bounds] = {
+        "scan_not_active_broker_interval": (1, None),
+        "broker_channel_expired_time": (1, None),
+    }
+
     kv_config_path: str = field(default_factory=_default_kv_path)
     order_message_enable: bool = False
     scan_not_active_broker_interval: int = 10_000  # ms between liveness scans

@@ -14,7 +14,7 @@ import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, ClassVar, NamedTuple, TypeVar
 
 import structlog
 
@@ -26,9 +26,20 @@ log = structlog.get_logger(__name__)
 T = TypeVar("T")
 
 
+Bounds = dict[str, tuple[int, int | None]]  # field -> (least, most or None)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServerConfig:
     """NettyServerConfig's keys that apply to us, plus our flow-control limits."""
+
+    BOUNDS: ClassVar[Bounds] = {
+        "listen_port": (0, 65535),
+        "server_channel_max_idle_time_seconds": (1, None),
+        "frame_max_length": (1024, None),
+        "server_connection_max_in_flight": (1, None),
+        "server_write_stall_timeout_millis": (1, None),
+    }
 
     listen_port: int = 8888
     bind_address: str = "0.0.0.0"
@@ -119,14 +130,25 @@ def _coerce(hint: Any, value: Value, name: str) -> Any:
 
 
 def build(cls: type[T], values: Mapping[str, Value]) -> T:
-    """An instance of the config dataclass ``cls`` from the values whose keys it knows."""
+    """An instance of the config dataclass ``cls`` from the values whose keys it knows.
+    A class's ``BOUNDS`` (a ``Bounds`` class variable) are checked for every value given."""
     hints = typing.get_type_hints(cls)
+    bounds: Bounds = getattr(cls, "BOUNDS", {})
     kwargs = {}
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
         name = config_key(f)
         if name in values:
-            kwargs[f.name] = _coerce(hints[f.name], values[name], name)
+            kwargs[f.name] = value = _coerce(hints[f.name], values[name], name)
+            if f.name in bounds:
+                _check_bounds(value, bounds[f.name], values[name].where, name)
     return cls(**kwargs)
+
+
+def _check_bounds(value: int, bound: tuple[int, int | None], where: str, name: str) -> None:
+    least, most = bound
+    if value < least or (most is not None and value > most):
+        span = f"at least {least}" if most is None else f"between {least} and {most}"
+        raise ConfigError(f"{where}: {name}: must be {span}, got {value}")
 
 
 def load_values(path: str | None, sets: Iterable[str] = ()) -> dict[str, Value]:

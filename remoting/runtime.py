@@ -50,13 +50,17 @@ def configure_logging(level: str = "info", json: bool | None = None) -> None:
 
 
 def add_common_args(parser: argparse.ArgumentParser) -> None:
-    """``-c FILE``, ``--set key=value``, ``-p``, ``--log-level``, ``--log-format``."""
+    """``-c FILE``, ``--set key=value``, ``--listen-port N``, ``-p``, ``--log-level``,
+    ``--log-format``."""
     parser.add_argument("-c", "--config", metavar="FILE", help="RocketMQ-style key=value file")
     parser.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key"
     )
     parser.add_argument(
         "-p", "--print-config", action="store_true", help="print the effective config and exit"
+    )
+    parser.add_argument(
+        "--listen-port", type=int, metavar="N", help="overrides listenPort; 0 = any free port"
     )
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
     parser.add_argument("--log-format", choices=["json", "console"], default=None)
@@ -65,10 +69,12 @@ def add_common_args(parser: argparse.ArgumentParser) -> None:
 def load_configs(
     args: argparse.Namespace, classes: Sequence[type], defaults: Mapping[str, str] | None = None
 ) -> list[Any]:
-    """Build one object per class from ``defaults`` < ``-c`` < ``--set``; unknown keys are
-    warned about."""
+    """Build one object per class from ``defaults`` < ``-c`` < ``--set`` < ``--listen-port``;
+    unknown keys are warned about."""
     values = {k: Value(v, "default") for k, v in (defaults or {}).items()}
     values.update(load_values(args.config, args.set))
+    if args.listen_port is not None:
+        values["listenPort"] = Value(str(args.listen_port), "--listen-port")
     objects: list[Any] = [build(cls, values) for cls in classes]
     if not args.print_config:
         warn_unknown(values, classes)

@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from typing import ClassVar
+
+from remoting.errors import ConfigError
 
 
 class FlushDiskType(StrEnum):
@@ -18,6 +21,27 @@ def _default_root() -> str:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StoreConfig:
+    # least and most values the store can run with, checked when a config file is loaded
+    BOUNDS: ClassVar[dict[str, tuple[int, int | None]]] = {
+        "mapped_file_size_commit_log": (4096, None),
+        "mapped_file_size_consume_queue": (20, None),  # one unit
+        "flush_interval_commit_log": (1, None),
+        "flush_interval_consume_queue": (1, None),
+        "sync_flush_timeout": (0, None),  # 0: every SYNC_FLUSH put reports FLUSH_DISK_TIMEOUT
+        "max_message_size": (1, None),
+        "file_reserved_time": (0, None),
+        "disk_max_used_space_ratio": (0, 100),
+        "disk_space_warning_level_ratio": (0, 100),
+        "clean_resource_interval": (1, None),
+        "max_hash_slot_num": (1, None),
+        "max_index_num": (2, None),  # entry 0 is never used
+        "access_message_in_memory_max_ratio": (0, 100),
+        "max_transfer_bytes_on_message_in_memory": (1, None),
+        "max_transfer_count_on_message_in_memory": (1, None),
+        "max_transfer_bytes_on_message_in_disk": (1, None),
+        "max_transfer_count_on_message_in_disk": (1, None),
+    }
+
     store_path_root_dir: str = field(default_factory=_default_root)
     store_path_commit_log: str = ""  # "" = <root>/commitlog
     mapped_file_size_commit_log: int = 1024 * 1024 * 1024
@@ -41,6 +65,12 @@ class StoreConfig:
     max_transfer_count_on_message_in_memory: int = 32
     max_transfer_bytes_on_message_in_disk: int = 64 * 1024
     max_transfer_count_on_message_in_disk: int = 8
+
+    def __post_init__(self) -> None:
+        try:
+            delay_levels(self.message_delay_level)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
 
     @property
     def root(self) -> Path:

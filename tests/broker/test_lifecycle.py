@@ -172,3 +172,35 @@ def test_mqbroker_loads_a_rocketmq_broker_conf(tmp_path: Path) -> None:
     assert lines["listenPort"] == "10999" and lines["flushDiskType"] == "SYNC_FLUSH"
     assert lines["autoCreateTopicEnable"] == "false" and lines["brokerIP1"] == "10.0.0.5"
     assert lines["registerNameServerPeriod"] == "30000"
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ("mappedFileSizeCommitLog=0", "mappedFileSizeCommitLog: must be at least 4096, got 0"),
+        ("maxIndexNum=1", "maxIndexNum: must be at least 2, got 1"),
+        ("flushIntervalCommitLog=-5", "flushIntervalCommitLog: must be at least 1, got -5"),
+        ("diskMaxUsedSpaceRatio=101", "diskMaxUsedSpaceRatio: must be between 0 and 100, got 101"),
+        ("sendMessageMaxInFlight=0", "sendMessageMaxInFlight: must be at least 1, got 0"),
+        ("defaultTopicQueueNums=0", "defaultTopicQueueNums: must be at least 1, got 0"),
+    ],
+)
+def test_values_it_cannot_run_with_exit_1(tmp_path: Path, setting: str, message: str) -> None:
+    """Standards, bad config: a value out of range is one clear line and exit 1, before
+    anything is created on disk (these once crashed at start, or started and hung)."""
+    result = run_broker(tmp_path, setting)
+    assert result.returncode == 1
+    assert result.stderr == f"config error: --set: {message}\n"
+    assert not (tmp_path / "store").exists()
+
+
+def test_bad_delay_levels_exit_1(tmp_path: Path) -> None:
+    result = run_broker(tmp_path, "messageDelayLevel=1s 5x")
+    assert result.returncode == 1
+    assert result.stderr == "config error: bad delay level '5x' in messageDelayLevel\n"
+
+
+def run_broker(tmp_path: Path, setting: str) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "broker", "--listen-port", "0", "--set", setting]
+    argv += ["--set", f"storePathRootDir={tmp_path / 'store'}", "-n", "127.0.0.1:1"]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=30, cwd=ROOT)

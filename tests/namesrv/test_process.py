@@ -242,3 +242,21 @@ def test_mqnamesrv_console_script_defaults() -> None:
     assert lines["scanNotActiveBrokerInterval"] == "10000"
     assert lines["brokerChannelExpiredTime"] == "120000"
     assert lines["orderMessageEnable"] == "false"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--listen-port", "70000"], "--listen-port: listenPort: must be between 0 and 65535"),
+        (["--set", "scanNotActiveBrokerInterval=0"], "--set: scanNotActiveBrokerInterval: must"),
+        (["--set", "serverChannelMaxIdleTimeSeconds=0"], "--set: serverChannelMaxIdleTimeSeconds"),
+    ],
+)
+def test_values_it_cannot_run_with_exit_1(argv: list[str], message: str) -> None:
+    """Standards, bad config: one line naming the key and where it came from, exit 1 (a zero
+    interval once made a busy loop)."""
+    script = Path(sys.executable).with_name("mqnamesrv")
+    result = subprocess.run([script, *argv], capture_output=True, text=True, timeout=30)
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"config error: {message}")
+    assert result.stderr.count("\n") == 1

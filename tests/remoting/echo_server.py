@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import sys
 
 from remoting.channel import Channel
@@ -46,14 +45,11 @@ ROUTES = {ECHO: Route(echo), SLOW: Route(slow), SIZED: Route(sized), HANG: Route
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="echo_server")
     add_common_args(parser)
-    parser.add_argument("--listen-port", type=int)
     args = parser.parse_args(argv)
     try:
         (config,) = load_configs(args, [ServerConfig])
     except ConfigError as exc:
         return config_error_exit(exc)
-    if args.listen_port is not None:
-        config = dataclasses.replace(config, listen_port=args.listen_port)
     if args.print_config:
         print_config(config)
         return 0
