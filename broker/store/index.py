@@ -114,6 +114,8 @@ class Index:
     """The index files of a store, newest last."""
 
     def __init__(self, directory: Path, slots: int, entries: int) -> None:
+        if slots < 1 or entries < 2:  # entry 0 is never used: a file must hold one more
+            raise ValueError(f"index needs >= 1 slot and >= 2 entries, got {slots}, {entries}")
         self.directory, self.slots, self.entries = directory, slots, entries
         self.files: list[IndexFile] = []
 
