@@ -3,11 +3,17 @@ path with back-pressure, and close notification.
 
 Both ends are symmetric: a server-side channel can send requests to its peer (check-back,
 consumer-change notices) and a client-side channel serves requests from the server.
+
+Output back-pressure: while the transport holds more unsent output than its high-water mark
+(the peer is not reading), requests already decoded are held, not handled, and reading
+stops; they are handled once the output drains. So a peer that asks for large responses and
+never reads makes us buffer about one response, not one per request it sent.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import time
 import typing
 from collections.abc import Callable
@@ -25,6 +31,7 @@ from remoting.errors import (
     RemotingSendRequestError,
     RemotingTimeoutError,
 )
+from remoting.limits import MemoryLimits
 from remoting.protocol.codes import ResponseCode, SerializeType
 from remoting.protocol.command import (
     ONEWAY_FLAG,
@@ -39,6 +46,7 @@ log = structlog.get_logger(__name__)
 
 _PAUSED_IN_FLIGHT: Final = 1
 _PAUSED_WRITES: Final = 2
+_CORK_MAX: Final = 64 * 1024  # gathered output written at once past this many bytes
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -49,6 +57,7 @@ class ChannelOptions:
     max_in_flight: int = 1024  # requests being handled; reading pauses at the cap
     write_stall_timeout: float = 30.0  # seconds a peer may leave our writes unread
     pause_reading_on_write_stall: bool = True  # servers: a peer that does not read, is not read
+    limits: MemoryLimits | None = None  # a server's caps over all its connections
 
 
 class Channel(asyncio.Protocol):
@@ -64,7 +73,10 @@ class Channel(asyncio.Protocol):
     ) -> None:
         self._dispatcher = dispatcher
         self._options = options
+        self._limits = options.limits
         self._decoder = FrameDecoder(options.max_frame)
+        self._partial = 0  # bytes of unfinished frames last reported to the limits
+        self._output = 0  # bytes of unsent output last reported to the limits
         self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
         self._timeouts = Deadlines(self._expire, self._pending)
         self._transport: asyncio.Transport | None = None
@@ -72,10 +84,13 @@ class Channel(asyncio.Protocol):
         self._paused = 0
         self._writable = asyncio.Event()
         self._writable.set()
+        self._write_paused = False
+        self._held: collections.deque[RemotingCommand] = collections.deque()
         self._stall_timer: asyncio.TimerHandle | None = None
         self._corked = False  # writes are gathered into _out until _flush
         self._flush_scheduled = False
         self._out: list[bytes] = []
+        self._out_bytes = 0
         self._log = log
         # the type of requests we originate; a server channel learns it from the peer
         self.serialize_type = serialize_type
@@ -104,6 +119,9 @@ class Channel(asyncio.Protocol):
             self._log.warning("frame_error", error=str(exc))
             self.abort()
             return
+        if self._limits is not None and (self._partial or self._decoder.buffered):
+            self._partial = self._decoder.buffered
+            self._limits.partial(self, self._partial)
         if len(commands) > 1:  # answers to this batch go out in one write at its end
             self._corked = True
         for cmd in commands:
@@ -116,9 +134,25 @@ class Channel(asyncio.Protocol):
                 continue
             if self.serialize_type is None:
                 self.serialize_type = cmd.serialize_type
-            self._dispatcher.dispatch(self, cmd)
+            if self._write_paused or self._held:  # the peer is not reading its answers
+                self._held.append(cmd)
+            else:
+                self._handle(cmd)
         if self._corked and not self._flush_scheduled:
             self._flush()
+
+    def _handle(self, cmd: RemotingCommand) -> None:
+        task = self._dispatcher.dispatch(cmd, self, self.respond)
+        if task is not None:
+            self.in_flight += 1
+            if self.in_flight >= self._options.max_in_flight:
+                self._pause(_PAUSED_IN_FLIGHT)
+            task.add_done_callback(self._request_done)
+
+    def _request_done(self, _task: asyncio.Task[None]) -> None:
+        self.in_flight -= 1
+        if self._paused & _PAUSED_IN_FLIGHT and self.in_flight <= self._options.max_in_flight // 2:
+            self._resume(_PAUSED_IN_FLIGHT)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._transport = None
@@ -126,6 +160,11 @@ class Channel(asyncio.Protocol):
             self._stall_timer.cancel()
         self._writable.set()  # wake writers: they find the channel closed
         self._timeouts.close()
+        self._held.clear()
+        self._decoder.clear()  # an unfinished frame's memory goes with its connection
+        self._out.clear()
+        if self._limits is not None:
+            self._limits.forget(self)
         error = RemotingConnectError(f"connection to {self.peer} lost")
         pending = list(self._pending.values())
         self._pending.clear()
@@ -140,6 +179,7 @@ class Channel(asyncio.Protocol):
 
     def pause_writing(self) -> None:
         self._writable.clear()
+        self._write_paused = True
         if self._options.pause_reading_on_write_stall:
             self._pause(_PAUSED_WRITES)
         loop = asyncio.get_running_loop()
@@ -147,10 +187,17 @@ class Channel(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self._writable.set()
+        self._write_paused = False
         if self._stall_timer is not None:
             self._stall_timer.cancel()
             self._stall_timer = None
-        self._resume(_PAUSED_WRITES)
+        if self._limits is not None:
+            self._report_output(self.write_buffer_size())
+        held = self._held
+        while held and not self._write_paused and self._transport is not None:
+            self._handle(held.popleft())  # may pause writing again
+        if not self._write_paused:
+            self._resume(_PAUSED_WRITES)
 
     # ------------------------------------------------------------ flow control
 
@@ -165,20 +212,15 @@ class Channel(asyncio.Protocol):
         if was and not self._paused and self._transport is not None:
             self._transport.resume_reading()
 
-    def request_started(self) -> None:
-        """The dispatcher began a task for one of our requests (reading pauses at the cap)."""
-        self.in_flight += 1
-        if self.in_flight >= self._options.max_in_flight:
-            self._pause(_PAUSED_IN_FLIGHT)
-
-    def request_done(self) -> None:
-        self.in_flight -= 1
-        if self._paused & _PAUSED_IN_FLIGHT and self.in_flight <= self._options.max_in_flight // 2:
-            self._resume(_PAUSED_IN_FLIGHT)
-
     def _stalled(self) -> None:
         self._log.warning("peer_not_reading", seconds=self._options.write_stall_timeout)
         self.abort()
+
+    def write_buffer_size(self) -> int:
+        """Output written but not yet taken by the peer (and gathered, not yet written)."""
+        transport = self._transport
+        buffered = transport.get_write_buffer_size() if transport is not None else 0
+        return buffered + self._out_bytes
 
     # ------------------------------------------------------------ writing
 
@@ -193,12 +235,19 @@ class Channel(asyncio.Protocol):
             raise RemotingSendRequestError(f"connection to {self.peer} is closed")
         if self._corked:
             self._out.append(head)
+            self._out_bytes += len(head)
             if body:
                 self._out.append(body)
-        elif body:
+                self._out_bytes += len(body)
+            if self._out_bytes >= _CORK_MAX:  # a big batch: let the transport judge its size
+                self._write_out()
+            return
+        if body:
             transport.writelines((head, body))
         else:
             transport.write(head)
+        if self._limits is not None:
+            self._report_output(transport.get_write_buffer_size())
 
     def _cork_until_next_iteration(self) -> None:
         """Gather this loop iteration's writes into one (several requests are in flight)."""
@@ -208,9 +257,30 @@ class Channel(asyncio.Protocol):
 
     def _flush(self) -> None:
         self._corked = self._flush_scheduled = False
-        out, self._out = self._out, []
-        if out and self._transport is not None and not self._transport.is_closing():
-            self._transport.writelines(out)
+        self._write_out()
+
+    def _write_out(self) -> None:
+        out, self._out, self._out_bytes = self._out, [], 0
+        transport = self._transport
+        if out and transport is not None and not transport.is_closing():
+            transport.writelines(out)
+            if self._limits is not None:
+                self._report_output(transport.get_write_buffer_size())
+
+    def _report_output(self, size: int) -> None:
+        if size != self._output:  # mostly 0 == 0: the peer took everything at once
+            self._output = size
+            assert self._limits is not None
+            self._limits.output(self, size)
+
+    def respond(self, request: RemotingCommand, response: RemotingCommand | None) -> None:
+        """Answer ``request`` with ``response`` (the dispatcher's reply): nothing for a oneway
+        request or a None response; opaque, flag and header type follow the request."""
+        if response is not None and not request.flag & ONEWAY_FLAG:
+            response.opaque = request.opaque
+            response.flag |= RESPONSE_FLAG
+            response.serialize_type = request.serialize_type
+            self.send_response(response)
 
     def send_response(self, response: RemotingCommand) -> None:
         """Write a response now; dropped (logged) if the peer is gone."""

@@ -39,6 +39,8 @@ class ServerConfig:
         "frame_max_length": (1024, None),
         "server_connection_max_in_flight": (1, None),
         "server_write_stall_timeout_millis": (1, None),
+        "server_output_buffer_max_bytes": (1 << 20, None),
+        "server_partial_frame_max_bytes": (1 << 20, None),
     }
 
     listen_port: int = 8888
@@ -47,6 +49,10 @@ class ServerConfig:
     frame_max_length: int = DEFAULT_MAX_FRAME
     server_connection_max_in_flight: int = 1024  # ours: reading pauses at this many requests
     server_write_stall_timeout_millis: int = 30_000  # ours: a peer that never reads is closed
+    # ours: memory peers may make us hold, summed over connections; past either, the
+    # connections holding most are closed (remoting.limits)
+    server_output_buffer_max_bytes: int = 256 * 1024 * 1024  # responses not yet read
+    server_partial_frame_max_bytes: int = 256 * 1024 * 1024  # frames begun, not finished
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

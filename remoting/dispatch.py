@@ -4,36 +4,39 @@ A handler is a plain function (answered inline from the read callback, no task a
 name server's lookups, echo) or a coroutine function. A coroutine handler starts inline too,
 like Python 3.12's eager tasks: most finish without ever waiting (a send with ASYNC_FLUSH)
 and then cost no task; one that suspends is handed, mid-flight, to a Task, so a slow handler
-never blocks its connection. Until its first suspension a handler has no current task, so it
-must not use ``asyncio.timeout`` / ``TaskGroup`` before awaiting something
-(``remoting.tasks.wait_future`` needs none). The dispatcher keeps a strong reference to every
-task (the loop keeps only weak ones) and drains them at shutdown. Handler failures become
-SYSTEM_ERROR responses; the connection stays.
+never blocks its connection. During that first step an ``InlineTask`` stands in as the
+current task, so ``asyncio.timeout``, ``TaskGroup`` and outbound requests work from a
+handler's first line; once the Task exists the stand-in forwards to it. The dispatcher
+keeps a strong reference to every task (the loop keeps only weak ones) and drains them at
+shutdown. Handler failures become SYSTEM_ERROR responses; the connection stays.
+
+The dispatcher knows nothing of connections: the caller passes the connection object through
+to handlers, and a ``Reply`` callable that takes each ``(request, response)``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import contextvars
 import inspect
 import time
+from asyncio.tasks import _enter_task, _leave_task
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any, TypeAlias
 
 import structlog
 
 from remoting.errors import RemotingCommandError
 from remoting.protocol.codes import ResponseCode
-from remoting.protocol.command import ONEWAY_FLAG, RESPONSE_FLAG, RemotingCommand, response_to
-from remoting.tasks import wait_future
+from remoting.protocol.command import RemotingCommand, response_to
 
-if TYPE_CHECKING:
-    from remoting.channel import Channel
-
-AsyncHandler: TypeAlias = Callable[[RemotingCommand, "Channel"], Awaitable[RemotingCommand | None]]
-SyncHandler: TypeAlias = Callable[[RemotingCommand, "Channel"], RemotingCommand | None]
+# the second argument is the connection the request came on (remoting.channel.Channel)
+AsyncHandler: TypeAlias = Callable[[RemotingCommand, Any], Awaitable[RemotingCommand | None]]
+SyncHandler: TypeAlias = Callable[[RemotingCommand, Any], RemotingCommand | None]
 Handler: TypeAlias = AsyncHandler | SyncHandler
+Reply: TypeAlias = Callable[[RemotingCommand, RemotingCommand | None], None]
 
 log = structlog.get_logger(__name__)
 
@@ -91,14 +94,21 @@ class Slots:
         fut = asyncio.get_running_loop().create_future()
         self.waiters.append(fut)
         try:
-            return await wait_future(fut, timeout)
+            async with asyncio.timeout(timeout):
+                await fut
+        except TimeoutError:
+            self._give_up(fut)
+            return False
         except asyncio.CancelledError:
-            if fut.done() and not fut.cancelled() and fut.exception() is None:
-                self.release()  # the slot arrived as we were cancelled: pass it on
+            self._give_up(fut)
             raise
-        finally:
-            if not fut.done():  # cancelled while waiting: never take the slot
-                fut.cancel()
+        return True
+
+    def _give_up(self, fut: asyncio.Future[None]) -> None:
+        if fut.done() and not fut.cancelled():
+            self.release()  # the slot arrived as we gave up: pass it on
+        else:
+            fut.cancel()  # never take the slot later
 
     def release(self) -> None:
         while self.waiters:
@@ -118,54 +128,64 @@ def not_supported(request: RemotingCommand) -> RemotingCommand:
     )
 
 
+def _refused(request: RemotingCommand) -> RemotingCommand:
+    log.warning("request_refused", code=request.code, reason=request.refusal)
+    return response_to(request, ResponseCode.SYSTEM_ERROR, request.refusal)
+
+
 class Dispatcher:
-    """Routes requests from any number of channels to handlers."""
+    """Routes requests from any number of connections to handlers."""
 
     def __init__(self, routes: Routes, bulkheads: Mapping[str, Bulkhead] | None = None) -> None:
         self._routes = dict(routes)
         self._bulkheads = dict(bulkheads or {})
         self._slots = {name: Slots(b.limit) for name, b in self._bulkheads.items()}
-        self.tasks: dict[asyncio.Task[None], Channel] = {}
+        self.tasks: set[asyncio.Task[None]] = set()
 
-    def dispatch(self, ch: Channel, cmd: RemotingCommand) -> None:
-        """Handle ``cmd``: inline for plain handlers, else in a task the channel counts."""
+    def dispatch(self, cmd: RemotingCommand, conn: Any, reply: Reply) -> asyncio.Task[None] | None:
+        """Handle ``cmd`` (from ``conn``); the response goes to ``reply(cmd, response)``.
+        Returns the Task still handling it, or None when it was answered inline."""
         route = self._routes.get(cmd.code)
-        if route is None:
-            log.debug("request_code_not_supported", code=cmd.code, peer=ch.peer)
-            respond(ch, cmd, not_supported(cmd))
-        elif not route.is_async and route.group not in self._slots:
-            respond(ch, cmd, _call_sync(route, cmd, ch))
-        else:
-            coro = self._run(route, cmd, ch)
-            try:
-                waiting_on = coro.send(None)  # the first step, inline
-            except StopIteration:
-                return  # finished without waiting: answered already, no task needed
-            task = asyncio.get_running_loop().create_task(_Resume(coro, waiting_on).run())
-            self.tasks[task] = ch
-            ch.request_started()
-            task.add_done_callback(self._done)
+        if route is None or cmd.refusal is not None:
+            reply(cmd, _refused(cmd) if route is not None else not_supported(cmd))
+            return None
+        if not route.is_async and route.group not in self._slots:
+            reply(cmd, _call_sync(route, cmd, conn))
+            return None
+        coro = self._run(route, cmd, conn, reply)
+        stand_in = InlineTask(cmd.code)
+        context = contextvars.copy_context()
+        loop = asyncio.get_running_loop()
+        _enter_task(loop, stand_in)  # type: ignore[arg-type]  # a Task's interface, see below
+        try:
+            waiting_on = context.run(coro.send, None)  # the first step, inline
+        except StopIteration:
+            return None  # finished without waiting: answered already, no task needed
+        finally:
+            _leave_task(loop, stand_in)  # type: ignore[arg-type]
+        task = loop.create_task(_Resume(coro, waiting_on), context=context)
+        stand_in.hand_over(task)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        return task
 
-    def _done(self, task: asyncio.Task[None]) -> None:
-        self.tasks.pop(task).request_done()
-
-    async def _run(self, route: Route, cmd: RemotingCommand, ch: Channel) -> None:
+    async def _run(self, route: Route, cmd: RemotingCommand, conn: Any, reply: Reply) -> None:
         slots = self._slots.get(route.group)
         if slots is None:
-            response = await _call(route, cmd, ch)
+            response = await _call(route, cmd, conn)
         elif slots.try_take():
             try:
-                response = await _call(route, cmd, ch)
+                response = await _call(route, cmd, conn)
             finally:
                 slots.release()
         elif (busy := await self._acquire(route.group, slots, time.monotonic())) is not None:
             response = response_to(cmd, ResponseCode.SYSTEM_BUSY, busy)
         else:
             try:
-                response = await _call(route, cmd, ch)
+                response = await _call(route, cmd, conn)
             finally:
                 slots.release()
-        respond(ch, cmd, response)
+        reply(cmd, response)
 
     async def _acquire(self, group: str, slots: Slots, arrived: float) -> str | None:
         """Take a slot; returns the busy remark instead when the wait ran past the limit."""
@@ -191,66 +211,104 @@ class Dispatcher:
             await asyncio.wait(pending)
 
 
-class _Resume:
-    """Continues, under a Task, a coroutine whose first step already ran and suspended: the
-    Task waits on what it yielded, then everything is passed through (send and throw), as
-    ``yield from`` would."""
+class InlineTask:
+    """The current task while a handler's first step runs inline, before any Task exists.
 
-    __slots__ = ("coro", "waiting_on")
+    It has what asyncio's own helpers use of the current task -- ``asyncio.timeout`` and
+    ``TaskGroup`` call ``cancel``, ``uncancel``, ``cancelling`` and ``done`` -- and once the
+    handler suspends and a real Task takes it over, every call goes to that Task. (Python
+    3.12's eager tasks make a real Task current from the start; 3.11 has none.)
+    """
+
+    __slots__ = ("_cancels", "_code", "_task")
+
+    def __init__(self, code: int) -> None:
+        self._code = code
+        self._task: asyncio.Task[None] | None = None
+        self._cancels: list[Any] = []  # cancel() messages asked for before the hand-over
+
+    def hand_over(self, task: asyncio.Task[None]) -> None:
+        self._task = task
+        for msg in self._cancels:
+            task.cancel(msg)
+
+    def cancel(self, msg: Any = None) -> bool:
+        if self._task is not None:
+            return self._task.cancel(msg)
+        self._cancels.append(msg)
+        return True
+
+    def uncancel(self) -> int:
+        if self._task is not None:
+            return self._task.uncancel()
+        if self._cancels:
+            self._cancels.pop()
+        return len(self._cancels)
+
+    def cancelling(self) -> int:
+        return self._task.cancelling() if self._task is not None else len(self._cancels)
+
+    def done(self) -> bool:
+        return self._task.done() if self._task is not None else False
+
+    def __repr__(self) -> str:
+        return f"<InlineTask code={self._code} task={self._task!r}>"
+
+
+_STARTED: Any = object()
+
+
+class _Resume(Coroutine[Any, Any, None]):
+    """A coroutine whose first step already ran (inline) and suspended, dressed so a Task can
+    take it over: the Task's first ``send`` returns what that step yielded (the Task then
+    waits on it); everything after -- a cancellation that arrives before the Task ever ran
+    included -- goes straight to the coroutine."""
+
+    __slots__ = ("coro", "first")
 
     def __init__(self, coro: Coroutine[Any, Any, None], waiting_on: Any) -> None:
         self.coro = coro
-        self.waiting_on = waiting_on
+        self.first = waiting_on
 
-    async def run(self) -> None:
-        await self
+    def send(self, value: Any) -> Any:
+        first = self.first
+        if first is not _STARTED:
+            self.first = _STARTED
+            return first
+        return self.coro.send(value)
+
+    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
+        self.first = _STARTED
+        if val is None and tb is None:
+            return self.coro.throw(typ)
+        return self.coro.throw(typ, val, tb)
+
+    def close(self) -> None:
+        self.coro.close()
 
     def __await__(self) -> Generator[Any, Any, None]:
-        coro, value = self.coro, self.waiting_on
-        while True:
-            try:
-                sent = yield value
-            except GeneratorExit:
-                coro.close()
-                raise
-            except BaseException as exc:  # noqa: BLE001 -- not caught: forwarded (cancellation)
-                try:
-                    value = coro.throw(exc)
-                except StopIteration:
-                    return
-            else:
-                try:
-                    value = coro.send(sent)
-                except StopIteration:
-                    return
+        raise TypeError("a _Resume is run by a Task, never awaited")
 
 
-def respond(ch: Channel, cmd: RemotingCommand, response: RemotingCommand | None) -> None:
-    if response is not None and not cmd.flag & ONEWAY_FLAG:
-        response.opaque = cmd.opaque
-        response.flag |= RESPONSE_FLAG
-        response.serialize_type = cmd.serialize_type
-        ch.send_response(response)
-
-
-async def _call(route: Route, cmd: RemotingCommand, ch: Channel) -> RemotingCommand | None:
+async def _call(route: Route, cmd: RemotingCommand, conn: Any) -> RemotingCommand | None:
     try:
-        result = route.handler(cmd, ch)
+        result = route.handler(cmd, conn)
         return await result if inspect.isawaitable(result) else result
     except Exception as exc:  # noqa: BLE001 -- broad catch 1 of 3 (logged in _failed)
-        return _failed(cmd, ch, exc)
+        return _failed(cmd, conn, exc)
 
 
-def _call_sync(route: Route, cmd: RemotingCommand, ch: Channel) -> RemotingCommand | None:
+def _call_sync(route: Route, cmd: RemotingCommand, conn: Any) -> RemotingCommand | None:
     try:
-        return route.handler(cmd, ch)  # type: ignore[return-value]  # checked: not a coroutine fn
+        return route.handler(cmd, conn)  # type: ignore[return-value]  # checked: not a coroutine fn
     except Exception as exc:  # noqa: BLE001 -- broad catch 1 of 3 (logged in _failed)
-        return _failed(cmd, ch, exc)
+        return _failed(cmd, conn, exc)
 
 
-def _failed(cmd: RemotingCommand, ch: Channel, exc: Exception) -> RemotingCommand:
+def _failed(cmd: RemotingCommand, conn: Any, exc: Exception) -> RemotingCommand:
+    peer = getattr(conn, "peer", "?")
     if isinstance(exc, RemotingCommandError):  # a bad header: the client's fault, no traceback
-        log.warning("bad_request", code=cmd.code, peer=ch.peer, error=str(exc))
+        log.warning("bad_request", code=cmd.code, peer=peer, error=str(exc))
         return response_to(cmd, ResponseCode.SYSTEM_ERROR, str(exc))
-    log.error("handler_failed", code=cmd.code, peer=ch.peer, exc_info=exc)
+    log.error("handler_failed", code=cmd.code, peer=peer, exc_info=exc)
     return response_to(cmd, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")

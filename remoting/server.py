@@ -14,6 +14,8 @@ from remoting.channel import Channel, ChannelOptions
 from remoting.config import ServerConfig
 from remoting.dispatch import Bulkhead, Dispatcher, Routes
 from remoting.lifecycle import Service
+from remoting.limits import MemoryLimits
+from remoting.memory import return_large_frees
 
 log = structlog.get_logger(__name__)
 
@@ -39,10 +41,14 @@ class RemotingServer(Service):
     ) -> None:
         self.config = config or ServerConfig()
         self._dispatcher = Dispatcher(routes, bulkheads)
+        self.limits = MemoryLimits(
+            self.config.server_output_buffer_max_bytes, self.config.server_partial_frame_max_bytes
+        )
         self._options = ChannelOptions(
             max_frame=self.config.frame_max_length,
             max_in_flight=self.config.server_connection_max_in_flight,
             write_stall_timeout=self.config.server_write_stall_timeout_millis / 1000,
+            limits=self.limits,
         )
         self._announce = announce
         self._sock = sock
@@ -72,6 +78,7 @@ class RemotingServer(Service):
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
+        return_large_frees()  # memory a peer made us take leaves with its connection
         if self._sock is not None:  # bound earlier by its owner (see bind_socket)
             self._server = await loop.create_server(
                 self._new_channel, sock=self._sock, backlog=1024

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from pathlib import Path
 
 
 async def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
@@ -11,3 +12,11 @@ async def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> Non
     async with asyncio.timeout(timeout):
         while not predicate():  # noqa: ASYNC110 -- polls state another object owns
             await asyncio.sleep(0.01)
+
+
+def rss_mib(pid: int) -> float:
+    """Resident memory of process ``pid`` in MiB (VmRSS from /proc)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmRSS for pid {pid}")

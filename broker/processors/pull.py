@@ -17,7 +17,6 @@ from broker.offsets import ConsumerOffsets
 from broker.registry import ClientRegistry
 from broker.store import GetResult, GetStatus
 from remoting.channel import Channel
-from remoting.dispatch import respond
 from remoting.protocol.codes import ResponseCode as R
 from remoting.protocol.command import RemotingCommand, response_to
 from remoting.protocol.headers.consumer import PullMessageRequestHeader, PullMessageResponseHeader
@@ -75,7 +74,7 @@ class PullProcessor:
 
     def wake(self, parked: ParkedPull) -> None:
         """Re-run a parked pull, without the right to park again, and answer it."""
-        respond(parked.channel, parked.cmd, self.process(parked.cmd, parked.channel, False))
+        parked.channel.respond(parked.cmd, self.process(parked.cmd, parked.channel, False))
 
     def process(
         self, req: RemotingCommand, ch: Channel, allow_suspend: bool

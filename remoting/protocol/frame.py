@@ -17,6 +17,7 @@ DEFAULT_MAX_FRAME: Final = 16 * 1024 * 1024  # Java's frameMaxLength: prefix + l
 _PREFIX = struct.Struct(">II")
 _U32 = struct.Struct(">I")
 _HEADER_LEN_MAX: Final = 0xFFFFFF
+_KEEP_CAPACITY: Final = 1 << 20
 
 
 class FrameDecoder:
@@ -37,6 +38,10 @@ class FrameDecoder:
         """Bytes held for an incomplete frame."""
         return len(self._buf)
 
+    def clear(self) -> None:
+        """Drop whatever is buffered and its memory (the connection is gone)."""
+        self._buf = bytearray()
+
     def feed(self, data: bytes) -> list[RemotingCommand]:
         """Append ``data`` and return every command it completes, in order."""
         buf = self._buf
@@ -51,6 +56,8 @@ class FrameDecoder:
         if src is buf:
             if pos:
                 del buf[:pos]
+                if not buf and buf.__alloc__() > _KEEP_CAPACITY:
+                    self._buf = bytearray()  # a big frame is done: give its memory back
         elif pos < len(data):
             buf += data[pos:]
         return out

@@ -8,6 +8,7 @@ import random
 from structlog.testing import capture_logs
 
 from remoting.channel import Channel
+from remoting.client import RemotingClient
 from remoting.dispatch import Bulkhead, Route
 from remoting.protocol.codes import ResponseCode, SerializeType
 from remoting.protocol.command import RemotingCommand, response_to
@@ -270,22 +271,20 @@ async def test_plain_function_handlers_are_answered_inline(start_server: ServerF
 async def test_coroutine_handlers_start_inline_and_move_to_a_task_when_waiting(
     start_server: ServerFactory,
 ) -> None:
-    """design.md 5 (ours): a coroutine handler's first step runs inline; one that waits is
-    handed to a Task mid-flight, keeps its state, can be cancelled at stop, and never blocks
-    the connection."""
+    """design.md 5 (ours): a coroutine handler's first step runs inline (no Task is made for
+    one that never waits); one that waits is handed to a Task mid-flight, keeps its state,
+    and never blocks the connection."""
     steps: list[str] = []
     release = asyncio.Event()
 
     async def two_steps(req: RemotingCommand, ch: Channel) -> RemotingCommand:
-        steps.append(f"start {asyncio.current_task() is None}")
+        steps.append(f"start {isinstance(asyncio.current_task(), asyncio.Task)}")
         await release.wait()
-        steps.append(f"resumed {asyncio.current_task() is not None}")
-        async with asyncio.timeout(1):  # a task exists now: timeouts work
-            await asyncio.sleep(0)
+        steps.append(f"resumed {isinstance(asyncio.current_task(), asyncio.Task)}")
         return response_to(req, ResponseCode.SUCCESS, remark="two")
 
     async def quick(req: RemotingCommand, ch: Channel) -> RemotingCommand:
-        steps.append(f"quick {asyncio.current_task() is None}")
+        steps.append(f"quick {isinstance(asyncio.current_task(), asyncio.Task)}")
         return response_to(req, ResponseCode.SUCCESS, remark="quick")
 
     server = await start_server(routes(c8=Route(two_steps), c9=Route(quick)))
@@ -294,5 +293,61 @@ async def test_coroutine_handlers_start_inline_and_move_to_a_task_when_waiting(
     assert (await peer.read()).remark == "quick"
     release.set()
     assert (await peer.read()).remark == "two"
-    assert steps == ["start True", "quick True", "resumed True"]
+    assert steps == ["start False", "quick False", "resumed True"]
+    await peer.close()
+
+
+async def test_first_step_may_use_timeouts_task_groups_and_outbound_requests(
+    start_server: ServerFactory,
+) -> None:
+    """Issue 12 item 9: a handler may use ``asyncio.timeout``, ``TaskGroup`` and an outbound
+    request in its very first statement, although that step runs inline; a timeout that
+    expires after the hand-over to a Task still fires as TimeoutError."""
+    upstream = await start_server(routes())
+
+    async def with_timeout(req: RemotingCommand, ch: Channel) -> RemotingCommand:
+        async with asyncio.timeout(1):
+            await asyncio.sleep(0)
+        return response_to(req, ResponseCode.SUCCESS, remark="in time")
+
+    async def expiring(req: RemotingCommand, ch: Channel) -> RemotingCommand:
+        try:
+            async with asyncio.timeout(0.05):
+                await asyncio.Event().wait()  # never set
+        except TimeoutError:
+            return response_to(req, ResponseCode.SUCCESS, remark="timed out")
+        return response_to(req, ResponseCode.SYSTEM_ERROR, remark="not reached")
+
+    async def expired_at_once(req: RemotingCommand, ch: Channel) -> RemotingCommand:
+        try:  # due before the Task that takes the handler over has even run
+            async with asyncio.timeout(0):
+                await asyncio.Event().wait()
+        except TimeoutError:
+            return response_to(req, ResponseCode.SUCCESS, remark="at once")
+        return response_to(req, ResponseCode.SYSTEM_ERROR, remark="not reached")
+
+    async def with_group(req: RemotingCommand, ch: Channel) -> RemotingCommand:
+        async with asyncio.TaskGroup() as group:
+            parts = [group.create_task(asyncio.sleep(0, result=n)) for n in "abc"]
+        return response_to(req, ResponseCode.SUCCESS, remark="".join(p.result() for p in parts))
+
+    async def forwarding(req: RemotingCommand, ch: Channel) -> RemotingCommand:
+        async with RemotingClient() as client:
+            upstream_req = RemotingCommand.request(ECHO, {"via": "upstream"})
+            answer = await client.invoke(f"127.0.0.1:{upstream.port}", upstream_req, 2.0)
+        return response_to(req, ResponseCode.SUCCESS, remark=answer.ext_fields["via"])
+
+    server = await start_server(
+        routes(c11=Route(with_timeout), c12=Route(expiring), c13=Route(with_group),
+               c14=Route(forwarding), c15=Route(expired_at_once))
+    )  # fmt: skip
+    peer = await RawPeer.connect(server.port)
+    for code in (11, 12, 13, 14, 15):
+        peer.send(request(code, opaque=code))
+    answers = {}
+    for _ in range(5):
+        resp = await peer.read()
+        answers[resp.opaque] = (resp.code, resp.remark)
+    assert answers == {11: (0, "in time"), 12: (0, "timed out"), 13: (0, "abc"),
+                       14: (0, "upstream"), 15: (0, "at once")}  # fmt: skip
     await peer.close()
