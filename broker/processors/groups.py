@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 
 import structlog
@@ -12,7 +11,7 @@ from broker.context import BrokerContext
 from broker.offsets import ConsumerOffsets
 from broker.registry import ClientInfo, ClientRegistry
 from remoting.channel import Channel
-from remoting.protocol import fastjson
+from remoting.protocol import fastjson, text
 from remoting.protocol.codes import RequestCode
 from remoting.protocol.codes import ResponseCode as R
 from remoting.protocol.command import RemotingCommand, response_to
@@ -50,7 +49,7 @@ class GroupAdminProcessor:
 
     async def update_group(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
         try:
-            config = SubscriptionGroupConfig.from_json(json.loads(req.body))
+            config = SubscriptionGroupConfig.from_json(text.loads(req.body))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             return response_to(req, R.SYSTEM_ERROR, f"bad SubscriptionGroupConfig: {exc}")
         await self.ctx.groups.put(config)

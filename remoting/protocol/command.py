@@ -31,6 +31,9 @@ class RemotingCommand:
     ext_fields: dict[str, str] = field(default_factory=dict)
     body: bytes = b""
     serialize_type: int = SerializeType.MSGPACK
+    # set when the header decoded but cannot be served as sent (text that is not valid
+    # UTF-8): the request is answered with this remark and never reaches a handler
+    refusal: str | None = None
 
     @property
     def is_response(self) -> bool:

@@ -3,7 +3,8 @@
 fastjson 1.x writes maps keyed by Integer/Long with bare numeric keys (``{0:"a"}``) and maps
 keyed by objects (MessageQueue) with object keys (``{{"brokerName":"b",...}:{...}}``); neither
 is valid JSON (protocol.md 6). ``loads`` accepts both, plus everything ``json`` accepts: a
-bare numeric key becomes its text, an object key a ``FrozenKey`` (sorted item pairs).
+bare numeric key becomes its text, an object key a ``FrozenKey`` (sorted item pairs); text
+that could not be written back as UTF-8 is refused (``remoting.protocol.text``).
 ``dumps_object_keyed`` writes such a map the way Java tools read it.
 """
 
@@ -13,6 +14,8 @@ import json
 import re
 from collections.abc import Iterable
 from typing import Any, TypeAlias
+
+from remoting.protocol.text import check_strings
 
 FrozenKey: TypeAlias = tuple[tuple[str, Any], ...]
 
@@ -28,6 +31,8 @@ def loads(text: str | bytes) -> Any:
     value, end = _value(text, _skip(text, 0), 0)
     if _skip(text, end) != len(text):
         raise ValueError(f"extra data at {end}")
+    if "\\u" in text:  # only an escape can smuggle in a lone surrogate
+        check_strings(value)
     return value
 
 

@@ -16,6 +16,7 @@ import msgpack
 from remoting.errors import FrameError, RemotingCommandError
 from remoting.protocol.codes import LanguageCode, SerializeType
 from remoting.protocol.command import RemotingCommand
+from remoting.protocol.text import unencodable
 
 _LANG_NAMES: Final = {m.value: m.name for m in LanguageCode}
 _LANG_CODES: Final = {m.name: m.value for m in LanguageCode}
@@ -97,7 +98,7 @@ def decode_json(data: bytes) -> RemotingCommand:
     remark = obj.get("remark")
     if remark is not None and type(remark) is not str:
         raise FrameError("header field 'remark' is not a string")
-    return RemotingCommand(
+    cmd = RemotingCommand(
         code=_int_field(obj, "code"),
         language=language,
         version=_int_field(obj, "version"),
@@ -107,6 +108,24 @@ def decode_json(data: bytes) -> RemotingCommand:
         ext_fields=_json_ext(obj.get("extFields")),
         serialize_type=SerializeType.JSON,
     )
+    if b"\\u" in data:  # only an escape can smuggle in a lone surrogate
+        _refuse_unencodable(cmd)
+    return cmd
+
+
+def _refuse_unencodable(cmd: RemotingCommand) -> None:
+    """A JSON ``\\ud800`` escape decodes to text no one can write back: such a request is
+    answered with an error (its connection stays) and never reaches a handler, so nothing
+    it names can enter shared state (remoting.protocol.text)."""
+    if cmd.remark is not None and unencodable(cmd.remark):
+        cmd.remark = None
+    for key, value in list(cmd.ext_fields.items()):
+        if unencodable(key) or unencodable(value):
+            del cmd.ext_fields[key]
+            cmd.refusal = (
+                f"the header field {key!a} holds text that is not valid UTF-8 "
+                "(a lone surrogate); refused"
+            )
 
 
 # ---------------------------------------------------------------- ROCKETMQ binary (type 1)

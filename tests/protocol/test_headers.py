@@ -222,20 +222,21 @@ def test_send_response_header():
 
 
 INT64 = st.integers(-(2**63), 2**63 - 1)
+INT32 = st.integers(-(2**31), 2**31 - 1)
 send_headers = st.builds(
     SendMessageHeader,
     producer_group=st.text(max_size=10),
     topic=st.text(max_size=10),
     default_topic=st.text(max_size=10),
-    default_topic_queue_nums=INT64,
-    queue_id=INT64,
-    sys_flag=INT64,
+    default_topic_queue_nums=INT32,
+    queue_id=INT32,
+    sys_flag=INT32,
     born_timestamp=INT64,
-    flag=INT64,
+    flag=INT32,
     properties=st.none() | st.text(max_size=10),
-    reconsume_times=st.none() | INT64,
+    reconsume_times=st.none() | INT32,
     unit_mode=st.booleans(),
-    max_reconsume_times=st.none() | INT64,
+    max_reconsume_times=st.none() | INT32,
     batch=st.booleans(),
     broker_name=st.none() | st.text(max_size=10),
 )
@@ -252,6 +253,20 @@ def test_send_header_round_trips(header, v2):
         for f in ("properties", "reconsume_times", "max_reconsume_times", "broker_name")
     )
     assert SendMessageHeader.from_ext(ext, v2=v2) == header
+
+
+@pytest.mark.parametrize("key", ["f", "h", "j", "l", "e", "d"])
+@pytest.mark.parametrize("value", [2**31, -(2**31) - 1, 2**63 - 1])
+def test_java_integer_fields_refuse_values_outside_int32(key: str, value: int) -> None:
+    """Issue 12: sysFlag, flag, reconsumeTimes, queueId ... are Java Integers: a value
+    outside int32 is a clean RemotingCommandError naming the field (it reached the record
+    encoder before, and a struct error leaked into the remark)."""
+    ext = {"a": "g", "b": "T", "c": "TBW102", "d": "4", "e": "0", "f": "0", "g": "1", "h": "0",
+           key: str(value)}  # fmt: skip
+    with pytest.raises(RemotingCommandError, match=f"<{key}> is invalid"):
+        SendMessageHeader.from_ext(ext, v2=True)
+    ext[key] = str(2**31 - 1)
+    assert SendMessageHeader.from_ext(ext, v2=True).to_ext(v2=True)[key] == str(2**31 - 1)
 
 
 @pytest.mark.parametrize("text", [" 4", "4 ", "1_000", "0x10", "", "9223372036854775808"])

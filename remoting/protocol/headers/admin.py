@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from remoting.protocol.headers.base import Header, wire
+from remoting.protocol.headers.base import Header, Int32, wire
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -13,11 +13,11 @@ class CreateTopicRequestHeader(Header):
 
     topic: str = field(metadata=wire("topic"))
     default_topic: str = field(default="TBW102", metadata=wire("defaultTopic"))
-    read_queue_nums: int = field(metadata=wire("readQueueNums"))
-    write_queue_nums: int = field(metadata=wire("writeQueueNums"))
-    perm: int = field(metadata=wire("perm"))
+    read_queue_nums: Int32 = field(metadata=wire("readQueueNums"))
+    write_queue_nums: Int32 = field(metadata=wire("writeQueueNums"))
+    perm: Int32 = field(metadata=wire("perm"))
     topic_filter_type: str = field(default="SINGLE_TAG", metadata=wire("topicFilterType"))
-    topic_sys_flag: int | None = field(default=None, metadata=wire("topicSysFlag"))
+    topic_sys_flag: Int32 | None = field(default=None, metadata=wire("topicSysFlag"))
     order: bool = field(default=False, metadata=wire("order"))
 
 
@@ -33,7 +33,7 @@ class QueueRequestHeader(Header):
     """GET_MAX_OFFSET (30), GET_MIN_OFFSET (31), GET_EARLIEST_MSG_STORETIME (32)."""
 
     topic: str = field(metadata=wire("topic"))
-    queue_id: int = field(metadata=wire("queueId"))
+    queue_id: Int32 = field(metadata=wire("queueId"))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -41,7 +41,7 @@ class SearchOffsetRequestHeader(Header):
     """SEARCH_OFFSET_BY_TIMESTAMP (29); 5.x boundaryType LOWER (default) or UPPER."""
 
     topic: str = field(metadata=wire("topic"))
-    queue_id: int = field(metadata=wire("queueId"))
+    queue_id: Int32 = field(metadata=wire("queueId"))
     timestamp: int = field(metadata=wire("timestamp"))
     boundary_type: str | None = field(default=None, metadata=wire("boundaryType"))
 
@@ -69,7 +69,7 @@ class QueryMessageRequestHeader(Header):
 
     topic: str = field(metadata=wire("topic"))
     key: str = field(metadata=wire("key"))
-    max_num: int = field(metadata=wire("maxNum"))
+    max_num: Int32 = field(metadata=wire("maxNum"))
     begin_timestamp: int = field(metadata=wire("beginTimestamp"))
     end_timestamp: int = field(metadata=wire("endTimestamp"))
 

@@ -12,9 +12,12 @@ import dataclasses
 import types
 import typing
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple, Self
+from typing import Annotated, Any, NamedTuple, Self, TypeAlias
 
 from remoting.errors import RemotingCommandError
+
+# Java's Integer header fields (queueId, sysFlag, flag, ...): an int to mypy, range-checked
+Int32: TypeAlias = Annotated[int, "int32"]
 
 
 def wire(name: str, *, v2: str | None = None) -> dict[str, str]:
@@ -29,6 +32,14 @@ def parse_int(text: str) -> int:
         raise ValueError(f"not a number: {text!r}")
     value = int(text)
     if not -0x8000000000000000 <= value <= 0x7FFFFFFFFFFFFFFF:
+        raise ValueError(f"out of range: {text!r}")
+    return value
+
+
+def parse_int32(text: str) -> int:
+    """Java's Integer.parseInt: as ``parse_int``, within int32."""
+    value = parse_int(text)
+    if not -0x80000000 <= value <= 0x7FFFFFFF:
         raise ValueError(f"out of range: {text!r}")
     return value
 
@@ -54,25 +65,27 @@ _PARSERS: dict[type, Callable[[str], Any]] = {str: str, int: parse_int, bool: pa
 _SPECS: dict[tuple[type, bool], tuple[_Spec, ...]] = {}
 
 
-def _base_type(hint: Any) -> type:
+def _parser(hint: Any) -> Callable[[str], Any]:
     if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
         (hint,) = (a for a in typing.get_args(hint) if a is not type(None))
+    if typing.get_origin(hint) is Annotated and hint.__metadata__ == ("int32",):
+        return parse_int32
     if hint not in _PARSERS:
-        raise TypeError(f"header fields must be str, int or bool (or Optional): {hint!r}")
-    return typing.cast(type, hint)
+        raise TypeError(f"header fields must be str, int, Int32 or bool (or Optional): {hint!r}")
+    return _PARSERS[hint]
 
 
 def _specs(cls: type, v2: bool) -> tuple[_Spec, ...]:
     cached = _SPECS.get((cls, v2))
     if cached is None:
-        hints = typing.get_type_hints(cls)
+        hints = typing.get_type_hints(cls, include_extras=True)
         out = []
         for f in dataclasses.fields(cls):
             wire = f.metadata.get("key", f.name)
             if v2:
                 wire = f.metadata.get("v2", wire)
             required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-            parse = _PARSERS[_base_type(hints[f.name])]
+            parse = _parser(hints[f.name])
             out.append(_Spec(f.name, wire, parse, required, None if required else f.default))
         cached = _SPECS[(cls, v2)] = tuple(out)
     return cached
@@ -127,7 +140,9 @@ def _compile_encoder(cls: type, v2: bool) -> Callable[[Any], dict[str, str]]:
     body = ["def encode(h):", "    ext = {}"]
     for spec in _specs(cls, v2):
         value, wire = f"h.{spec.attr}", repr(spec.wire)
-        text = {str: value, parse_int: f"str({value})"}.get(spec.parse, f"_text({value})")
+        text = {str: value, parse_int: f"str({value})", parse_int32: f"str({value})"}.get(
+            spec.parse, f"_text({value})"
+        )
         if spec.required:
             body.append(f"    ext[{wire}] = {text}")
         else:

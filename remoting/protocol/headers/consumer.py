@@ -4,23 +4,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from remoting.protocol.headers.base import Header, wire
+from remoting.protocol.headers.base import Header, Int32, wire
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PullMessageRequestHeader(Header):
     consumer_group: str = field(metadata=wire("consumerGroup"))
     topic: str = field(metadata=wire("topic"))
-    queue_id: int = field(metadata=wire("queueId"))
+    queue_id: Int32 = field(metadata=wire("queueId"))
     queue_offset: int = field(metadata=wire("queueOffset"))
-    max_msg_nums: int = field(metadata=wire("maxMsgNums"))
-    sys_flag: int = field(metadata=wire("sysFlag"))
+    max_msg_nums: Int32 = field(metadata=wire("maxMsgNums"))
+    sys_flag: Int32 = field(metadata=wire("sysFlag"))
     commit_offset: int = field(metadata=wire("commitOffset"))
     suspend_timeout_millis: int = field(metadata=wire("suspendTimeoutMillis"))
     subscription: str | None = field(default=None, metadata=wire("subscription"))
     sub_version: int = field(metadata=wire("subVersion"))
     expression_type: str | None = field(default=None, metadata=wire("expressionType"))
-    max_msg_bytes: int | None = field(default=None, metadata=wire("maxMsgBytes"))
+    max_msg_bytes: Int32 | None = field(default=None, metadata=wire("maxMsgBytes"))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -39,7 +39,7 @@ class QueueOffsetRequestHeader(Header):
 
     consumer_group: str = field(metadata=wire("consumerGroup"))
     topic: str = field(metadata=wire("topic"))
-    queue_id: int = field(metadata=wire("queueId"))
+    queue_id: Int32 = field(metadata=wire("queueId"))
     set_zero_if_not_found: bool | None = field(default=None, metadata=wire("setZeroIfNotFound"))
 
 
@@ -47,7 +47,7 @@ class QueueOffsetRequestHeader(Header):
 class UpdateConsumerOffsetRequestHeader(Header):
     consumer_group: str = field(metadata=wire("consumerGroup"))
     topic: str = field(metadata=wire("topic"))
-    queue_id: int = field(metadata=wire("queueId"))
+    queue_id: Int32 = field(metadata=wire("queueId"))
     commit_offset: int = field(metadata=wire("commitOffset"))
 
 
@@ -79,11 +79,11 @@ class SendMsgBackRequestHeader(Header):
 
     offset: int = field(metadata=wire("offset"))
     group: str = field(metadata=wire("group"))
-    delay_level: int = field(metadata=wire("delayLevel"))
+    delay_level: Int32 = field(metadata=wire("delayLevel"))
     origin_msg_id: str | None = field(default=None, metadata=wire("originMsgId"))
     origin_topic: str | None = field(default=None, metadata=wire("originTopic"))
     unit_mode: bool = field(default=False, metadata=wire("unitMode"))
-    max_reconsume_times: int | None = field(default=None, metadata=wire("maxReconsumeTimes"))
+    max_reconsume_times: Int32 | None = field(default=None, metadata=wire("maxReconsumeTimes"))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from remoting.protocol.headers.base import Header, wire
+from remoting.protocol.headers.base import Header, Int32, wire
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -15,7 +15,7 @@ class RegisterBrokerRequestHeader(Header):
     ha_server_addr: str = field(metadata=wire("haServerAddr"))
     broker_id: int = field(metadata=wire("brokerId"))
     compressed: bool = field(default=False, metadata=wire("compressed"))
-    body_crc32: int = field(default=0, metadata=wire("bodyCrc32"))
+    body_crc32: Int32 = field(default=0, metadata=wire("bodyCrc32"))
     heartbeat_timeout_millis: int | None = field(
         default=None, metadata=wire("heartbeatTimeoutMillis")
     )
@@ -74,12 +74,12 @@ class BrokerNameHeader(Header):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WipeWritePermResponseHeader(Header):
-    wipe_topic_count: int = field(metadata=wire("wipeTopicCount"))
+    wipe_topic_count: Int32 = field(metadata=wire("wipeTopicCount"))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AddWritePermResponseHeader(Header):
-    add_topic_count: int = field(metadata=wire("addTopicCount"))
+    add_topic_count: Int32 = field(metadata=wire("addTopicCount"))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from remoting.protocol.headers.base import Header, wire
+from remoting.protocol.headers.base import Header, Int32, wire
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -16,15 +16,15 @@ class SendMessageHeader(Header):
     producer_group: str = field(metadata=wire("producerGroup", v2="a"))
     topic: str = field(metadata=wire("topic", v2="b"))
     default_topic: str = field(metadata=wire("defaultTopic", v2="c"))
-    default_topic_queue_nums: int = field(metadata=wire("defaultTopicQueueNums", v2="d"))
-    queue_id: int = field(metadata=wire("queueId", v2="e"))
-    sys_flag: int = field(metadata=wire("sysFlag", v2="f"))
+    default_topic_queue_nums: Int32 = field(metadata=wire("defaultTopicQueueNums", v2="d"))
+    queue_id: Int32 = field(metadata=wire("queueId", v2="e"))
+    sys_flag: Int32 = field(metadata=wire("sysFlag", v2="f"))
     born_timestamp: int = field(metadata=wire("bornTimestamp", v2="g"))
-    flag: int = field(metadata=wire("flag", v2="h"))
+    flag: Int32 = field(metadata=wire("flag", v2="h"))
     properties: str | None = field(default=None, metadata=wire("properties", v2="i"))
-    reconsume_times: int | None = field(default=None, metadata=wire("reconsumeTimes", v2="j"))
+    reconsume_times: Int32 | None = field(default=None, metadata=wire("reconsumeTimes", v2="j"))
     unit_mode: bool = field(default=False, metadata=wire("unitMode", v2="k"))
-    max_reconsume_times: int | None = field(
+    max_reconsume_times: Int32 | None = field(
         default=None, metadata=wire("maxReconsumeTimes", v2="l")
     )
     batch: bool = field(default=False, metadata=wire("batch", v2="m"))
@@ -34,7 +34,7 @@ class SendMessageHeader(Header):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SendMessageResponseHeader(Header):
     msg_id: str = field(metadata=wire("msgId"))
-    queue_id: int = field(metadata=wire("queueId"))
+    queue_id: Int32 = field(metadata=wire("queueId"))
     queue_offset: int = field(metadata=wire("queueOffset"))
     transaction_id: str | None = field(default=None, metadata=wire("transactionId"))
     msg_region: str | None = field(default=None, metadata=wire("MSG_REGION"))
