@@ -98,8 +98,11 @@ class Consumers:
             (check, "check_parked_pulls", self.check_parked),
         ]  # fmt: skip
 
-    def stop(self) -> None:
-        """At stop: answer parked pulls, save offsets and delay progress."""
+    def answer_parked(self) -> None:
+        """At stop, first: answer parked pulls so consumers move on."""
         self.hold.wake_all()
+
+    def persist_now(self) -> None:
+        """At stop, once requests are drained: save offsets and delay progress."""
         self.offsets.persist_now()
         self.schedule.persist_now()

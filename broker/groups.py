@@ -27,7 +27,7 @@ class SubscriptionGroups:
         self.file = file
         self.auto_create = auto_create
         self.groups = {g: SubscriptionGroupConfig(group_name=g) for g in SYSTEM_GROUPS}
-        self._saving: set[asyncio.Task[None]] = set()
+        self._saving: set[asyncio.Task[bool]] = set()
         self.data_version = DataVersion(0, now_ms())
 
     def load(self) -> None:

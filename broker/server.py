@@ -168,14 +168,21 @@ class Broker(Service):
         jobs = [
             (period, "register_broker_all", self._register),
             (SAMPLE_SECONDS, "stats_sample", self._sample_stats),
+            (self.config.flush_consumer_offset_interval / 1000, "retry_config_files",
+             self._retry_config_files),
             *self.consumers.jobs(self.config),
-        ]
+        ]  # fmt: skip
         for interval, name, job in jobs:
             self._loops.append(loop.create_task(every(interval, job, name=name), name=name))
         self._loops.append(loop.create_task(self.consumers.schedule.run(), name="schedule"))
 
     async def _sample_stats(self) -> None:
         self.ctx.stats.sample()
+
+    async def _retry_config_files(self) -> None:
+        """topics.json and subscriptionGroup.json writes that failed (a full disk), again."""
+        await self.ctx.topics.file.retry()
+        await self.ctx.groups.file.retry()
 
     async def _register(self) -> None:
         accepted = await self.namesrv.register_all(self.identity, self.ctx.topics.wrapper())
@@ -206,9 +213,12 @@ class Broker(Service):
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
-        self.consumers.stop()  # parked pulls answered, offsets saved
+        self.consumers.answer_parked()  # consumers move on at once
         await self.server.close(drain_timeout=5.0)
+        # only now, with every request drained: offsets committed during the drain count
+        self.consumers.persist_now()
         await self.ctx.groups.flush()
+        await self._retry_config_files()
         await self.ctx.store.shutdown()
         await self.namesrv.close()
         log.info("broker_stopped", broker=self.config.broker_name)

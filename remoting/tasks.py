@@ -1,11 +1,12 @@
-"""Helpers for owned background tasks and waits: ``every()`` runs a periodic job with a fixed
-delay; ``wait_future()`` waits with a timeout without needing a current task."""
+"""Helpers for owned background tasks: ``every()`` runs a periodic job with a fixed delay;
+``TimeSlice`` lets a long job share the loop."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Final
 
 import structlog
 
@@ -33,30 +34,48 @@ async def every(
         await asyncio.sleep(interval)
 
 
-async def wait_future(fut: asyncio.Future[Any], timeout: float | None) -> bool:
-    """Await ``fut`` (a future only this caller waits on) for at most ``timeout`` seconds;
-    False on timeout, after which ``fut`` is done (failed) so nobody resolves it later.
+SLICE_SECONDS: Final = 0.005
 
-    Unlike ``asyncio.timeout`` this needs no current task, so it is safe in the first step
-    of a handler that the dispatcher runs inline (see remoting.dispatch).
+
+class TimeSlice:
+    """Cooperative scheduling for a long job on the event loop: call ``await s.tick()`` after
+    each unit of work (a message moved, a queue scanned); once ``budget`` seconds have passed
+    since the last yield it yields to the loop (``asyncio.sleep(0)``), so pending I/O,
+    requests and timers run, and a new slice begins.
+
+    Needed wherever a loop awaits only calls that do not suspend (``MessageStore.put`` under
+    ASYNC_FLUSH returns without suspending): such a job otherwise holds the loop until it ends,
+    and no send, pull or heartbeat is answered meanwhile. Between yields ``tick`` costs one
+    clock read, so call it per item rather than batching by hand.
+
+    One instance per job, kept across its rounds. It bounds how long the loop is held, not how
+    much a round does: also cap the work per round (so progress is saved and other queues get
+    their turn) -- ScheduleService moves at most ``ROUND_MESSAGES`` per level per round.
+    Delayed delivery uses it; transaction check-back and replication should use the same.
     """
-    if timeout is None:
-        await fut
-        return True
-    timer = asyncio.get_running_loop().call_later(timeout, _expire, fut)
-    try:
-        await fut
-    except _Expired:
-        return False
-    finally:
-        timer.cancel()
-    return True
 
+    __slots__ = ("_clock", "_ends", "budget", "yields")
 
-class _Expired(Exception):
-    pass
+    def __init__(
+        self, budget: float = SLICE_SECONDS, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.budget = budget
+        self.yields = 0  # how often the job gave way: for tests and debug logs
+        self._clock = clock
+        self._ends = clock() + budget
 
+    @property
+    def spent(self) -> bool:
+        """Whether the current slice is used up (the next ``tick`` will yield)."""
+        return self._clock() >= self._ends
 
-def _expire(fut: asyncio.Future[Any]) -> None:
-    if not fut.done():
-        fut.set_exception(_Expired())
+    async def tick(self) -> None:
+        """Yield to the loop if this slice is used up; otherwise return at once."""
+        if self._clock() >= self._ends:
+            await self.pause()
+
+    async def pause(self) -> None:
+        """Yield to the loop now and start a new slice."""
+        await asyncio.sleep(0)
+        self.yields += 1
+        self._ends = self._clock() + self.budget

@@ -57,11 +57,11 @@ PUT_RESULT: Final[dict[PutStatus, tuple[ResponseCode, str | None]]] = {
         ResponseCode.SYSTEM_ERROR, "create mapped file failed, server is busy or broken."),
     PutStatus.MESSAGE_ILLEGAL: (ResponseCode.MESSAGE_ILLEGAL, _ILLEGAL),
     PutStatus.PROPERTIES_SIZE_EXCEEDED: (ResponseCode.MESSAGE_ILLEGAL, _ILLEGAL),
-    PutStatus.SERVICE_NOT_AVAILABLE: (
+    PutStatus.SERVICE_NOT_AVAILABLE: (  # {disk}: SendMessageProcessor.diskUtil()
         ResponseCode.SERVICE_NOT_AVAILABLE,
         "service not available now. It may be caused by one of the following reasons: the "
-        "broker's disk is full, messages are put to the slave, message store has been shut "
-        "down, etc."),
+        "broker's disk is full [{disk}], messages are put to the slave, message store has been "
+        "shut down, etc."),
     PutStatus.OS_PAGECACHE_BUSY: (
         ResponseCode.SYSTEM_ERROR, "[PC_SYNCHRONIZED]broker busy, start flow control for a while"),
     PutStatus.UNKNOWN_ERROR: (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR"),
@@ -291,8 +291,13 @@ class SendProcessor:
         code, remark = PUT_RESULT[result.status]
         ext = self._base_ext()
         if result.status not in STORED:
-            remark = (remark or "").format(body=self.ctx.store_config.max_message_size // 1024)
-            log.warning("send_not_stored", topic=topic, status=result.status.name)
+            if result.status is PutStatus.SERVICE_NOT_AVAILABLE:
+                remark = (remark or "").format(disk=self.store.disk_usage_text())
+                # the store logs each change of its state once; a line per send would flood
+                log.debug("send_not_stored", topic=topic, status=result.status.name)
+            else:
+                remark = (remark or "").format(body=self.ctx.store_config.max_message_size // 1024)
+                log.warning("send_not_stored", topic=topic, status=result.status.name)
             return response_to(req, code, remark, ext)
         self.ctx.stats.on_put(topic, len(result.msg_ids), result.wrote_bytes)
         ext.update(

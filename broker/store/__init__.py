@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import shutil
 import time
 from collections.abc import Callable
@@ -27,9 +28,11 @@ from broker.store.checkpoint import (
 from broker.store.commitlog import CommitLog
 from broker.store.config import FlushDiskType, StoreConfig, delay_levels
 from broker.store.consumequeue import ConsumeQueue, storable_topic
-from broker.store.dispatch import Dispatch, dispatch_of, queued
+from broker.store.disk import Disk
+from broker.store.dispatch import dispatch_of, index_keys, queued
 from broker.store.flush import Flusher, fsync_all
 from broker.store.index import Index
+from broker.store.queues import INDEX, QueueTable
 from broker.store.reader import Reader
 from broker.store.recovery import ScanReport, scan
 from broker.store.results import GetResult, GetStatus, PutResult, PutStatus
@@ -57,24 +60,44 @@ class MessageStore:
         self.config = config
         self.store_host = store_host
         self._host_raw = pack_host(store_host)
-        self.root = config.root
-        self.commitlog = CommitLog(config.commitlog_dir, config.mapped_file_size_commit_log)
-        self.queues: dict[tuple[str, int], ConsumeQueue] = {}
-        self.index = Index(self.root / "index", config.max_hash_slot_num, config.max_index_num)
-        self.reader = Reader(self.commitlog, config)
-        self.retention = Retention(self.commitlog, self.index, config)
+        self.root = root = config.root
+        cl_dir = config.commitlog_dir
+        self.disk = Disk(
+            root,
+            cl_dir,
+            warning_ratio=config.disk_space_warning_level_ratio,
+            floor_bytes=config.disk_space_free_floor_mb << 20,
+        )
+        self.commitlog = CommitLog(
+            cl_dir, config.mapped_file_size_commit_log, lambda n: self.disk.check(n, cl_dir)
+        )
         self.delays = delay_levels(config.message_delay_level)
+        self.table = QueueTable(root, config, self.disk, self.delays)
+        self.reader = Reader(self.commitlog, config)
+        self.retention = Retention(self.commitlog, self.table.index, config, self.disk)
         sync = config.flush_disk_type is FlushDiskType.SYNC_FLUSH
         self.flusher = Flusher(
-            self.commitlog, sync=sync, interval=config.flush_interval_commit_log / 1000
+            self.commitlog,
+            sync=sync,
+            interval=config.flush_interval_commit_log / 1000,
+            on_error=self._io_failed,
         )
-        self._listeners: list[DispatchListener] = []
         self._tasks: list[asyncio.Task[None]] = []
         self._running = False
         self._read_only = False
-        self._broken = False  # a dispatch failed: refuse writes until a restart recovers
+        self.io_error: str | None = None  # a write or fsync failed: no put until a restart
+        self._create_error = ""  # the last file-creation failure logged (once per change)
+        self._checkpoint_error = ""
         self._lock_fd: int | None = None
         self.recovery: ScanReport | None = None
+
+    @property
+    def queues(self) -> dict[tuple[str, int], ConsumeQueue]:
+        return self.table.queues
+
+    @property
+    def index(self) -> Index:
+        return self.table.index
 
     # ------------------------------------------------------------ lifecycle
 
@@ -84,13 +107,11 @@ class MessageStore:
         began = time.monotonic()
         was_crash, cp = crashed(self.root), read_checkpoint(self.root)
         self.commitlog.load()
-        self._load_queues()
-        if self.config.message_index_enable:
-            self.index.load()
+        self.table.load()
         self.recovery = self._recover(cp, was_crash or cp is None)
         self.flusher.flushed = self.commitlog.max_offset
         create_abort(self.root)
-        self.retention.check_disk()
+        self.disk.refresh()
         self._running = True
         self._start_loops()
         r = self.recovery
@@ -102,18 +123,9 @@ class MessageStore:
             torn_bytes=r.torn,
             max_offset=self.commitlog.max_offset,
             queues=len(self.queues),
+            behind=len(self.table.behind),
             ms=int((time.monotonic() - began) * 1000),
         )
-
-    def _load_queues(self) -> None:
-        base = self.root / "consumequeue"
-        if not base.is_dir():
-            return
-        for topic_dir in base.iterdir():
-            for qdir in topic_dir.iterdir() if topic_dir.is_dir() else ():
-                if qdir.name.isdigit():
-                    cq = self._new_queue(topic_dir.name, int(qdir.name))
-                    cq.load()
 
     def _recover(self, cp: Checkpoint | None, full: bool) -> ScanReport:
         size = self.commitlog.segment_size
@@ -126,7 +138,7 @@ class MessageStore:
         for cq in self.queues.values():
             cq.truncate_from_phys(start)
         self.commitlog.max_offset = start
-        report = scan(self.commitlog, start, self._replay)
+        report = scan(self.commitlog, start, self._replay, check_tail=full)
         low = self.commitlog.min_offset
         for cq in self.queues.values():
             cq.correct_min(low)
@@ -136,26 +148,19 @@ class MessageStore:
         seg = self.commitlog.queue.find(phys)
         assert seg is not None
         msg = decode_record(seg.mm, phys - seg.start)
-        self._dispatch(dispatch_of(msg, phys, size, self.delays), notify=False)
+        self.table.dispatch(dispatch_of(msg, phys, size, self.delays), notify=False)
 
     def _start_loops(self) -> None:
         loop = asyncio.get_running_loop()
         cfg = self.config
-        self._tasks = [
-            loop.create_task(self.flusher.run(), name="store-flush-commitlog"),
-            loop.create_task(
-                every(
-                    cfg.flush_interval_consume_queue / 1000,
-                    self._flush_queues,
-                    name="flush_consume_queue",
-                ),
-                name="store-flush-queues",
-            ),
-            loop.create_task(
-                every(cfg.clean_resource_interval / 1000, self._clean, name="clean_resource"),
-                name="store-retention",
-            ),
+        jobs = [
+            (cfg.flush_interval_consume_queue / 1000, self._flush_queues, "flush_consume_queue"),
+            (cfg.clean_resource_interval / 1000, self._clean, "clean_resource"),
+            (1.0, self._catch_up, "dispatch_catch_up"),
         ]
+        self._tasks = [loop.create_task(self.flusher.run(), name="store-flush-commitlog")]
+        for interval, job, name in jobs:
+            self._tasks.append(loop.create_task(every(interval, job, name=name), name=name))
 
     async def _stop_loops(self) -> None:
         self._running = False
@@ -171,43 +176,80 @@ class MessageStore:
         self._close()
 
     async def shutdown(self) -> None:
-        """Stop the loops; make everything durable; write the checkpoint; drop the abort file."""
+        """Stop the loops; make everything durable; write the checkpoint; drop the abort file.
+        After an I/O error, or with a target still behind, the abort file stays: the next
+        start recovers from the last checkpoint, as after a crash."""
         if not self._running:
             return
         await self._stop_loops()
         await self.flusher.flush()
         await self._flush_queues()
         end = self.commitlog.max_offset
-        await asyncio.to_thread(write_checkpoint, self.root, Checkpoint(end, end, now_ms()))
-        remove_abort(self.root)
+        if self.io_error is None and not self.table.behind:
+            try:
+                await asyncio.to_thread(write_checkpoint, self.root, Checkpoint(end, end, now_ms()))
+                remove_abort(self.root)
+            except OSError as exc:  # a full disk: the next start recovers as after a crash
+                log.error(
+                    "checkpoint_not_written", error=str(exc), action="the next start recovers"
+                )
+        else:
+            log.warning(
+                "store_stopped_unclean",
+                io_error=self.io_error,
+                behind=len(self.table.behind),
+                action="the next start recovers",
+            )
         self._close()
         log.info("store_shutdown", max_offset=end)
 
     def _close(self) -> None:
         self.commitlog.close()
-        for cq in self.queues.values():
-            cq.close()
-        self.index.close()
+        self.table.close()
         if self._lock_fd is not None:
             unlock_store(self._lock_fd)
             self._lock_fd = None
 
+    def _io_failed(self, what: str, exc: OSError) -> None:
+        """A write or fsync failed: refuse puts and hold the checkpoint until a restart."""
+        if self.io_error is None:
+            self.io_error = f"{what}: {exc}"
+            log.error("store_io_error", what=what, error=str(exc),
+                      action="puts refused until a restart; checkpoint held")  # fmt: skip
+
     async def _flush_queues(self) -> None:
-        """Make ConsumeQueues and index durable; then the checkpoint may move up to here."""
+        """Make ConsumeQueues and index durable; then the checkpoint may move up to here
+        (never past a record a target still has to get, nor after an I/O error)."""
+        if self.io_error is not None:
+            return
         target = self.commitlog.max_offset
-        queues = list(self.queues.values())
-        marks = [(cq, cq.max_offset) for cq in queues]
-        segments = [seg for cq in queues for seg in cq.dirty_segments()]
-        await asyncio.to_thread(fsync_all, segments)
-        if self.config.message_index_enable:
-            await asyncio.to_thread(self.index.flush)
-        for cq, mark in marks:
+        dirty = self.table.dirty_segments()
+        try:
+            await asyncio.to_thread(fsync_all, [seg for _cq, _mark, segs in dirty for seg in segs])
+            if self.config.message_index_enable:
+                await asyncio.to_thread(self.index.flush)
+        except OSError as exc:
+            self._io_failed("consume_queue_fsync", exc)
+            return
+        for cq, mark, _segs in dirty:
             cq.flushed = max(cq.flushed, mark)
-        cp = Checkpoint(self.flusher.flushed, target, now_ms())
-        await asyncio.to_thread(write_checkpoint, self.root, cp)
+        dispatched = min([target, *self.table.behind.values()])
+        cp = Checkpoint(self.flusher.flushed, dispatched, now_ms())
+        try:
+            await asyncio.to_thread(write_checkpoint, self.root, cp)
+        except OSError as exc:  # the old checkpoint stays valid: recovery just scans more
+            if str(exc) != self._checkpoint_error:
+                log.warning("checkpoint_not_written", error=str(exc))
+            self._checkpoint_error = str(exc)
+        else:
+            self._checkpoint_error = ""
 
     async def _clean(self) -> None:
         self.retention.run_round(list(self.queues.values()))
+
+    async def _catch_up(self) -> None:
+        if self.table.behind and not self.disk.still_full():
+            await self.table.catch_up(self.commitlog)
 
     # ------------------------------------------------------------ writes
 
@@ -216,14 +258,23 @@ class MessageStore:
         self._read_only = flag
 
     def _refusal(self, msgs: list[MessageExt]) -> PutStatus | None:
-        if not self._running or self._read_only or self._broken or self.retention.disk_full:
+        if not self._running or self._read_only or self.io_error is not None:
             return PutStatus.SERVICE_NOT_AVAILABLE
+        if self.disk.full and self.disk.still_full():
+            return PutStatus.SERVICE_NOT_AVAILABLE
+        behind = self.table.behind
         for msg in msgs:
             if len(msg.body) > self.config.max_message_size:
                 return PutStatus.MESSAGE_ILLEGAL
             if not storable_topic(msg.topic):
                 return PutStatus.MESSAGE_ILLEGAL
+            if behind and (INDEX in behind or self.table.is_behind(msg.topic, msg.queue_id)):
+                return PutStatus.SERVICE_NOT_AVAILABLE  # its queue offsets are not known yet
         return None
+
+    def disk_usage_text(self) -> str:
+        """Java's diskUtil(), for the SERVICE_NOT_AVAILABLE remark."""
+        return self.disk.usage_text()
 
     async def put(self, msg: MessageExt, *, wait_flush: bool = True) -> PutResult:
         return await self.put_batch([msg], wait_flush=wait_flush)
@@ -240,30 +291,44 @@ class MessageStore:
         except ValueError:
             return PutResult(PutStatus.MESSAGE_ILLEGAL)
         except OSError as exc:
-            log.error("commitlog_segment_create_failed", error=str(exc))
-            return PutResult(PutStatus.CREATE_MAPPED_FILE_FAILED)
+            return PutResult(self._create_failed(exc))
         if self.flusher.sync and wait_flush:
             end = self.commitlog.max_offset
             if not await self.flusher.wait(end, self.config.sync_flush_timeout / 1000):
-                log.warning("flush_disk_timeout", end=end)
+                log.warning("flush_disk_timeout", end=end, io_error=self.flusher.failed)
                 return result._replace(status=PutStatus.FLUSH_DISK_TIMEOUT)
         return result
 
+    def _create_failed(self, exc: OSError) -> PutStatus:
+        """A file the put needed could not be made or grown: nothing was written."""
+        if exc.errno == errno.ENOSPC:
+            self.disk.set_full(str(exc))
+            return PutStatus.SERVICE_NOT_AVAILABLE
+        if str(exc) != self._create_error:  # once per distinct failure, not per message
+            log.error("store_file_create_failed", error=str(exc))
+        self._create_error = str(exc)
+        return PutStatus.CREATE_MAPPED_FILE_FAILED
+
     def _append(self, msgs: list[MessageExt]) -> PutResult:
-        """Encode every record first, then reserve one run for them all: a batch is stored
-        whole, in one segment, or not at all (CommitLog.putMessages)."""
+        """Encode every record, make room for their units and index entries, then reserve
+        one run for them all: a batch is stored whole, in one segment, or not at all
+        (CommitLog.putMessages)."""
         stamp = now_ms()
         records = self._encode(msgs, stamp)
         if not records:
             return PutResult(PutStatus.PUT_OK, -1, -1, [], stamp, 0)
         phys = first_phys = self.commitlog.reserve(sum(map(len, records)))
+        keys = [index_keys(m.properties) for m in msgs]
+        self.table.reserve(msgs, sum(map(len, keys)))
         ids: list[str] = []
-        for msg, data in zip(msgs, records, strict=True):
+        for msg, data, msg_keys in zip(msgs, records, keys, strict=True):
             self.commitlog.write(phys, data)  # stamps the record's physical offset
             msg.commit_log_offset = phys
-            self._dispatch(dispatch_of(msg, phys, len(data), self.delays), notify=True)
+            d = dispatch_of(msg, phys, len(data), self.delays, msg_keys)
+            self.table.dispatch(d, notify=True)
             ids.append(offset_msg_id(self._host_raw, phys))
             phys += len(data)
+        self._create_error = ""
         first_offset = msgs[0].queue_offset
         return PutResult(PutStatus.PUT_OK, first_phys, first_offset, ids, stamp, phys - first_phys)
 
@@ -277,7 +342,7 @@ class MessageStore:
             key = (msg.topic, msg.queue_id)
             if queued(msg.sys_flag):
                 offset = next_offsets.get(key)
-                msg.queue_offset = self._queue_max(key) if offset is None else offset
+                msg.queue_offset = self.table.queue_max(key) if offset is None else offset
                 next_offsets[key] = msg.queue_offset + 1
             else:
                 msg.queue_offset = 0
@@ -285,39 +350,13 @@ class MessageStore:
             records.append(encode_record(msg))
         return records
 
-    def _queue_max(self, key: tuple[str, int]) -> int:
-        cq = self.queues.get(key)
-        return cq.max_offset if cq is not None else 0
-
-    def _dispatch(self, d: Dispatch, *, notify: bool) -> None:
-        try:
-            if d.queued:
-                cq = self.queues.get((d.topic, d.queue_id)) or self._new_queue(d.topic, d.queue_id)
-                cq.put(d.queue_offset, d.phys, d.size, d.tags_code)
-            if d.keys and d.indexed and self.config.message_index_enable:
-                self.index.put(d.topic, d.keys, d.phys, d.store_ts)
-        except OSError as exc:  # the record is in the CommitLog: a restart re-dispatches it
-            self._broken = True
-            log.error("dispatch_failed", topic=d.topic, phys=d.phys, error=str(exc))
-            return
-        if notify and d.queued:
-            for listener in self._listeners:
-                listener(d.topic, d.queue_id, d.queue_offset, d.tags_code, d.store_ts)
-
-    def _new_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
-        directory = self.root / "consumequeue" / topic / str(queue_id)
-        cq = ConsumeQueue(directory, topic, queue_id, self.config.mapped_file_size_consume_queue)
-        self.queues[(topic, queue_id)] = cq
-        return cq
-
     def add_dispatch_listener(self, fn: DispatchListener) -> None:
         """``fn(topic, queue_id, queue_offset, tags_code, store_timestamp)`` per new message."""
-        self._listeners.append(fn)
+        self.table.listeners.append(fn)
 
     def delete_topic(self, topic: str) -> None:
         """Drop a topic's ConsumeQueues (files too); its CommitLog records age out as usual."""
-        for key in [k for k in self.queues if k[0] == topic]:
-            self.queues.pop(key).close()
+        self.table.delete_topic(topic)
         shutil.rmtree(self.root / "consumequeue" / topic, ignore_errors=True)
 
     # ------------------------------------------------------------ reads
@@ -340,7 +379,7 @@ class MessageStore:
         return cq.min_offset if cq is not None else 0
 
     def max_offset(self, topic: str, queue_id: int) -> int:
-        return self._queue_max((topic, queue_id))
+        return self.table.queue_max((topic, queue_id))
 
     def queue_ids(self, topic: str) -> list[int]:
         return sorted(q for t, q in self.queues if t == topic)

@@ -13,7 +13,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Final, NamedTuple
 
-from broker.store.segment import Segment, SegmentQueue
+from broker.store.segment import Segment, SegmentQueue, SpaceCheck
 from remoting.protocol.message import (
     BLANK_MAGIC,
     MAGIC_V1,
@@ -47,8 +47,11 @@ class Found(NamedTuple):
 
 
 class CommitLog:
-    def __init__(self, directory: Path, segment_size: int) -> None:
-        self.queue = SegmentQueue(directory, segment_size, preallocate=True)
+    def __init__(self, directory: Path, segment_size: int, check: SpaceCheck | None = None) -> None:
+        # segments are allocated whole when created: appends never fault in a block
+        self.queue = SegmentQueue(directory, segment_size, backed=segment_size)
+        if check is not None:
+            self.queue.check = check
         self.segment_size = segment_size
         self.max_offset = 0  # where the next record goes
 

@@ -32,6 +32,8 @@ class StoreConfig:
         "file_reserved_time": (0, None),
         "disk_max_used_space_ratio": (0, 100),
         "disk_space_warning_level_ratio": (0, 100),
+        "disk_space_free_floor_mb": (0, None),
+        "max_mapped_consume_queue_files": (16, None),
         "clean_resource_interval": (1, None),
         "max_hash_slot_num": (1, None),
         "max_index_num": (2, None),  # entry 0 is never used
@@ -56,6 +58,8 @@ class StoreConfig:
     delete_when: str = "04"  # hours of the day ("04;16") when expired files are deleted
     disk_max_used_space_ratio: int = 75  # % of the disk: beyond it, delete at once
     disk_space_warning_level_ratio: int = 90  # % of the disk: beyond it, refuse writes
+    disk_space_free_floor_mb: int = 16  # ours: no file grows into the last MiBs of the disk
+    max_mapped_consume_queue_files: int = 16_384  # ours: idle ConsumeQueue files unmapped past it
     clean_resource_interval: int = 10_000  # ms between retention rounds
     max_hash_slot_num: int = 5_000_000
     max_index_num: int = 5_000_000 * 4

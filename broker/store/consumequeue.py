@@ -3,6 +3,10 @@
 
 A unit of all zeros was never written; a blank unit (offset 0, size 0x7fffffff) fills a gap
 left by a record lost to corruption, and is skipped by readers (Java's fillPreBlank).
+
+Files are allocated a chunk at a time as units are written (segment.py: never write where no
+blocks are), hold no descriptor, and share the store's MapCache. ``reserve`` makes the units
+of a put writable before the CommitLog is touched, so a full disk refuses the put whole.
 """
 
 from __future__ import annotations
@@ -13,10 +17,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Final, NamedTuple
 
-from broker.store.segment import Segment, SegmentQueue
+from broker.store.segment import MapCache, Segment, SegmentQueue, SpaceCheck
 from remoting.protocol.message import MAX_TOPIC_BYTES
 
 UNIT: Final = 20
+CHUNK: Final = 3276 * UNIT  # about 64 KiB allocated at a time
 _UNIT = struct.Struct(">qiq")
 BLANK_SIZE: Final = 0x7FFFFFFF
 _ZEROS: Final = bytes(UNIT)
@@ -47,10 +52,22 @@ class Unit(NamedTuple):
 
 
 class ConsumeQueue:
-    def __init__(self, directory: Path, topic: str, queue_id: int, segment_size: int) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        topic: str,
+        queue_id: int,
+        segment_size: int,
+        *,
+        cache: MapCache | None = None,
+        check: SpaceCheck | None = None,
+    ) -> None:
         self.topic = topic
         self.queue_id = queue_id
-        self.queue = SegmentQueue(directory, segment_size - segment_size % UNIT, preallocate=False)
+        size = segment_size - segment_size % UNIT
+        self.queue = SegmentQueue(directory, size, backed=CHUNK, cache=cache)
+        if check is not None:
+            self.queue.check = check
         self.max_offset = 0  # units written: the next message's queue offset
         self.min_offset = 0  # first unit still served
         self.flushed = 0  # units made durable
@@ -64,7 +81,9 @@ class ConsumeQueue:
         last = self.queue.last()
         if last is None:
             return
-        self.max_offset = (last.start + _written(last)) // UNIT
+        written = _written(last)
+        last.backed = min(last.backed, written)  # past its units a file may be sparse
+        self.max_offset = (last.start + written) // UNIT
         self.min_offset = self.queue.min_offset // UNIT
         self.flushed = self.max_offset
 
@@ -77,14 +96,32 @@ class ConsumeQueue:
             self._write(self.max_offset, 0, BLANK_SIZE, 0)
         self._write(offset, phys, size, tags_code)
 
-    def _write(self, offset: int, phys: int, size: int, tags_code: int) -> None:
-        pos = offset * UNIT
+    def reserve(self, last: int) -> None:
+        """Make every unit up to queue offset ``last`` writable -- segments created, blocks
+        allocated -- or raise OSError having written nothing."""
+        pos, end = self.max_offset * UNIT, (last + 1) * UNIT
+        while pos < end:
+            seg = self._segment(pos)
+            upto = min(end, seg.end)
+            seg.ensure_backed(upto - seg.start, CHUNK, self.queue.check)
+            pos = upto
+
+    def _segment(self, pos: int) -> Segment:
         seg = self.queue.find(pos)
         if seg is None:
-            if not self.queue.segments:
-                self.min_offset = offset - offset % self.units_per_segment
+            first = not self.queue.segments
             seg = self.queue.create(pos - pos % self.queue.size)
-        seg.write(pos - seg.start, _UNIT.pack(phys, size, tags_code))
+            if first:
+                self.min_offset = seg.start // UNIT
+        return seg
+
+    def _write(self, offset: int, phys: int, size: int, tags_code: int) -> None:
+        pos = offset * UNIT
+        seg = self.queue.find(pos) or self._segment(pos)
+        at = pos - seg.start
+        if at + UNIT > seg.backed:
+            seg.ensure_backed(at + UNIT, CHUNK, self.queue.check)
+        seg.write(at, _UNIT.pack(phys, size, tags_code))
         self.max_offset = offset + 1
 
     def unit(self, offset: int) -> Unit | None:
@@ -171,9 +208,16 @@ class ConsumeQueue:
         self.correct_min(commitlog_min)
         return deleted
 
+    @property
+    def dirty(self) -> bool:
+        return self.max_offset > self.flushed
+
     def dirty_segments(self) -> list[Segment]:
-        start = self.flushed * UNIT
-        return [s for s in self.queue.segments if s.end > start]
+        """Segments holding units written since the last flush (none for an idle queue)."""
+        if self.max_offset <= self.flushed:
+            return []
+        start, end = self.flushed * UNIT, self.max_offset * UNIT
+        return [s for s in self.queue.segments if s.end > start and s.start < end]
 
     def close(self) -> None:
         self.queue.close()

@@ -59,7 +59,10 @@ def queue_tags_code(msg: MessageExt, delays: list[int]) -> int:
     return tags_code(msg.properties.get(Prop.TAGS))
 
 
-def dispatch_of(msg: MessageExt, phys: int, size: int, delays: list[int]) -> Dispatch:
+def dispatch_of(
+    msg: MessageExt, phys: int, size: int, delays: list[int], keys: list[str] | None = None
+) -> Dispatch:
+    """What ``msg``, stored at ``phys``, adds (``keys``: its index keys, if known already)."""
     return Dispatch(
         msg.topic,
         msg.queue_id,
@@ -68,6 +71,6 @@ def dispatch_of(msg: MessageExt, phys: int, size: int, delays: list[int]) -> Dis
         size,
         queue_tags_code(msg, delays),
         msg.store_timestamp,
-        index_keys(msg.properties),
+        index_keys(msg.properties) if keys is None else keys,
         msg.sys_flag,
     )

@@ -3,41 +3,64 @@
 ASYNC_FLUSH: one fsync round every ``flushIntervalCommitLog``. SYNC_FLUSH: group commit --
 writers wait for their end offset; one fsync covers every write queued while the previous one
 ran (design.md 10).
+
+An fsync that fails (EIO) is never taken for success: Linux may already have dropped the
+pages it could not write, so a retry that "succeeds" proves nothing. The flusher stops at the
+first failure: ``flushed`` stays where it was (so the checkpoint never passes the lost
+data), waiting writers are told their data is not durable (FLUSH_DISK_TIMEOUT, as Java's
+GroupCommitService reports an unflushed request), and ``on_error`` makes the store refuse
+puts until a restart recovers from the CommitLog.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+from collections.abc import Callable
 
 from broker.store.commitlog import CommitLog
 from broker.store.segment import Segment
-from remoting.tasks import wait_future
 
 
 def fsync_all(segments: list[Segment]) -> None:
+    """fsync each segment; a segment retention closed meanwhile is skipped (Segment.fsync),
+    any other error is raised."""
     for seg in segments:
-        with contextlib.suppress(ValueError, OSError):  # closed by retention meanwhile
-            seg.fsync()
+        seg.fsync()
 
 
 class Flusher:
-    def __init__(self, commitlog: CommitLog, *, sync: bool, interval: float) -> None:
+    def __init__(
+        self,
+        commitlog: CommitLog,
+        *,
+        sync: bool,
+        interval: float,
+        on_error: Callable[[str, OSError], None],
+    ) -> None:
         self.commitlog = commitlog
         self.sync = sync
         self.interval = interval
         self.flushed = commitlog.max_offset
-        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self.failed: OSError | None = None
+        self._on_error = on_error
+        self._waiters: list[tuple[int, asyncio.Future[bool]]] = []
         self._wake = asyncio.Event()
 
     async def wait(self, end: int, timeout: float) -> bool:
-        """Until the CommitLog is durable up to ``end``; False after ``timeout`` seconds."""
+        """Until the CommitLog is durable up to ``end``; False after ``timeout`` seconds or
+        when the flush failed."""
         if self.flushed >= end:
             return True
-        fut = asyncio.get_running_loop().create_future()
+        if self.failed is not None:
+            return False
+        fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._waiters.append((end, fut))
         self._wake.set()
-        return await wait_future(fut, timeout)
+        try:
+            async with asyncio.timeout(timeout):
+                return await fut
+        except TimeoutError:
+            return False
 
     async def run(self) -> None:
         """The flush loop; cancelled at shutdown (``flush()`` then makes the rest durable)."""
@@ -51,19 +74,28 @@ class Flusher:
 
     async def flush(self) -> None:
         target = self.commitlog.max_offset
-        if target > self.flushed:
+        if self.failed is None and target > self.flushed:
             segments = self.commitlog.segments_between(self.flushed, target)
-            await asyncio.to_thread(fsync_all, segments)
-            self.flushed = max(self.flushed, target)
-        if self._waiters:
-            done = self.flushed
-            keep = []
-            for end, fut in self._waiters:
-                if end <= done:
-                    if not fut.done():
-                        fut.set_result(None)
-                else:
-                    keep.append((end, fut))
-            self._waiters = keep
-            if keep:
-                self._wake.set()
+            try:
+                await asyncio.to_thread(fsync_all, segments)
+            except OSError as exc:
+                self.failed = exc
+                self._on_error("commitlog_fsync", exc)
+            else:
+                self.flushed = max(self.flushed, target)
+        self._answer_waiters()
+
+    def _answer_waiters(self) -> None:
+        if not self._waiters:
+            return
+        done, failed = self.flushed, self.failed is not None
+        keep = []
+        for end, fut in self._waiters:
+            if end <= done or failed:
+                if not fut.done():
+                    fut.set_result(end <= done)
+            else:
+                keep.append((end, fut))
+        self._waiters = keep
+        if keep:
+            self._wake.set()

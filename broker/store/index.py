@@ -3,7 +3,9 @@
 Each file: a 40-byte header (begin/end timestamp, begin/end commitlog offset, slots used,
 entries), ``maxHashSlotNum`` 4-byte slots, ``maxIndexNum`` 20-byte entries (key hash, offset,
 seconds since the file's begin, previous entry of the slot). Keys are ``topic#key`` for each
-KEYS word and for UNIQ_KEY. Files are sparse and named by creation time.
+KEYS word and for UNIQ_KEY. Files are named by creation time. Header and slots are allocated
+when a file is made; entries a chunk at a time, before they are written (``reserve``), so a
+full disk refuses a put instead of killing the process (segment.py).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Final
 
 import structlog
 
+from broker.store.segment import SpaceCheck
 from remoting.files import fsync_dir
 from remoting.protocol.msgid import java_hash
 
@@ -26,6 +29,11 @@ HEADER: Final = 40
 _HEADER = struct.Struct(">qqqqii")
 _ENTRY = struct.Struct(">iqii")
 _SLOT = struct.Struct(">i")
+_CHUNK_ENTRIES = 52_428  # about 1 MiB of entries allocated at a time
+
+
+def _no_check(_nbytes: int) -> None:
+    return None
 
 
 def key_hash(key: str) -> int:
@@ -35,22 +43,45 @@ def key_hash(key: str) -> int:
 
 
 class IndexFile:
-    def __init__(self, path: Path, slots: int, entries: int, *, create: bool) -> None:
+    def __init__(
+        self, path: Path, slots: int, entries: int, *, create: bool, check: SpaceCheck = _no_check
+    ) -> None:
         self.path, self.slots, self.entries = path, slots, entries
-        size = HEADER + slots * 4 + entries * 20
+        self._entries_at = HEADER + slots * 4
+        size = self._entries_at + entries * 20
+        if create:
+            check(self._entries_at)
         self.fd = os.open(path, os.O_RDWR | (os.O_CREAT if create else 0), 0o644)
         try:
             if os.fstat(self.fd).st_size < size:
                 os.ftruncate(self.fd, size)
+            if create:
+                os.posix_fallocate(self.fd, 0, self._entries_at)
             self.mm = mmap.mmap(self.fd, size)
         except BaseException:
             os.close(self.fd)
+            if create:
+                path.unlink(missing_ok=True)
             raise
         if create:
             fsync_dir(path.parent)
         fields: tuple[int, ...] = _HEADER.unpack_from(self.mm, 0)
         self.begin_ts, self.end_ts, self.begin_phys, self.end_phys, self.used, count = fields
         self.count: int = max(count, 1)  # entry 0 is never used: 0 means "no entry"
+        self.backed = self.count  # entries with blocks behind them: those written, at least
+        self.closed = False
+
+    def reserve(self, count: int, check: SpaceCheck = _no_check) -> None:
+        """Allocate blocks for ``count`` more entries (and a chunk beyond); raises OSError,
+        having written nothing, when the disk cannot give them."""
+        need = min(self.entries, self.count + count)
+        if need <= self.backed:
+            return
+        target = min(self.entries, max(need, self.backed + _CHUNK_ENTRIES))
+        check((target - self.backed) * 20)
+        os.posix_fallocate(self.fd, self._entries_at + self.backed * 20,
+                           (target - self.backed) * 20)  # fmt: skip
+        self.backed = target
 
     @property
     def full(self) -> bool:
@@ -99,9 +130,14 @@ class IndexFile:
             index, seen = prev, seen + 1
 
     def flush(self) -> None:
-        os.fsync(self.fd)  # releases the GIL, unlike mmap.flush
+        try:
+            os.fsync(self.fd)  # releases the GIL, unlike mmap.flush
+        except (OSError, ValueError):
+            if not self.closed:  # only a file retention closed meanwhile may fail
+                raise
 
     def close(self) -> None:
+        self.closed = True
         self.mm.close()
         os.close(self.fd)
 
@@ -113,10 +149,13 @@ class IndexFile:
 class Index:
     """The index files of a store, newest last."""
 
-    def __init__(self, directory: Path, slots: int, entries: int) -> None:
+    def __init__(
+        self, directory: Path, slots: int, entries: int, check: SpaceCheck = _no_check
+    ) -> None:
         if slots < 1 or entries < 2:  # entry 0 is never used: a file must hold one more
             raise ValueError(f"index needs >= 1 slot and >= 2 entries, got {slots}, {entries}")
         self.directory, self.slots, self.entries = directory, slots, entries
+        self.check = check
         self.files: list[IndexFile] = []
 
     def load(self) -> None:
@@ -124,21 +163,33 @@ class Index:
             for path in sorted(p for p in self.directory.iterdir() if p.name.isdigit()):
                 self.files.append(IndexFile(path, self.slots, self.entries, create=False))
 
-    def _writable(self) -> IndexFile:
-        if not self.files or self.files[-1].full:
+    def _writable(self, room: int = 1) -> IndexFile:
+        """The file to add to: a new one when the last cannot take ``room`` more entries
+        (a put never spans two files, so one reservation covers it)."""
+        last = self.files[-1] if self.files else None
+        if last is None or last.entries - last.count < min(room, self.entries - 1):
             self.directory.mkdir(parents=True, exist_ok=True)
             name = datetime.now(UTC).strftime("%Y%m%d%H%M%S%f")[:17]
             while (self.directory / name).exists():
                 name = str(int(name) + 1)
-            self.files.append(
-                IndexFile(self.directory / name, self.slots, self.entries, create=True)
+            last = IndexFile(
+                self.directory / name, self.slots, self.entries, create=True, check=self.check
             )
-        return self.files[-1]
+            self.files.append(last)
+        return last
+
+    def reserve(self, keys: int) -> None:
+        """Make room for ``keys`` entries before the CommitLog append they index; raises
+        OSError when the disk cannot give it."""
+        if keys:
+            self._writable(keys).reserve(keys, self.check)
 
     def put(self, topic: str, keys: list[str], phys: int, store_ts: int) -> None:
         full = [f"{topic}#{key}" for key in keys]
         while full:  # a file that fills up part-way leaves the rest to a new one
-            full = full[self._writable().put(full, phys, store_ts) :]
+            file = self._writable(len(full))
+            file.reserve(len(full), self.check)  # a no-op after the put path's reserve()
+            full = full[file.put(full, phys, store_ts) :]
 
     def query(self, topic: str, key: str, limit: int, begin: int, end: int) -> list[int]:
         """Commitlog offsets of ``topic``'s messages with ``key`` in the time range, newest

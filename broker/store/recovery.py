@@ -35,9 +35,16 @@ class ScanReport:
     torn: int = 0  # bytes of a torn tail that were zeroed
 
 
-def scan(commitlog: CommitLog, start: int, on_record: Callable[[int, int], None]) -> ScanReport:
+def scan(
+    commitlog: CommitLog,
+    start: int,
+    on_record: Callable[[int, int], None],
+    *,
+    check_tail: bool = True,
+) -> ScanReport:
     """Verify the log from ``start``; ``on_record(phys, size)`` for each valid record; cut
-    the torn tail. Returns what was found."""
+    the torn tail. After a clean stop nothing was written past the end, so
+    ``check_tail=False`` leaves the rest of the last segment unread (it is zeros)."""
     report = ScanReport(start)
     pos = start
     while (seg := commitlog.queue.find(pos)) is not None:
@@ -65,7 +72,7 @@ def scan(commitlog: CommitLog, start: int, on_record: Callable[[int, int], None]
             report.holes.append((pos, resume))
             pos = resume
     report.end = pos
-    _cut(commitlog, pos)
+    _cut(commitlog, pos, check_tail or report.torn > 0)
     return report
 
 
@@ -94,11 +101,11 @@ def _segments_after(commitlog: CommitLog, seg: Segment) -> Iterator[Segment]:
     yield from segments[segments.index(seg) + 1 :]
 
 
-def _cut(commitlog: CommitLog, end: int) -> None:
+def _cut(commitlog: CommitLog, end: int, check_tail: bool) -> None:
     """End the log at ``end``: zero the rest of its segment, drop the segments after it."""
     seg = commitlog.queue.find(end)
     if seg is not None:
-        if not seg.zeroed_from(end - seg.start):
+        if check_tail and not seg.zeroed_from(end - seg.start):
             seg.zero(end - seg.start)
             seg.fsync()
         commitlog.queue.truncate_after(seg.end)

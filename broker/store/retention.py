@@ -1,12 +1,11 @@
 """Retention: delete CommitLog segments older than ``fileReservedTime`` at the ``deleteWhen``
 hours, or at once (oldest first, expired or not) when the disk passes
-``diskMaxUsedSpaceRatio``; past ``diskSpaceWarningLevelRatio`` the store refuses writes.
-ConsumeQueue segments and index files whose messages are all gone follow, and queue min
-offsets move up (CleanCommitLogService, CleanConsumeQueueService)."""
+``diskMaxUsedSpaceRatio``; past ``diskSpaceWarningLevelRatio`` the store refuses writes
+(broker.store.disk). ConsumeQueue segments and index files whose messages are all gone
+follow, and queue min offsets move up (CleanCommitLogService, CleanConsumeQueueService)."""
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Iterable
 from datetime import datetime
@@ -16,6 +15,7 @@ import structlog
 from broker.store.commitlog import CommitLog
 from broker.store.config import StoreConfig
 from broker.store.consumequeue import ConsumeQueue
+from broker.store.disk import Disk, used_ratio
 from broker.store.index import Index
 
 log = structlog.get_logger(__name__)
@@ -23,35 +23,21 @@ log = structlog.get_logger(__name__)
 MAX_DELETES_PER_ROUND = 10
 
 
-def disk_ratio(path: str) -> float:
-    usage = shutil.disk_usage(path)
-    return usage.used / usage.total if usage.total else 0.0
-
-
 class Retention:
-    def __init__(self, commitlog: CommitLog, index: Index, config: StoreConfig) -> None:
+    def __init__(self, commitlog: CommitLog, index: Index, config: StoreConfig, disk: Disk) -> None:
         self.commitlog = commitlog
         self.index = index
         self.config = config
-        self.disk_full = False
+        self.disk = disk
         hours = config.delete_when.replace(",", ";").split(";")
         self._hours = {int(h) for h in hours if h.strip().isdigit()}
-
-    def check_disk(self) -> float:
-        """Measure the disk; past the warning level, writes are refused until space returns."""
-        ratio = disk_ratio(str(self.commitlog.queue.directory.parent))
-        full = ratio * 100 >= self.config.disk_space_warning_level_ratio
-        if full != self.disk_full:
-            event = "disk_full_writes_refused" if full else "disk_space_recovered"
-            log.warning(event, used_ratio=round(ratio, 3))
-        self.disk_full = full
-        return ratio
 
     def run_round(self, queues: Iterable[ConsumeQueue], now: float | None = None) -> int:
         """One round; returns the CommitLog segments deleted."""
         now = time.time() if now is None else now
-        ratio = self.check_disk()
-        force = ratio * 100 >= self.config.disk_max_used_space_ratio
+        self.disk.refresh()
+        ratio = used_ratio(self.disk.commitlog_dir)
+        force = ratio < 0 or ratio * 100 > self.config.disk_max_used_space_ratio
         due = datetime.fromtimestamp(now).hour in self._hours
         deleted = 0
         if force or due:

@@ -1,18 +1,29 @@
 """Segment and SegmentQueue: fixed-size files named by their 20-digit start offset, mapped.
 
-Writes copy into the mapping (no syscall per message); ``fsync`` on the descriptor makes them
-durable (Linux writes back pages dirtied through a shared mapping). A CommitLog segment is
-``fallocate``d when created, so a full disk fails the creation with a clear error instead of
-killing the process with SIGBUS on a later write into an unbacked page.
+Writes copy into the mapping (no syscall per message); ``fsync`` makes them durable (Linux
+writes back pages dirtied through a shared mapping, whichever descriptor asks).
+
+No byte is ever written through a mapping where the file has no blocks behind it: on a full
+disk that page fault kills the process with SIGBUS. ``backed`` is how much of a file has its
+blocks (``fallocate``); writers call ``ensure_backed`` first, which fails with an OSError
+(ENOSPC, or ``DiskFull`` from the store's check) instead. A CommitLog segment is backed
+whole when created; ConsumeQueue files grow a chunk at a time, so 10,000 idle queues do not
+take 6 MB of disk each.
+
+A SegmentQueue with ``keep_fd=False`` (ConsumeQueues: thousands of files) closes each file's
+descriptor right after mapping it -- a mapping needs none -- and shares a ``MapCache`` that
+unmaps idle segments beyond a limit; a segment is mapped again on its next use.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import errno
 import mmap
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import structlog
@@ -21,7 +32,7 @@ from remoting.files import fsync_dir
 
 log = structlog.get_logger(__name__)
 
-_NAME = re.compile(r"^[0-9]{20}$")
+_NAME = re.compile(r"[0-9]{20}")
 _CHUNK = 1 << 20
 _ZERO_CHUNK = bytes(_CHUNK)
 # Linux 5.14+: map a range writable in one call (no data is changed); elsewhere it fails
@@ -30,53 +41,180 @@ _MADV_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23)
 _prefault_works = hasattr(mmap.mmap, "madvise")
 _PREFAULT = 256 << 10  # per call: about half a millisecond on the loop here
 
+# checks that ``nbytes`` more of the disk may be used; raises OSError (DiskFull) if not
+SpaceCheck = Callable[[int], None]
+
+
+def _no_check(_nbytes: int) -> None:
+    return None
+
+
+class MapCache:
+    """Bounds how many segments are mapped at once (second chance: a segment used since the
+    last sweep is kept one more round)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._ring: collections.deque[Segment] = collections.deque()
+
+    def __len__(self) -> int:
+        return len(self._ring)
+
+    def mapped(self, seg: Segment) -> None:
+        self._ring.append(seg)
+        if len(self._ring) > self.limit:
+            self._evict()
+
+    def _evict(self) -> None:
+        ring = self._ring
+        for _ in range(2 * len(ring)):
+            seg = ring.popleft()
+            if not seg.is_mapped:
+                continue  # closed or unmapped meanwhile
+            if seg.used:
+                seg.used = False
+                ring.append(seg)
+            elif seg.unmap():
+                return
+            else:
+                ring.append(seg)  # a view of it is still in use
+
 
 class Segment:
     """One file of ``size`` bytes holding offsets ``[start, start + size)``."""
 
-    __slots__ = ("faulted", "fd", "mm", "path", "size", "start")
+    __slots__ = ("_cache", "_mm", "backed", "closed", "faulted", "fd", "path", "size", "start",
+                 "used")  # fmt: skip
 
-    def __init__(self, path: Path, start: int, size: int, fd: int) -> None:
+    def __init__(
+        self,
+        path: Path,
+        start: int,
+        size: int,
+        fd: int | None,
+        *,
+        backed: int,
+        cache: MapCache | None = None,
+    ) -> None:
         self.path = path
         self.start = start
         self.size = size
-        self.fd = fd
-        self.mm = mmap.mmap(fd, size)
+        self.fd = fd  # kept open only when its queue keeps descriptors
+        self.backed = backed  # bytes from the start with blocks behind them
         self.faulted = 0  # bytes from the start mapped writable by prefault()
+        self.closed = False  # closed on purpose (retention, shutdown): errors are expected
+        self.used = True
+        self._cache = cache
+        self._mm: mmap.mmap | None = mmap.mmap(fd, size) if fd is not None else None
 
     @classmethod
-    def create(cls, directory: Path, start: int, size: int, *, preallocate: bool) -> Segment:
-        """A new zero-filled segment; raises OSError (ENOSPC, ...) when it cannot be made."""
+    def create(
+        cls,
+        directory: Path,
+        start: int,
+        size: int,
+        *,
+        backed: int,
+        check: SpaceCheck = _no_check,
+        cache: MapCache | None = None,
+    ) -> Segment:
+        """A new zero-filled segment with its first ``backed`` bytes allocated; raises OSError
+        (ENOSPC, DiskFull, ...) when it cannot be made."""
+        check(backed)
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / f"{start:020d}"
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
         try:
-            if preallocate:
-                os.posix_fallocate(fd, 0, size)
-            else:
-                os.ftruncate(fd, size)
+            os.ftruncate(fd, size)
+            if backed:
+                os.posix_fallocate(fd, 0, backed)
             fsync_dir(directory)  # the new file's name is durable before anything points at it
-            return cls(path, start, size, fd)
-        except BaseException:
+            if cache is None:
+                return cls(path, start, size, fd, backed=backed)
+            seg = cls(path, start, size, None, backed=backed, cache=cache)
+            seg._mm = mmap.mmap(fd, size)
             os.close(fd)
+            cache.mapped(seg)
+            return seg
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.close(fd)
             with contextlib.suppress(OSError):
                 path.unlink()
             raise
 
     @classmethod
-    def open(cls, path: Path, size: int) -> Segment:
+    def open(cls, path: Path, size: int, *, cache: MapCache | None = None) -> Segment:
+        """An existing segment; its blocks are assumed only as far as the file reaches (a
+        file cut short is extended sparsely: writers back it before writing)."""
         fd = os.open(path, os.O_RDWR)
         try:
-            if os.fstat(fd).st_size < size:  # a file cut short: extend it with zeros
+            length = os.fstat(fd).st_size
+            if length < size:
                 os.ftruncate(fd, size)
-            return cls(path, int(path.name), size, fd)
+            if cache is None:
+                return cls(path, int(path.name), size, fd, backed=min(length, size))
         except BaseException:
             os.close(fd)
             raise
+        os.close(fd)
+        return cls(path, int(path.name), size, None, backed=min(length, size), cache=cache)
 
     @property
     def end(self) -> int:
         return self.start + self.size
+
+    @property
+    def is_mapped(self) -> bool:
+        return self._mm is not None
+
+    @property
+    def mm(self) -> mmap.mmap:
+        """The mapping, made again if the cache dropped it."""
+        mm = self._mm
+        if mm is None:
+            mm = self._map()
+        self.used = True
+        return mm
+
+    def _map(self) -> mmap.mmap:
+        if self.closed:
+            raise ValueError(f"{self.path} is closed")
+        fd = os.open(self.path, os.O_RDWR)
+        try:
+            mm = self._mm = mmap.mmap(fd, self.size)
+        finally:
+            os.close(fd)
+        if self._cache is not None:
+            self._cache.mapped(self)
+        return mm
+
+    def unmap(self) -> bool:
+        """Drop the mapping (the cache's eviction); False while a view of it is in use."""
+        mm = self._mm
+        if mm is None:
+            return True
+        try:
+            mm.close()
+        except BufferError:
+            return False
+        self._mm = None
+        return True
+
+    def ensure_backed(self, end: int, chunk: int, check: SpaceCheck = _no_check) -> None:
+        """Allocate blocks behind the file up to ``end`` (and up to a chunk beyond); raises
+        OSError, having written nothing, when the disk cannot give them."""
+        if end <= self.backed:
+            return
+        target = min(self.size, max(end, self.backed + chunk))
+        check(target - self.backed)
+        fd = self.fd if self.fd is not None else os.open(self.path, os.O_RDWR)
+        try:
+            os.posix_fallocate(fd, self.backed, target - self.backed)
+        finally:
+            if fd != self.fd:
+                os.close(fd)
+        self.backed = target
 
     def write(self, pos: int, data: bytes | bytearray | memoryview) -> None:
         self.mm[pos : pos + len(data)] = data
@@ -84,11 +222,11 @@ class Segment:
     def prefault(self, pos: int) -> None:
         """Map the next chunk from ``pos`` writable in one call, so the appends that follow
         do not fault a page at a time (RocketMQ warms its mapped files for the same
-        reason). Nothing is written: only for preallocated files, where no block is
+        reason). Nothing is written: only within the backed part, where no block is
         allocated by it."""
         global _prefault_works
         start = pos - pos % mmap.PAGESIZE
-        end = min(self.size, start + _PREFAULT)
+        end = min(self.backed, start + _PREFAULT)
         self.faulted = end
         if _prefault_works and end > start:
             try:
@@ -101,27 +239,48 @@ class Segment:
         return self.mm[pos : pos + length]
 
     def zero(self, pos: int) -> None:
-        """Zero everything from ``pos`` to the end (a truncated tail), a chunk at a time."""
-        for at in range(pos, self.size, _CHUNK):
-            end = min(at + _CHUNK, self.size)
-            self.mm[at:end] = _ZERO_CHUNK[: end - at]
+        """Zero from ``pos`` to the end (a truncated tail), a chunk at a time; beyond the
+        backed part the file holds no data, so nothing is written there."""
+        mm = self.mm
+        for at in range(pos, self.backed, _CHUNK):
+            end = min(at + _CHUNK, self.backed)
+            mm[at:end] = _ZERO_CHUNK[: end - at]
 
     def zeroed_from(self, pos: int) -> bool:
         """Whether every byte from ``pos`` to the end is zero (scanned a chunk at a time)."""
+        mm = self.mm
         for at in range(pos, self.size, _CHUNK):
             end = min(at + _CHUNK, self.size)
-            if self.mm[at:end] != _ZERO_CHUNK[: end - at]:
+            if mm[at:end] != _ZERO_CHUNK[: end - at]:
                 return False
         return True
 
     def fsync(self) -> None:
-        os.fsync(self.fd)
+        """Make what was written durable. Errors are raised unless the segment was closed on
+        purpose meanwhile (retention deleted it)."""
+        try:
+            if self.fd is not None:
+                os.fsync(self.fd)
+                return
+            fd = os.open(self.path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except (OSError, ValueError):
+            if not self.closed:
+                raise
 
     def close(self) -> None:
-        with contextlib.suppress(BufferError, ValueError):
-            self.mm.close()
-        with contextlib.suppress(OSError):
-            os.close(self.fd)
+        self.closed = True
+        if self._mm is not None:
+            with contextlib.suppress(BufferError, ValueError):
+                self._mm.close()
+            self._mm = None
+        if self.fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+            self.fd = None
 
     def delete(self) -> None:
         self.close()
@@ -129,25 +288,38 @@ class Segment:
             self.path.unlink()
 
     def mtime(self) -> float:
-        return os.fstat(self.fd).st_mtime
+        return self.path.stat().st_mtime
 
 
 class SegmentQueue:
-    """The segments of one log, contiguous and ordered by start offset."""
+    """The segments of one log, contiguous and ordered by start offset.
 
-    def __init__(self, directory: Path, size: int, *, preallocate: bool) -> None:
+    ``backed`` is how much of a new segment is allocated at creation: all of it (CommitLog)
+    or a first chunk (ConsumeQueue, which grows through ``Segment.ensure_backed``)."""
+
+    def __init__(
+        self,
+        directory: Path,
+        size: int,
+        *,
+        backed: int,
+        cache: MapCache | None = None,
+        check: SpaceCheck = _no_check,
+    ) -> None:
         self.directory = directory
         self.size = size
-        self.preallocate = preallocate
+        self.backed = min(backed, size)
+        self.cache = cache  # None: descriptors stay open, mappings stay
+        self.check = check
         self.segments: list[Segment] = []
 
     def load(self) -> None:
         """Open every segment file; a gap or a foreign file name is reported, not guessed at."""
         if not self.directory.is_dir():
             return
-        names = sorted(p.name for p in self.directory.iterdir() if _NAME.match(p.name))
+        names = sorted(p.name for p in self.directory.iterdir() if _NAME.fullmatch(p.name))
         for name in names:
-            seg = Segment.open(self.directory / name, self.size)
+            seg = Segment.open(self.directory / name, self.size, cache=self.cache)
             if self.segments and seg.start != self.segments[-1].end:
                 log.error(
                     "segment_gap",
@@ -176,7 +348,14 @@ class SegmentQueue:
         return None
 
     def create(self, start: int) -> Segment:
-        seg = Segment.create(self.directory, start, self.size, preallocate=self.preallocate)
+        seg = Segment.create(
+            self.directory,
+            start,
+            self.size,
+            backed=self.backed,
+            check=self.check,
+            cache=self.cache,
+        )
         self.segments.append(seg)
         return seg
 

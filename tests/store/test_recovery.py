@@ -173,9 +173,13 @@ async def test_refusals_write_nothing(open_store: StoreFactory, tmp_path: Path) 
     full = await open_store(tmp_path / "full", disk_space_warning_level_ratio=0)
     assert (await full.put(message())).status is PutStatus.SERVICE_NOT_AVAILABLE
     huge = await open_store(tmp_path / "huge", mapped_file_size_commit_log=1 << 55)
-    failed = await huge.put(message())
-    assert failed.status is PutStatus.CREATE_MAPPED_FILE_FAILED
+    failed = await huge.put(message())  # no disk has room for the segment: it is full
+    assert failed.status is PutStatus.SERVICE_NOT_AVAILABLE
     assert huge.max_phys_offset == 0 and not list((tmp_path / "huge" / "commitlog").glob("0*"))
+    (tmp_path / "blocked").write_bytes(b"")  # a file where the CommitLog folder should be
+    blocked = await open_store(tmp_path / "b", store_path_commit_log=str(tmp_path / "blocked"))
+    assert (await blocked.put(message())).status is PutStatus.CREATE_MAPPED_FILE_FAILED
+    assert blocked.max_phys_offset == 0 and not list((tmp_path / "b" / "consumequeue").glob("*"))
 
 
 async def test_sync_flush_returns_after_the_fsync(open_store: StoreFactory) -> None:
