@@ -4,6 +4,11 @@ Each delay level is a FIFO -- every message in it waits the same time -- read fr
 offset in SCHEDULE_TOPIC_XXXX queue ``level - 1``. A message whose time has come is stored
 again under REAL_TOPIC / REAL_QID without DELAY, then the level's offset moves on. Offsets
 are saved to delayOffset.json every 10 s and at stop, so a restart resumes (at least once).
+
+A store put under ASYNC_FLUSH never suspends, so a backlog of due messages (a restart, a
+burst of send-backs) would hold the loop for seconds. Each round therefore moves at most
+ROUND_MESSAGES per level, and a TimeSlice yields to the loop every few ms within it; the
+level's offset moves after each message, so a stop between yields repeats nothing.
 """
 
 from __future__ import annotations
@@ -18,11 +23,14 @@ from broker.store import GetStatus, MessageStore, PutStatus
 from remoting.errors import ConfigError
 from remoting.protocol.message import MessageExt, Prop, decode_record, now_ms
 from remoting.protocol.topic import SCHEDULE_TOPIC
+from remoting.tasks import TimeSlice
 
 log = structlog.get_logger(__name__)
 
 IDLE_SECONDS = 0.1  # DELAY_FOR_A_WHILE
 RETRY_SECONDS = 1.0  # after a failed re-store
+ROUND_MESSAGES = 1024  # per level and round, give or take one read batch
+READ_BATCH = 32
 
 
 class ScheduleService(Snapshot):
@@ -32,6 +40,7 @@ class ScheduleService(Snapshot):
         self.delays = store.delays  # ms per level, level 1 first
         self.offsets: dict[int, int] = {}
         self._wake = asyncio.Event()
+        self._slice = TimeSlice()
         store.add_dispatch_listener(self._arrived)
 
     def load(self) -> None:
@@ -66,18 +75,21 @@ class ScheduleService(Snapshot):
                     pass
 
     async def _deliver_level(self, level: int) -> float:
-        """Deliver level ``level``'s due messages; returns seconds until it needs a look."""
+        """Deliver up to ROUND_MESSAGES of level ``level``'s due messages, in order, giving
+        the loop way as each time slice runs out; returns seconds until it needs a look
+        (0 when the round's bound cut it short)."""
         queue_id, delay = level - 1, self.delays[level - 1]
         offset = max(self.offsets.get(level, 0), self.store.min_offset(SCHEDULE_TOPIC, queue_id))
-        while True:
-            result = self.store.get(SCHEDULE_TOPIC, queue_id, offset, 32)
+        moved = 0
+        while moved < ROUND_MESSAGES:
+            result = self.store.get(SCHEDULE_TOPIC, queue_id, offset, READ_BATCH)
             if result.status is not GetStatus.FOUND:
                 if result.status in (GetStatus.OFFSET_TOO_SMALL, GetStatus.OFFSET_FOUND_NULL):
                     offset = result.next_begin_offset
                     continue
                 self._advance(level, offset)
                 return IDLE_SECONDS
-            for record in result.messages:
+            for record in result.messages:  # bytes: still valid after yielding
                 msg = decode_record(record)
                 due = msg.store_timestamp + delay
                 if due > now_ms():
@@ -87,7 +99,12 @@ class ScheduleService(Snapshot):
                     self._advance(level, msg.queue_offset)
                     return RETRY_SECONDS
                 offset = msg.queue_offset + 1
+                self._advance(level, offset)  # before yielding: a stop there saves it
+                moved += 1
+                await self._slice.tick()
             offset = max(offset, result.next_begin_offset)
+        self._advance(level, offset)
+        return 0.0
 
     def _advance(self, level: int, offset: int) -> None:
         if self.offsets.get(level) != offset:

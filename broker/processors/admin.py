@@ -13,6 +13,7 @@ import structlog
 
 from broker.config import BrokerConfig
 from broker.context import BrokerContext
+from broker.stats import GET, PUT
 from remoting.channel import Channel
 from remoting.config import build, dump, parse_properties
 from remoting.errors import ConfigError
@@ -91,6 +92,7 @@ class AdminProcessor:
             return error(req, refusal)
         await self.ctx.topics.delete(topic)
         self.ctx.store.delete_topic(topic)
+        self.ctx.stats.remove_topic(topic)  # BrokerStatsManager.onTopicDeleted: no stale entry
         return ok(req)
 
     def update_broker_config(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
@@ -123,8 +125,8 @@ class AdminProcessor:
             "brokerVersion": str(CURRENT_VERSION),
             "msgPutTotalTodayNow": str(stats.total.nums),
             "msgGetTotalTodayNow": str(stats.gets.nums),
-            "putTps": stats.tps_text(stats.total),
-            "getTransferedTps": stats.tps_text(stats.gets),
+            "putTps": stats.tps_text(PUT),
+            "getTransferedTps": stats.tps_text(GET),
             "commitLogMinOffset": str(ctx.store.min_phys_offset),
             "commitLogMaxOffset": str(ctx.store.max_phys_offset),
             "bootTimestamp": str(stats.boot_ms),
