@@ -33,6 +33,7 @@ from broker.topics import TopicTable, system_topics
 from remoting.client import RemotingClient
 from remoting.config import ServerConfig
 from remoting.lifecycle import Service
+from remoting.process import prepare_server_process
 from remoting.server import RemotingServer, bind_socket
 from remoting.tasks import every
 
@@ -55,6 +56,7 @@ class Broker(Service):
 
     async def start(self) -> None:
         cfg, server_cfg = self.config, self.server_config
+        prepare_server_process()  # before the store: its file limits depend on it
         sock = bind_socket(server_cfg.bind_address, server_cfg.listen_port)
         self.port = sock.getsockname()[1]
         try:

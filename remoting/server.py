@@ -15,7 +15,7 @@ from remoting.config import ServerConfig
 from remoting.dispatch import Bulkhead, Dispatcher, Routes
 from remoting.lifecycle import Service
 from remoting.limits import MemoryLimits
-from remoting.memory import return_large_frees
+from remoting.process import prepare_server_process
 
 log = structlog.get_logger(__name__)
 
@@ -78,7 +78,7 @@ class RemotingServer(Service):
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
-        return_large_frees()  # memory a peer made us take leaves with its connection
+        prepare_server_process()  # open-files limit, memory returned (remoting.process)
         if self._sock is not None:  # bound earlier by its owner (see bind_socket)
             self._server = await loop.create_server(
                 self._new_channel, sock=self._sock, backlog=1024

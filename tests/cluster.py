@@ -25,6 +25,7 @@ class BrokerProc:
     store: Path
     proc: ServerProcess | None = None
     port: int = 0
+    open_files: int | None = None  # the process's RLIMIT_NOFILE, if limited
 
     @property
     def addr(self) -> str:
@@ -54,8 +55,9 @@ class Cluster:
         self.namesrv = ServerProcess(["-m", "namesrv", "--listen-port", "0", *_sets(sets)])
         self.namesrv_port = self.namesrv.listening_port()
 
-    def add_broker(self, name: str, **sets: str) -> BrokerProc:
+    def add_broker(self, name: str, *, open_files: int | None = None, **sets: str) -> BrokerProc:
         broker = BrokerProc(name, {"brokerName": name, **BROKER_DEFAULTS, **sets}, self.root / name)
+        broker.open_files = open_files
         self.brokers[name] = broker
         self.start_broker(name)
         return broker
@@ -65,7 +67,8 @@ class Cluster:
         sets = {"storePathRootDir": str(broker.store), **broker.sets}
         port = str(broker.port)  # 0 the first time; the same port on restart
         broker.proc = ServerProcess(
-            ["-m", "broker", "-n", self.namesrv_addr, "--listen-port", port, *_sets(sets)]
+            ["-m", "broker", "-n", self.namesrv_addr, "--listen-port", port, *_sets(sets)],
+            open_files=broker.open_files,
         )
         broker.port = broker.proc.listening_port()
         return broker

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,14 @@ ROOT = Path(__file__).resolve().parent.parent
 class ServerProcess:
     """A child process whose stdout is JSON log lines (structlog, as runtime.run sets it up)."""
 
-    def __init__(self, argv: Sequence[str], *, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        env: dict[str, str] | None = None,
+        open_files: int | None = None,
+    ) -> None:
+        """``open_files``: the child's RLIMIT_NOFILE, soft and hard (it cannot raise it)."""
         self.argv = [sys.executable, *argv]
         self.lines: list[str] = []
         self._cond = threading.Condition()
@@ -30,6 +38,7 @@ class ServerProcess:
             stderr=subprocess.STDOUT,
             env={**os.environ, **(env or {})},
             text=True,
+            preexec_fn=None if open_files is None else _limit_open_files(open_files),
         )
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -89,3 +98,10 @@ class ServerProcess:
 
     def dump(self) -> str:
         return "\n".join(self.lines)
+
+
+def _limit_open_files(n: int) -> Callable[[], None]:
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
+
+    return limit

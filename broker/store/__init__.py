@@ -37,6 +37,7 @@ from broker.store.reader import Reader
 from broker.store.recovery import ScanReport, scan
 from broker.store.results import GetResult, GetStatus, PutResult, PutStatus
 from broker.store.retention import Retention
+from broker.store.segment import FsyncDeferred
 from remoting.errors import MessageDecodeError
 from remoting.protocol.message import (
     MessageExt,
@@ -228,6 +229,9 @@ class MessageStore:
             await asyncio.to_thread(fsync_all, [seg for _cq, _mark, segs in dirty for seg in segs])
             if self.config.message_index_enable:
                 await asyncio.to_thread(self.index.flush)
+        except FsyncDeferred as exc:  # nothing lost: the next round tries again
+            log.warning("consume_queue_flush_deferred", error=str(exc))
+            return
         except OSError as exc:
             self._io_failed("consume_queue_fsync", exc)
             return

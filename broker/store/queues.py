@@ -11,6 +11,7 @@ Every other queue carries on; the store is not marked broken.
 
 from __future__ import annotations
 
+import resource
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Final
@@ -35,13 +36,21 @@ INDEX: Final = ("", -1)  # the index's key among the targets that can fall behin
 Listener = Callable[[str, int, int, int, int], None]
 
 
+def mapping_limit(configured: int) -> int:
+    """At most half the open-files limit: each mapping holds a descriptor (segment.py)."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return configured
+    return max(16, min(configured, soft // 2))
+
+
 class QueueTable:
     def __init__(self, root: Path, config: StoreConfig, disk: Disk, delays: list[int]) -> None:
         self.root = root
         self.config = config
         self.disk = disk
         self.delays = delays
-        self.cache = MapCache(config.max_mapped_consume_queue_files)
+        self.cache = MapCache(mapping_limit(config.max_mapped_consume_queue_files))
         self.queues: dict[QueueKey, ConsumeQueue] = {}
         self.index = Index(
             root / "index",

@@ -10,9 +10,10 @@ blocks (``fallocate``); writers call ``ensure_backed`` first, which fails with a
 whole when created; ConsumeQueue files grow a chunk at a time, so 10,000 idle queues do not
 take 6 MB of disk each.
 
-A SegmentQueue with ``keep_fd=False`` (ConsumeQueues: thousands of files) closes each file's
-descriptor right after mapping it -- a mapping needs none -- and shares a ``MapCache`` that
-unmaps idle segments beyond a limit; a segment is mapped again on its next use.
+A SegmentQueue given a ``MapCache`` (ConsumeQueues: thousands of files) keeps no descriptor
+of its own, and the cache unmaps idle segments beyond a limit (Python's mmap holds a
+duplicate descriptor per mapping, so the limit bounds open files too); a segment is mapped
+again on its next use, and fsynced through a descriptor opened for the purpose.
 """
 
 from __future__ import annotations
@@ -47,6 +48,11 @@ SpaceCheck = Callable[[int], None]
 
 def _no_check(_nbytes: int) -> None:
     return None
+
+
+class FsyncDeferred(OSError):
+    """A file could not even be opened to fsync it (too many open files): nothing is known
+    to be lost; the flush is tried again next round."""
 
 
 class MapCache:
@@ -185,6 +191,7 @@ class Segment:
             mm = self._mm = mmap.mmap(fd, self.size)
         finally:
             os.close(fd)
+        self.used = True  # never the one evicted to make room for itself
         if self._cache is not None:
             self._cache.mapped(self)
         return mm
@@ -262,7 +269,12 @@ class Segment:
             if self.fd is not None:
                 os.fsync(self.fd)
                 return
-            fd = os.open(self.path, os.O_RDONLY)
+            try:
+                fd = os.open(self.path, os.O_RDONLY)
+            except OSError as exc:
+                if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOMEM):
+                    raise FsyncDeferred(exc.errno, f"{self.path}: {exc.strerror}") from exc
+                raise
             try:
                 os.fsync(fd)
             finally:
