@@ -162,7 +162,12 @@ class TopicTable:
                     perm=perm,
                 )
                 return None
-            queues = max(0, min(client_queue_nums, template.write_queue_nums))
+            queues = min(client_queue_nums, template.write_queue_nums)
+            if queues <= 0:  # Java makes a topic no message can go to; we make none
+                log.warning("topic_create_failed", topic=topic, reason="no queues",
+                            client_queue_nums=client_queue_nums,
+                            template_queue_nums=template.write_queue_nums)  # fmt: skip
+                return None
             config = TopicConfig(
                 topic_name=topic,
                 read_queue_nums=queues,

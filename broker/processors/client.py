@@ -66,19 +66,21 @@ class ClientProcessor:
             return response_to(req, R.SYSTEM_ERROR, f"bad HeartbeatData: {exc}")
         language = _language(req.language)
         info = ClientInfo(data.client_id, ch.peer, language, req.version, time.monotonic())
+        retry_topics = []
+        # registered before anything is awaited: a connection that closes meanwhile takes
+        # its registrations with it (they would outlive it by 120 s if made afterwards)
         for consumer in data.consumers:
             group = self.ctx.groups.find(consumer.group_name)
             if group is not None:  # the group's retry topic exists from its first heartbeat
-                await self.ctx.topics.create_plain(
-                    retry_topic(consumer.group_name), group.retry_queue_nums, Perm.READ | Perm.WRITE
-                )
-            changed = self.registry.register_consumer(consumer, ch, info)
-            if changed:
+                retry_topics.append((retry_topic(consumer.group_name), group.retry_queue_nums))
+            if self.registry.register_consumer(consumer, ch, info):
                 log.info("consumer_group_changed", group=consumer.group_name, client=data.client_id)
                 if group is None or group.notify_consumer_ids_changed_enable:
                     self._notify(consumer.group_name)
         for producer in data.producers:
             self.registry.register_producer(producer, ch, info)
+        for topic, queues in retry_topics:
+            await self.ctx.topics.create_plain(topic, queues, Perm.READ | Perm.WRITE)
         return ok(req)
 
     def unregister_client(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:

@@ -26,6 +26,8 @@ from remoting.protocol.message import decode_record
 
 UNIQUE_KEY_QUERY = "_UNIQUE_KEY_QUERY"
 DEFAULT_QUERY_MAX_NUM = 32  # MessageStoreConfig.defaultQueryMaxNum
+MAX_MSGS_NUM_BATCH = 64  # MessageStoreConfig.maxMsgsNumBatch: DefaultMessageStore caps maxNum
+HEADER_ROOM = 64 * 1024  # of a frame, left for the response's header
 
 
 def _offset(req: RemotingCommand, offset: int) -> RemotingCommand:
@@ -69,12 +71,13 @@ class QueryProcessor:
 
     def query_message(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
         hdr = QueryMessageRequestHeader.from_ext(req.ext_fields)
-        max_num = hdr.max_num
+        max_num = min(hdr.max_num, MAX_MSGS_NUM_BATCH)
         if req.ext_fields.get(UNIQUE_KEY_QUERY) == "true":
             max_num = DEFAULT_QUERY_MAX_NUM
-        records = self.ctx.store.query(
+        found = self.ctx.store.query(
             hdr.topic, hdr.key, max_num, hdr.begin_timestamp, hdr.end_timestamp
         )
+        records = _fitting(found, self.ctx.server_config.frame_max_length - HEADER_ROOM)
         if not records:
             return response_to(
                 req,
@@ -111,6 +114,18 @@ class QueryProcessor:
             )
         body = '{"offsetTable":' + fastjson.dumps_object_keyed(rows) + "}"
         return response_to(req, ResponseCode.SUCCESS, body=body.encode())
+
+
+def _fitting(records: list[bytes], budget: int) -> list[bytes]:
+    """The newest records whose sum fits one frame: a key with more matches than a frame
+    holds is still answered (with the newest), never with a frame no client can read."""
+    out, total = [], 0
+    for record in records:
+        total += len(record)
+        if total > budget:
+            break
+        out.append(record)
+    return out
 
 
 def _store_time(record: bytes) -> int:

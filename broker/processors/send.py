@@ -155,6 +155,11 @@ class SendProcessor:
                 ResponseCode.NO_PERMISSION, f"Sending message to topic[{hdr.topic}] is forbidden."
             )
         config = self.topics.get(hdr.topic) or await self._create(hdr, ch)
+        if hdr.queue_id < 0 and config.write_queue_nums <= 0:  # nowhere to put it
+            raise Refused(
+                ResponseCode.SYSTEM_ERROR,
+                f"topic[{hdr.topic}] has no queue to write to, {describe(config)}",
+            )
         if hdr.queue_id >= max(config.read_queue_nums, config.write_queue_nums):
             remark = (
                 f"request queueId[{hdr.queue_id}] is illegal, {describe(config)} "
@@ -176,6 +181,12 @@ class SendProcessor:
         if config is not None:
             await self.ctx.topic_registered()  # compat: createTopicInSendMessageMethod registers
         if config is None:
+            if hdr.default_topic_queue_nums <= 0:
+                raise Refused(
+                    ResponseCode.TOPIC_NOT_EXIST,
+                    f"topic[{hdr.topic}] not exist, and defaultTopicQueueNums "
+                    f"{hdr.default_topic_queue_nums} cannot create it",
+                )
             raise Refused(
                 ResponseCode.TOPIC_NOT_EXIST, f"topic[{hdr.topic}] not exist, apply first please!"
             )
@@ -311,4 +322,4 @@ class SendProcessor:
 
 
 def _random_queue(config: TopicConfig) -> int:
-    return random.randrange(config.write_queue_nums) if config.write_queue_nums > 0 else 0
+    return random.randrange(config.write_queue_nums)  # > 0: checked in _msg_check

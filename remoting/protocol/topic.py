@@ -23,7 +23,7 @@ RETRY_GROUP_TOPIC_PREFIX: Final = "%RETRY%"
 DLQ_GROUP_TOPIC_PREFIX: Final = "%DLQ%"
 
 TOPIC_MAX_LENGTH: Final = 127
-_VALID_TOPIC = re.compile(r"^[%|a-zA-Z0-9_-]+$")
+_VALID_TOPIC = re.compile(r"[%|a-zA-Z0-9_-]+")  # whole name (fullmatch: "$" accepts "\n")
 
 # topics a client may never send to (TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET)
 NOT_ALLOWED_SEND_TOPICS: Final = frozenset(
@@ -61,7 +61,7 @@ def check_topic_name(topic: str | None) -> str | None:
     """The remark refusing ``topic``, or None when the name is valid (TopicValidator)."""
     if not topic or not topic.strip():
         return "The specified topic is blank."
-    if not _VALID_TOPIC.match(topic):
+    if not _VALID_TOPIC.fullmatch(topic):
         return "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
     if len(topic) > TOPIC_MAX_LENGTH:
         return "The specified topic is longer than topic max length."
