@@ -18,6 +18,7 @@ from structlog.testing import capture_logs
 
 from broker.store import GetStatus, MessageStore, PutStatus
 from broker.store.config import FlushDiskType
+from broker.store.segment import Segment
 from remoting.protocol.message import decode_record
 from tests.harness import ROOT
 from tests.store.conftest import HOST, StoreFactory, message, small_config
@@ -195,3 +196,28 @@ async def test_sync_flush_returns_after_the_fsync(open_store: StoreFactory) -> N
     late = await impatient.put(message(body=b"late"))
     assert late.status is PutStatus.FLUSH_DISK_TIMEOUT
     assert impatient.read(late.phys_offset) is not None
+
+
+async def test_a_clean_start_leaves_the_rest_of_the_log_unread(
+    open_store: StoreFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a clean stop nothing was written past the end, so a start does not read the
+    rest of the last CommitLog segment (2.3 s cold for 1 GiB before); after a crash it does,
+    to find and cut a torn tail."""
+    store = await open_store(mapped_file_size_commit_log=1 << 20)
+    await store.put(message(body=b"x"))
+    await store.shutdown()
+    scanned: list[int] = []
+    original = Segment.zeroed_from
+
+    def spy(seg: Segment, pos: int) -> bool:
+        scanned.append(pos)
+        return original(seg, pos)
+
+    monkeypatch.setattr(Segment, "zeroed_from", spy)
+    clean = await open_store(mapped_file_size_commit_log=1 << 20)
+    assert scanned == []
+    await clean.put(message(body=b"y"))
+    await clean.abandon()  # a crash
+    await open_store(mapped_file_size_commit_log=1 << 20)
+    assert len(scanned) == 1
