@@ -1,4 +1,9 @@
-"""KVConfig: namespace -> {key: value}, persisted atomically as ``{"configTable": {...}}``."""
+"""KVConfig: namespace -> {key: value}, persisted atomically as ``{"configTable": {...}}``.
+
+Every entry must be writable as UTF-8: the table is persisted, listed, and its
+ORDER_TOPIC_CONFIG namespace rides on every REGISTER_BROKER response, so one entry that is
+not would fail requests about all the others.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ import structlog
 
 from remoting.errors import ConfigError
 from remoting.files import atomic_write
+from remoting.protocol.text import unencodable
 
 log = structlog.get_logger(__name__)
 
@@ -35,11 +41,16 @@ class KVConfig:
             raise ConfigError(f"{self._path}: cannot read kv config: {exc.strerror}") from exc
         try:
             raw = json.loads(text).get("configTable") or {}
-            self.table = {
-                str(ns): {str(k): str(v) for k, v in kv.items()} for ns, kv in raw.items()
-            }
-        except (ValueError, AttributeError) as exc:
+            table = {str(ns): {str(k): str(v) for k, v in kv.items()} for ns, kv in raw.items()}
+        except (ValueError, AttributeError, RecursionError) as exc:
             raise ConfigError(f"{self._path}: malformed kv config: {exc}") from exc
+        for ns, kv in table.items():
+            for key, value in kv.items():
+                if _refusal(ns, key, value) is None:
+                    self.table.setdefault(ns, {})[key] = value
+                else:  # an older version let it in (a JSON "\ud800" escape): drop, not fail
+                    log.warning("kv_config_entry_dropped", namespace=ascii(ns), key=ascii(key),
+                                reason="not valid UTF-8")  # fmt: skip
         log.info("kv_config_loaded", path=str(self._path), namespaces=len(self.table))
 
     async def _persist(self) -> None:
@@ -50,6 +61,10 @@ class KVConfig:
             await asyncio.to_thread(atomic_write, self._path, data.encode())
 
     async def put(self, namespace: str, key: str, value: str) -> None:
+        """Raises ValueError, changing nothing, if any of the three is not valid UTF-8."""
+        refusal = _refusal(namespace, key, value)
+        if refusal is not None:
+            raise ValueError(refusal)
         self.table.setdefault(namespace, {})[key] = value
         await self._persist()
 
@@ -66,3 +81,10 @@ class KVConfig:
     def namespace(self, namespace: str) -> dict[str, str] | None:
         kv = self.table.get(namespace)
         return dict(kv) if kv else None
+
+
+def _refusal(namespace: str, key: str, value: str) -> str | None:
+    for what, text in (("namespace", namespace), ("key", key), ("value", value)):
+        if unencodable(text):
+            return f"the KV config {what} {text!a} is not valid UTF-8 (a lone surrogate)"
+    return None

@@ -1,14 +1,27 @@
 """NamesrvProcessor: one handler per name server request code (DefaultRequestProcessor).
 
-Lookups and registration only touch the in-memory RouteTable, so they are plain functions,
-answered inline; the KV writes persist to disk and so are coroutines (the fsync runs off the
-loop).
+Lookups only touch the in-memory RouteTable, so they are plain functions, answered inline;
+the KV writes persist to disk and so are coroutines (the fsync runs off the loop).
+
+REGISTER_BROKER is a coroutine too: a body may be 16 MiB of JSON, or a zlib bomb. A body over
+``INLINE_BODY_MAX``, or compressed, is checked and inflated in a worker thread (zlib releases
+the GIL) under a limit of the frame size, one such body at a time (``_big_body``), so memory
+stays bounded. Parsing and applying it run on the loop in slices of ``SLICE_SECONDS`` with
+other requests answered in between: json holds the GIL, so a thread would stall the loop as
+much (see remoting.protocol.register).
+
+A name that cannot be written as UTF-8 never enters the tables (bodies are checked as they
+are parsed, names here); should one get in anyway, the aggregate answers leave it out and
+log an error instead of failing for every client.
 """
 
 from __future__ import annotations
 
-import json
+import asyncio
+import contextlib
 import zlib
+from collections.abc import Callable
+from typing import Final, TypeVar
 
 import structlog
 
@@ -16,28 +29,81 @@ from namesrv.kvconfig import ORDER_TOPIC_CONFIG, KVConfig
 from namesrv.routes import RouteTable
 from remoting.channel import Channel
 from remoting.dispatch import Route, Routes
+from remoting.protocol import text
 from remoting.protocol.codes import RequestCode, ResponseCode
 from remoting.protocol.command import RemotingCommand, response_to
+from remoting.protocol.frame import DEFAULT_MAX_FRAME
 from remoting.protocol.headers import namesrv as h
-from remoting.protocol.register import DataVersion, RegisterBrokerBody, TopicConfigWrapper
-from remoting.protocol.route import dumps, encode_kv_table, encode_topic_list
+from remoting.protocol.register import (
+    DataVersion,
+    RegisterBrokerBody,
+    Steps,
+    TopicConfigWrapper,
+    inflate,
+)
+from remoting.protocol.route import dumps, encodable, encode_kv_table, encode_topic_list
+from remoting.protocol.topic import TopicConfig
+from remoting.tasks import run_steps
 
 log = structlog.get_logger(__name__)
 
 Response = RemotingCommand
+T = TypeVar("T")
+INLINE_BODY_MAX: Final = 64 * 1024  # bodies up to this size parse in about a millisecond
+SLICE_SECONDS: Final = 0.002  # longest run of registration work between other requests
+DATA_VERSION_MAX: Final = 4096
+
+
+class CrcMismatch(ValueError):
+    """bodyCrc32 disagrees with the body (RegisterBrokerBody's checksum)."""
+
+
+def check_and_inflate(body: bytes, crc: int, compressed: bool, limit: int) -> bytes:
+    """The body's CRC check and, if compressed, its inflation, refused past ``limit`` bytes:
+    both in zlib, which releases the GIL, so this may run in a thread."""
+    if crc and (zlib.crc32(body) & 0x7FFFFFFF) != crc:
+        raise CrcMismatch("crc32 not match")
+    return inflate(body, limit) if compressed else body
+
+
+def release(table: dict[str, TopicConfig]) -> Steps[None]:
+    """Empty ``table`` a slice at a time: dropping 100,000 topic configs at once, when the
+    request ends, would stall the loop for tens of milliseconds."""
+    while table:
+        for _ in range(min(len(table), 2000)):
+            table.popitem()
+        yield
 
 
 def ok(req: RemotingCommand, ext: dict[str, str] | None = None, body: bytes = b"") -> Response:
     return response_to(req, ResponseCode.SUCCESS, ext_fields=ext, body=body)
 
 
+def isolating(what: str, encode: Callable[[], bytes], fallback: Callable[[], bytes]) -> bytes:
+    """``encode()``, or, if some entry holds unencodable text, ``fallback()`` without it."""
+    try:
+        return encode()
+    except UnicodeEncodeError as exc:
+        log.error("unencodable_entries_left_out", what=what, error=str(exc))
+        return fallback()
+
+
 class NamesrvProcessor:
     """Answers name server requests from its RouteTable and KVConfig."""
 
-    def __init__(self, table: RouteTable, kv: KVConfig, *, order_message_enable: bool) -> None:
+    def __init__(
+        self,
+        table: RouteTable,
+        kv: KVConfig,
+        *,
+        order_message_enable: bool,
+        max_body: int = DEFAULT_MAX_FRAME,
+    ) -> None:
         self.table = table
         self.kv = kv
         self._order_message_enable = order_message_enable
+        self._max_body = max_body  # what a compressed body may inflate to: the frame limit
+        self._big_body = asyncio.Semaphore(1)
         self._route_cache: dict[str, bytes] = {}
         self._cache_key = (-1, -1)
 
@@ -62,34 +128,54 @@ class NamesrvProcessor:
 
     # ------------------------------------------------------------ brokers
 
-    def register_broker(self, req: RemotingCommand, ch: Channel) -> Response:
+    async def register_broker(self, req: RemotingCommand, ch: Channel) -> Response:
         hdr = h.RegisterBrokerRequestHeader.from_ext(req.ext_fields)
-        if hdr.body_crc32 and (zlib.crc32(req.body) & 0x7FFFFFFF) != hdr.body_crc32:
-            log.warning("register_crc_mismatch", broker=hdr.broker_name, addr=hdr.broker_addr)
-            return response_to(req, ResponseCode.SYSTEM_ERROR, "crc32 not match")
-        if req.body:
+        if not encodable(hdr.broker_name, hdr.broker_addr, hdr.cluster_name, hdr.ha_server_addr):
+            return response_to(req, ResponseCode.SYSTEM_ERROR,
+                               "a broker, cluster or address name is not valid UTF-8")  # fmt: skip
+        big = hdr.compressed or len(req.body) > INLINE_BODY_MAX
+        async with self._big_body if big else contextlib.nullcontext():
             try:
-                body = RegisterBrokerBody.decode(req.body, compressed=hdr.compressed)
-            except (ValueError, KeyError, TypeError, AttributeError) as exc:
-                return response_to(req, ResponseCode.SYSTEM_ERROR, f"bad RegisterBrokerBody: {exc}")
-            topics = body.topic_config_wrapper
-        else:
-            topics = TopicConfigWrapper()
-        first = hdr.broker_addr not in self.table.live
-        result = self.table.register(
-            cluster=hdr.cluster_name, broker_addr=hdr.broker_addr, broker_name=hdr.broker_name,
-            broker_id=hdr.broker_id, ha_server_addr=hdr.ha_server_addr, topics=topics,
-            channel=ch, timeout_ms=hdr.heartbeat_timeout_millis,
-        )  # fmt: skip
+                topics = await self._topics(req.body, hdr, big)
+            except ValueError as exc:
+                remark = (
+                    str(exc) if isinstance(exc, CrcMismatch) else f"bad RegisterBrokerBody: {exc}"
+                )
+                log.warning("register_body_refused", broker=hdr.broker_name,
+                            addr=hdr.broker_addr, error=remark)  # fmt: skip
+                return response_to(req, ResponseCode.SYSTEM_ERROR, remark)
+            first = hdr.broker_addr not in self.table.live
+            result = await run_steps(self.table.register_steps(
+                cluster=hdr.cluster_name, broker_addr=hdr.broker_addr,
+                broker_name=hdr.broker_name, broker_id=hdr.broker_id,
+                ha_server_addr=hdr.ha_server_addr, topics=topics, channel=ch,
+                timeout_ms=hdr.heartbeat_timeout_millis,
+            ), SLICE_SECONDS)  # fmt: skip
+            count = len(topics.topic_config_table)
+            await run_steps(release(topics.topic_config_table), SLICE_SECONDS)
         if first:
             log.info("broker_registered", cluster=hdr.cluster_name, broker=hdr.broker_name,
                      broker_id=hdr.broker_id, addr=hdr.broker_addr,
-                     topics=len(topics.topic_config_table))  # fmt: skip
+                     topics=count)  # fmt: skip
         ext = h.RegisterBrokerResponseHeader(
             ha_server_addr=result.ha_server_addr, master_addr=result.master_addr
         ).to_ext()
         order = self.kv.namespace(ORDER_TOPIC_CONFIG)
-        return ok(req, ext, encode_kv_table(order) if order else b"")
+        return ok(req, ext, self._kv_body(order) if order else b"")
+
+    async def _topics(
+        self, body: bytes, hdr: h.RegisterBrokerRequestHeader, big: bool
+    ) -> TopicConfigWrapper:
+        """The body's topic table; ValueError if it is refused."""
+        if not body:
+            return TopicConfigWrapper()
+        if big:
+            args = (body, hdr.body_crc32, hdr.compressed, self._max_body)
+            body = await asyncio.to_thread(check_and_inflate, *args)
+        else:
+            check_and_inflate(body, hdr.body_crc32, False, self._max_body)
+        steps = RegisterBrokerBody.parse_steps(body, compressed=hdr.compressed)
+        return (await run_steps(steps, SLICE_SECONDS)).topic_config_wrapper
 
     def unregister_broker(self, req: RemotingCommand, ch: Channel) -> Response:
         hdr = h.BrokerIdentityHeader.from_ext(req.ext_fields)
@@ -101,8 +187,12 @@ class NamesrvProcessor:
     def query_data_version(self, req: RemotingCommand, ch: Channel) -> Response:
         hdr = h.BrokerIdentityHeader.from_ext(req.ext_fields)
         try:
-            version = DataVersion.from_json(json.loads(req.body) if req.body else None)
-        except (ValueError, TypeError, AttributeError) as exc:
+            if len(req.body) > DATA_VERSION_MAX:  # it is ~50 bytes: do not parse megabytes inline
+                raise ValueError(f"{len(req.body)} bytes is no DataVersion")
+            version = DataVersion.from_json(
+                text.loads(req.body, "DataVersion") if req.body else None
+            )
+        except (ValueError, RecursionError) as exc:
             return response_to(req, ResponseCode.SYSTEM_ERROR, f"bad DataVersion: {exc}")
         changed = self.table.data_version_changed(hdr.broker_addr, version)
         self.table.touch(hdr.broker_addr)
@@ -147,18 +237,21 @@ class NamesrvProcessor:
                 return None
             if self._order_message_enable:
                 route.order_topic_conf = self.kv.get(ORDER_TOPIC_CONFIG, topic)
-            body = self._route_cache[topic] = route.encode()
+            encoded = isolating("route", route.encode, lambda: route.encodable_part().encode())
+            body = self._route_cache[topic] = encoded
         return body
 
     def get_cluster_info(self, req: RemotingCommand, ch: Channel) -> Response:
-        return ok(req, body=self.table.cluster_info().encode())
+        info = self.table.cluster_info()
+        return ok(req, body=isolating("cluster_info", info.encode,
+                                      lambda: info.encodable_part().encode()))  # fmt: skip
 
     def get_all_topics(self, req: RemotingCommand, ch: Channel) -> Response:
-        return ok(req, body=encode_topic_list(self.table.all_topics()))
+        return ok(req, body=_topic_list(self.table.all_topics()))
 
     def get_topics_by_cluster(self, req: RemotingCommand, ch: Channel) -> Response:
         cluster = h.ClusterHeader.from_ext(req.ext_fields).cluster
-        return ok(req, body=encode_topic_list(self.table.topics_by_cluster(cluster)))
+        return ok(req, body=_topic_list(self.table.topics_by_cluster(cluster)))
 
     def delete_topic(self, req: RemotingCommand, ch: Channel) -> Response:
         hdr = h.TopicHeader.from_ext(req.ext_fields)
@@ -172,7 +265,10 @@ class NamesrvProcessor:
         hdr = h.KVConfigHeader.from_ext(req.ext_fields)
         if hdr.value is None:
             return response_to(req, ResponseCode.SYSTEM_ERROR, "the custom field <value> is null")
-        await self.kv.put(hdr.namespace, hdr.key, hdr.value)
+        try:
+            await self.kv.put(hdr.namespace, hdr.key, hdr.value)
+        except ValueError as exc:
+            return response_to(req, ResponseCode.SYSTEM_ERROR, str(exc))
         return ok(req)
 
     def get_kv_config(self, req: RemotingCommand, ch: Channel) -> Response:
@@ -194,4 +290,14 @@ class NamesrvProcessor:
         if table is None:
             return response_to(req, ResponseCode.QUERY_NOT_FOUND,
                                f"No config item, Namespace: {namespace}")  # fmt: skip
-        return ok(req, body=encode_kv_table(table))
+        return ok(req, body=self._kv_body(table))
+
+    @staticmethod
+    def _kv_body(table: dict[str, str]) -> bytes:
+        return isolating("kv_table", lambda: encode_kv_table(table), lambda: encode_kv_table(
+            {k: v for k, v in table.items() if encodable(k, v)}))  # fmt: skip
+
+
+def _topic_list(topics: list[str]) -> bytes:
+    return isolating("topic_list", lambda: encode_topic_list(topics),
+                     lambda: encode_topic_list([t for t in topics if encodable(t)]))  # fmt: skip

@@ -3,20 +3,28 @@
 topic -> {brokerName: QueueData}; brokerName -> BrokerData (cluster, {brokerId: addr});
 cluster -> brokerNames; live brokers by address (last update, data version, channel, HA addr).
 No I/O: the processor feeds it requests, the expiry loop calls ``expire(now)``.
+
+A registration may carry 100,000 topics; rebuilding their queue data is ~1 ms per thousand,
+so ``register_steps`` does it ``APPLY_SLICE`` topics per step and the processor lets other
+requests run between steps. Each topic's queue data changes in one piece; a newer
+registration of the same broker, or its eviction, stops a rebuild still under way.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Hashable
+import itertools
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from remoting.protocol.register import DataVersion, TopicConfigWrapper
 from remoting.protocol.route import MASTER_ID, BrokerData, ClusterInfo, QueueData, TopicRouteData
 from remoting.protocol.topic import Perm, TopicConfig
+from remoting.tasks import Steps, finish
 
 Clock = Callable[[], float]  # milliseconds, monotonic
+APPLY_SLICE: Final = 1000  # topics rebuilt per step of a registration
 
 
 @dataclass(slots=True)
@@ -56,6 +64,7 @@ class RouteTable:
         self.clusters: dict[str, set[str]] = {}
         self.live: dict[str, BrokerLive] = {}
         self.version = 0  # bumped whenever a route could have changed (route caches key on it)
+        self._rebuilding: dict[str, object] = {}  # broker name -> token of its running rebuild
 
     # ------------------------------------------------------------ registration
 
@@ -71,8 +80,41 @@ class RouteTable:
         channel: Hashable,
         timeout_ms: float | None = None,
     ) -> RegisterResult:
-        """REGISTER_BROKER: refresh links and liveness; for a master whose data version changed
-        (or on its first registration) rebuild its queue data for every topic it reports."""
+        """REGISTER_BROKER, all at once (``register_steps``)."""
+        return finish(self.register_steps(
+            cluster=cluster, broker_addr=broker_addr, broker_name=broker_name,
+            broker_id=broker_id, ha_server_addr=ha_server_addr, topics=topics, channel=channel,
+            timeout_ms=timeout_ms,
+        ))  # fmt: skip
+
+    def register_steps(
+        self,
+        *,
+        cluster: str,
+        broker_addr: str,
+        broker_name: str,
+        broker_id: int,
+        ha_server_addr: str,
+        topics: TopicConfigWrapper | None,
+        channel: Hashable,
+        timeout_ms: float | None = None,
+    ) -> Steps[RegisterResult]:
+        """REGISTER_BROKER: refresh links and liveness at once; then, for a master whose data
+        version changed (or on its first registration), rebuild its queue data for every topic
+        it reports, a slice per step (RouteInfoManager.registerBroker)."""
+        first = self._link(cluster, broker_addr, broker_name, broker_id)
+        version = topics.data_version if topics is not None else DataVersion()
+        prev = self.live.get(broker_addr)
+        self.live[broker_addr] = BrokerLive(
+            self._clock(), version, channel, ha_server_addr, timeout_ms or self._expired_ms
+        )
+        changed = first or prev is None or prev.data_version != version
+        if topics is not None and broker_id == MASTER_ID and changed:
+            yield from self._rebuild(broker_name, topics.topic_config_table.values())
+        return self._master_of(broker_name, broker_id)
+
+    def _link(self, cluster: str, broker_addr: str, broker_name: str, broker_id: int) -> bool:
+        """Record cluster -> name -> {id: addr}; True if this name or id is new."""
         self.clusters.setdefault(cluster, set()).add(broker_name)
         broker = self.brokers.get(broker_name)
         first = broker is None
@@ -89,35 +131,58 @@ class RouteTable:
             first |= broker_id not in broker.broker_addrs
             broker.broker_addrs[broker_id] = broker_addr
             self.version += 1
-        version = topics.data_version if topics is not None else DataVersion()
-        if topics is not None and broker_id == MASTER_ID:
-            prev = self.live.get(broker_addr)
-            if first or prev is None or prev.data_version != version:
-                for config in topics.topic_config_table.values():
-                    self._update_queue_data(broker_name, config)
-                self.version += 1
-        self.live[broker_addr] = BrokerLive(
-            self._clock(), version, channel, ha_server_addr, timeout_ms or self._expired_ms
-        )
-        return self._master_of(broker, broker_id)
+        return first
 
-    def _master_of(self, broker: BrokerData, broker_id: int) -> RegisterResult:
-        if broker_id == MASTER_ID:
+    def _rebuild(self, broker_name: str, configs: Iterable[TopicConfig]) -> Steps[None]:
+        token = self._rebuilding[broker_name] = object()
+        pending = iter(configs)
+        try:
+            while chunk := list(itertools.islice(pending, APPLY_SLICE)):
+                if (
+                    self._rebuilding.get(broker_name) is not token
+                    or broker_name not in self.brokers
+                ):
+                    return  # a newer registration rebuilds instead, or the broker is gone
+                if self._update_queue_datas(broker_name, chunk):
+                    self.version += 1
+                yield
+        finally:
+            if self._rebuilding.get(broker_name) is token:
+                del self._rebuilding[broker_name]
+
+    def _update_queue_datas(self, broker_name: str, configs: list[TopicConfig]) -> bool:
+        """Replace the queue data that differs (createAndUpdateQueueData); True if any did."""
+        changed = False
+        queues_of = self.topic_queues
+        for c in configs:
+            queues = queues_of.get(c.topic_name)
+            if queues is None:
+                queues = queues_of[c.topic_name] = {}
+            old = queues.get(broker_name)
+            if (
+                old is None
+                or old.perm != c.perm
+                or old.read_queue_nums != c.read_queue_nums
+                or old.write_queue_nums != c.write_queue_nums
+                or old.topic_sys_flag != c.topic_sys_flag
+            ):
+                queues[broker_name] = QueueData(
+                    broker_name=broker_name, read_queue_nums=c.read_queue_nums,
+                    write_queue_nums=c.write_queue_nums, perm=c.perm,
+                    topic_sys_flag=c.topic_sys_flag,
+                )  # fmt: skip
+                changed = True
+        return changed
+
+    def _master_of(self, broker_name: str, broker_id: int) -> RegisterResult:
+        broker = self.brokers.get(broker_name)
+        if broker_id == MASTER_ID or broker is None:
             return RegisterResult(None, None)
         master = broker.master_addr
         live = self.live.get(master) if master else None
         if master is None or live is None:
             return RegisterResult(None, None)
         return RegisterResult(master, live.ha_server_addr)
-
-    def _update_queue_data(self, broker_name: str, config: TopicConfig) -> None:
-        self.topic_queues.setdefault(config.topic_name, {})[broker_name] = QueueData(
-            broker_name=broker_name,
-            read_queue_nums=config.read_queue_nums,
-            write_queue_nums=config.write_queue_nums,
-            perm=config.perm,
-            topic_sys_flag=config.topic_sys_flag,
-        )
 
     def data_version_changed(self, broker_addr: str, version: DataVersion) -> bool:
         """QUERY_DATA_VERSION: does ``version`` differ from what this address registered?"""

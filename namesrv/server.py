@@ -33,7 +33,10 @@ class Namesrv(Service):
         self.table = RouteTable(monotonic_ms, config.broker_channel_expired_time)
         self.kv = KVConfig(config.kv_config_path)
         self.processor = NamesrvProcessor(
-            self.table, self.kv, order_message_enable=config.order_message_enable
+            self.table,
+            self.kv,
+            order_message_enable=config.order_message_enable,
+            max_body=server_config.frame_max_length,
         )
         self.server = RemotingServer(self.processor.routes(), server_config)
         self.server.add_close_listener(self._channel_closed)

@@ -1,12 +1,13 @@
 """Helpers for owned background tasks: ``every()`` runs a periodic job with a fixed delay;
-``TimeSlice`` lets a long job share the loop."""
+``TimeSlice`` lets a long job share the loop; ``run_steps`` runs a generator of bounded
+steps with it."""
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
-from typing import Final
+from collections.abc import Awaitable, Callable, Generator
+from typing import Final, TypeAlias, TypeVar
 
 import structlog
 
@@ -35,6 +36,8 @@ async def every(
 
 
 SLICE_SECONDS: Final = 0.005
+T = TypeVar("T")
+Steps: TypeAlias = Generator[None, None, T]  # yields between bounded units of work
 
 
 class TimeSlice:
@@ -79,3 +82,26 @@ class TimeSlice:
         await asyncio.sleep(0)
         self.yields += 1
         self._ends = self._clock() + self.budget
+
+
+async def run_steps(steps: Steps[T], budget: float = SLICE_SECONDS) -> T:
+    """Run ``steps`` (a generator that yields between bounded units of work and returns a
+    result) to its end, letting the loop serve others whenever ``budget`` seconds are used."""
+    turn = TimeSlice(budget)
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            result: T = done.value
+            return result
+        await turn.tick()
+
+
+def finish(steps: Steps[T]) -> T:
+    """Run ``steps`` to its end at once (off the loop, or when it is known to be small)."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            result: T = done.value
+            return result

@@ -2,16 +2,47 @@
 (protocol.md 6.1, 6.2).
 
 We emit standard JSON (quoted keys, sorted) and parse leniently: ``brokerAddrs`` keys may be
-quoted or numbers, numbers may come as strings, QueueData's old ``topicSynFlag`` spelling.
+quoted or bare numbers (a Java namesrv writes ``{0:"..."}``), numbers may come as strings,
+QueueData's old ``topicSynFlag`` spelling. Decoders raise ValueError and nothing else, and
+refuse text that could not be written back as UTF-8. ``encodable_part()`` leaves out entries
+holding such text, so a server can still answer about every other entry.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final, Self
 
+from remoting.protocol import fastjson, text
+
 MASTER_ID: Final = 0
+
+
+def encodable(*texts: str) -> bool:
+    """Whether every one of ``texts`` can be written as UTF-8."""
+    return not any(text.unencodable(t) for t in texts)
+
+
+@contextmanager
+def _decoding(what: str) -> Iterator[None]:
+    """Turn what lenient conversions of a malformed body raise into ValueError."""
+    try:
+        yield
+    except (TypeError, AttributeError, KeyError, ArithmeticError, RecursionError) as exc:
+        raise ValueError(f"malformed {what}: {type(exc).__name__}: {exc}") from exc
+
+
+def _loads_object(body: bytes, what: str) -> dict[Any, Any]:
+    try:
+        obj = text.loads(body, what)
+    except (ValueError, RecursionError):
+        obj = fastjson.loads(body)  # compat: Java's bare Integer keys; ValueError if still bad
+    if not isinstance(obj, dict):
+        raise ValueError(f"{what} is not a JSON object")
+    return obj
 
 
 def dumps(obj: Any) -> bytes:
@@ -36,6 +67,9 @@ class QueueData:
             "topicSynFlag": self.topic_sys_flag,  # compat: the pre-4.9 spelling
             "writeQueueNums": self.write_queue_nums,
         }
+
+    def encodable(self) -> bool:
+        return encodable(self.broker_name)
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> Self:
@@ -63,6 +97,9 @@ class BrokerData:
         addrs = {int(k): str(v) for k, v in (obj.get("brokerAddrs") or {}).items()}
         return cls(cluster=str(obj.get("cluster", "")), broker_name=str(obj["brokerName"]),
                    broker_addrs=addrs)  # fmt: skip
+
+    def encodable(self) -> bool:
+        return encodable(self.cluster, self.broker_name, *self.broker_addrs.values())
 
     def copy(self) -> BrokerData:
         return BrokerData(cluster=self.cluster, broker_name=self.broker_name,
@@ -93,15 +130,29 @@ class TopicRouteData:
     def encode(self) -> bytes:
         return dumps(self.to_json())
 
+    def encodable_part(self) -> TopicRouteData:
+        """This route without the entries holding text that cannot be written as UTF-8."""
+        conf = self.order_topic_conf
+        return TopicRouteData(
+            queue_datas=[q for q in self.queue_datas if q.encodable()],
+            broker_datas=[b for b in self.broker_datas if b.encodable()],
+            order_topic_conf=conf if conf is None or encodable(conf) else None,
+            filter_server_table={k: v for k, v in self.filter_server_table.items()
+                                 if encodable(k, *v)},
+        )  # fmt: skip
+
     @classmethod
     def decode(cls, body: bytes) -> Self:
-        obj = json.loads(body)
-        return cls(
-            queue_datas=[QueueData.from_json(q) for q in obj.get("queueDatas") or []],
-            broker_datas=[BrokerData.from_json(b) for b in obj.get("brokerDatas") or []],
-            order_topic_conf=obj.get("orderTopicConf"),
-            filter_server_table=obj.get("filterServerTable") or {},
-        )
+        obj = _loads_object(body, "TopicRouteData")
+        with _decoding("TopicRouteData"):
+            conf = obj.get("orderTopicConf")
+            servers = obj.get("filterServerTable") or {}
+            return cls(
+                queue_datas=[QueueData.from_json(q) for q in obj.get("queueDatas") or []],
+                broker_datas=[BrokerData.from_json(b) for b in obj.get("brokerDatas") or []],
+                order_topic_conf=None if conf is None else str(conf),
+                filter_server_table={str(k): [str(a) for a in v] for k, v in servers.items()},
+            )
 
 
 @dataclass(slots=True, kw_only=True)
@@ -115,14 +166,25 @@ class ClusterInfo:
             "clusterAddrTable": self.cluster_addr_table,
         })  # fmt: skip
 
+    def encodable_part(self) -> ClusterInfo:
+        """This table without the brokers and names holding text that cannot be written."""
+        return ClusterInfo(
+            broker_addr_table={k: b for k, b in self.broker_addr_table.items()
+                               if encodable(k) and b.encodable()},
+            cluster_addr_table={c: [n for n in names if encodable(n)]
+                                for c, names in self.cluster_addr_table.items() if encodable(c)},
+        )  # fmt: skip
+
     @classmethod
     def decode(cls, body: bytes) -> Self:
-        obj = json.loads(body)
-        brokers = obj.get("brokerAddrTable") or {}
-        return cls(
-            broker_addr_table={k: BrokerData.from_json(v) for k, v in brokers.items()},
-            cluster_addr_table={k: list(v) for k, v in (obj.get("clusterAddrTable") or {}).items()},
-        )
+        obj = _loads_object(body, "ClusterInfo")
+        with _decoding("ClusterInfo"):
+            brokers = obj.get("brokerAddrTable") or {}
+            clusters = obj.get("clusterAddrTable") or {}
+            return cls(
+                broker_addr_table={str(k): BrokerData.from_json(v) for k, v in brokers.items()},
+                cluster_addr_table={str(k): [str(n) for n in v] for k, v in clusters.items()},
+            )
 
 
 def encode_topic_list(topics: list[str], broker_addr: str | None = None) -> bytes:
@@ -134,7 +196,9 @@ def encode_topic_list(topics: list[str], broker_addr: str | None = None) -> byte
 
 
 def decode_topic_list(body: bytes) -> list[str]:
-    return [str(t) for t in json.loads(body).get("topicList") or []]
+    obj = _loads_object(body, "TopicList")
+    with _decoding("TopicList"):
+        return [str(t) for t in obj.get("topicList") or []]
 
 
 def encode_kv_table(table: dict[str, str]) -> bytes:
@@ -142,4 +206,6 @@ def encode_kv_table(table: dict[str, str]) -> bytes:
 
 
 def decode_kv_table(body: bytes) -> dict[str, str]:
-    return {str(k): str(v) for k, v in (json.loads(body).get("table") or {}).items()}
+    obj = _loads_object(body, "KVTable")
+    with _decoding("KVTable"):
+        return {str(k): str(v) for k, v in (obj.get("table") or {}).items()}
