@@ -27,18 +27,17 @@ from broker.store.checkpoint import (
 )
 from broker.store.commitlog import CommitLog
 from broker.store.config import FlushDiskType, StoreConfig, delay_levels
-from broker.store.consumequeue import ConsumeQueue, storable_topic
+from broker.store.consumequeue import storable_topic
 from broker.store.disk import Disk
 from broker.store.dispatch import dispatch_of, index_keys, queued
 from broker.store.flush import Flusher, fsync_all
-from broker.store.index import Index
 from broker.store.queues import INDEX, QueueTable
 from broker.store.reader import Reader
+from broker.store.reads import StoreReads
 from broker.store.recovery import ScanReport, scan
 from broker.store.results import GetResult, GetStatus, PutResult, PutStatus
 from broker.store.retention import Retention
 from broker.store.segment import FsyncDeferred
-from remoting.errors import MessageDecodeError
 from remoting.protocol.message import (
     MessageExt,
     PropertiesTooLong,
@@ -56,7 +55,7 @@ log = structlog.get_logger(__name__)
 DispatchListener = Callable[[str, int, int, int, int], None]
 
 
-class MessageStore:
+class MessageStore(StoreReads):
     def __init__(self, config: StoreConfig, *, store_host: str) -> None:
         self.config = config
         self.store_host = store_host
@@ -91,14 +90,6 @@ class MessageStore:
         self._checkpoint_error = ""
         self._lock_fd: int | None = None
         self.recovery: ScanReport | None = None
-
-    @property
-    def queues(self) -> dict[tuple[str, int], ConsumeQueue]:
-        return self.table.queues
-
-    @property
-    def index(self) -> Index:
-        return self.table.index
 
     # ------------------------------------------------------------ lifecycle
 
@@ -362,82 +353,3 @@ class MessageStore:
         """Drop a topic's ConsumeQueues (files too); its CommitLog records age out as usual."""
         self.table.delete_topic(topic)
         shutil.rmtree(self.root / "consumequeue" / topic, ignore_errors=True)
-
-    # ------------------------------------------------------------ reads
-
-    def get(
-        self,
-        topic: str,
-        queue_id: int,
-        offset: int,
-        max_msgs: int,
-        *,
-        max_bytes: int | None = None,
-        tag_codes: frozenset[int] | None = None,
-    ) -> GetResult:
-        cq = self.queues.get((topic, queue_id))
-        return self.reader.get(cq, offset, max_msgs, max_bytes, tag_codes)
-
-    def min_offset(self, topic: str, queue_id: int) -> int:
-        cq = self.queues.get((topic, queue_id))
-        return cq.min_offset if cq is not None else 0
-
-    def max_offset(self, topic: str, queue_id: int) -> int:
-        return self.table.queue_max((topic, queue_id))
-
-    def queue_ids(self, topic: str) -> list[int]:
-        return sorted(q for t, q in self.queues if t == topic)
-
-    def offset_by_time(
-        self, topic: str, queue_id: int, timestamp_ms: int, *, upper: bool = False
-    ) -> int:
-        return self.reader.offset_by_time(
-            self.queues.get((topic, queue_id)), timestamp_ms, upper=upper
-        )
-
-    def store_time(self, topic: str, queue_id: int, offset: int) -> int:
-        cq = self.queues.get((topic, queue_id))
-        unit = cq.unit(offset) if cq is not None else None
-        return self.reader.store_time(unit.phys) if unit is not None and not unit.blank else -1
-
-    def earliest_store_time(self, topic: str, queue_id: int) -> int:
-        cq = self.queues.get((topic, queue_id))
-        if cq is None or cq.min_offset >= cq.max_offset:
-            return -1
-        return self.reader.unit_time(cq, cq.min_offset)
-
-    def in_disk(self, topic: str, queue_id: int, offset: int) -> bool:
-        """checkInDiskByConsumeOffset: is that message further back than the memory ratio
-        allows (False when there is no such message)."""
-        cq = self.queues.get((topic, queue_id))
-        unit = cq.unit(offset) if cq is not None else None
-        if unit is None or unit.blank:
-            return False
-        return self.commitlog.max_offset - unit.phys > self.reader.memory
-
-    def read(self, phys_offset: int) -> bytes | None:
-        """The record at a commitlog offset, verified (corrupt records are never served)."""
-        return self.commitlog.read_record(phys_offset, verify=True)
-
-    def query(self, topic: str, key: str, max_num: int, begin_ms: int, end_ms: int) -> list[bytes]:
-        """Records of ``topic`` whose KEYS or UNIQ_KEY is ``key``, stored in the time range."""
-        out = []
-        for phys in self.index.query(topic, key, max_num, begin_ms, end_ms):
-            record = self.commitlog.read_record(phys, verify=True)
-            if record is None:
-                continue
-            try:
-                msg = decode_record(record)
-            except MessageDecodeError:
-                continue
-            if msg.topic == topic and (key in msg.keys or msg.properties.get("UNIQ_KEY") == key):
-                out.append(record)
-        return out
-
-    @property
-    def max_phys_offset(self) -> int:
-        return self.commitlog.max_offset
-
-    @property
-    def min_phys_offset(self) -> int:
-        return self.commitlog.min_offset
