@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -55,8 +55,18 @@ class Cluster:
         self.namesrv = ServerProcess(["-m", "namesrv", "--listen-port", "0", *_sets(sets)])
         self.namesrv_port = self.namesrv.listening_port()
 
-    def add_broker(self, name: str, *, open_files: int | None = None, **sets: str) -> BrokerProc:
-        broker = BrokerProc(name, {"brokerName": name, **BROKER_DEFAULTS, **sets}, self.root / name)
+    def add_broker(
+        self,
+        name: str,
+        *,
+        open_files: int | None = None,
+        sets: Mapping[str, str] | None = None,
+        **more: str,
+    ) -> BrokerProc:
+        """Start broker ``name`` with config ``sets`` and ``more`` (``--set``), limited to
+        ``open_files`` descriptors if given."""
+        config = {"brokerName": name, **BROKER_DEFAULTS, **(sets or {}), **more}
+        broker = BrokerProc(name, config, self.root / name)
         broker.open_files = open_files
         self.brokers[name] = broker
         self.start_broker(name)

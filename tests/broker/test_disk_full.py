@@ -70,13 +70,12 @@ def fill(disk: Path) -> Path:
 
 
 def broker_on(cluster: Cluster, disk: Path, **sets: str) -> BrokerProc:
-    return cluster.add_broker(
-        "broker-a",
-        storePathRootDir=str(disk / "store"),
-        cleanResourceInterval="200",  # the disk is measured again five times a second
-        diskSpaceFreeFloorMb="4",
-        **sets,
-    )
+    config = {
+        "storePathRootDir": str(disk / "store"),
+        "cleanResourceInterval": "200",  # the disk is measured again five times a second
+        "diskSpaceFreeFloorMb": "4",
+    }
+    return cluster.add_broker("broker-a", sets={**config, **sets})
 
 
 def errors_and_warnings(broker: BrokerProc) -> int:

@@ -1,12 +1,23 @@
-"""The process runtime: uvloop, `listening`, SIGTERM -> graceful stop, start-up failures."""
+"""The process runtime: uvloop, `listening`, SIGTERM/SIGHUP -> graceful stop, start-up failures,
+logging that survives a broken stdout."""
 
 from __future__ import annotations
 
+import json
+import os
+import select
 import signal
 import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
 
+from remoting.client import RemotingClient
+from remoting.protocol.command import RemotingCommand
 from remoting.protocol.frame import encode
-from tests.harness import ServerProcess
+from remoting.protocol.route import decode_topic_list
+from tests.harness import ROOT, ServerProcess
 from tests.remoting.echo_server import HANG
 from tests.remoting.wire import RawPeer, request
 
@@ -64,3 +75,79 @@ def test_second_signal_forces_exit() -> None:
         proc.stop()
     assert code == 128 + signal.SIGTERM
     assert any(e.get("event") == "forced_exit" for e in proc.events)
+
+
+def namesrv_argv(tmp: Path) -> list[str]:
+    return ["-m", "namesrv", "--listen-port", "0", "--set", f"kvConfigPath={tmp / 'kv.json'}"]
+
+
+def test_sighup_stops_gracefully_with_exit_0(tmp_path: Path) -> None:
+    """Issue "`make run` orphans": SIGHUP (the terminal closed) is a stop signal like SIGTERM:
+    the server logs `stopping` with its name and exits 0."""
+    proc = ServerProcess(namesrv_argv(tmp_path))
+    try:
+        proc.listening_port()
+        proc.proc.send_signal(signal.SIGHUP)
+        code = proc.proc.wait(10)
+    finally:
+        proc.stop()
+    assert code == 0, proc.dump()
+    assert proc.wait_for("stopping")["signal"] == "SIGHUP"
+    assert [e["event"] for e in proc.events][-1] == "stopped"
+
+
+def namesrv_without_reader(tmp: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """A name server whose stdout pipe loses its reader right after the `listening` line: every
+    later log write fails with EPIPE. Returns the process and its port."""
+    proc = subprocess.Popen(
+        [sys.executable, *namesrv_argv(tmp)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    assert proc.stdout is not None
+    fd, buffered = proc.stdout.fileno(), b""
+    deadline = time.monotonic() + 20
+    try:
+        while (left := deadline - time.monotonic()) > 0:
+            if not select.select([fd], [], [], left)[0]:
+                continue
+            chunk = os.read(fd, 65536)
+            assert chunk, f"exited {proc.wait()} before listening: {buffered!r}"
+            buffered += chunk
+            for line in buffered.split(b"\n")[:-1]:  # complete lines only
+                event = json.loads(line) if line.startswith(b"{") else {}
+                if event.get("event") == "listening":
+                    proc.stdout.close()
+                    return proc, int(event["port"])
+        raise TimeoutError(f"no listening line within 20 s: {buffered!r}")
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+
+
+async def test_broken_stdout_neither_drops_requests_nor_blocks_stopping(tmp_path: Path) -> None:
+    """Issue "`make run` orphans": once nobody reads its stdout, a server still serves requests
+    that log (a protocol callback's `frame_error`, a handler's `broker_write_perm_wiped`) and
+    still stops on SIGTERM with exit 0 -- no exception from the log write, no exit code 120
+    from the interpreter's final flush."""
+    proc, port = namesrv_without_reader(tmp_path)
+    cli = RemotingClient()
+    try:
+        bad = await RawPeer.connect(port)
+        bad.send_raw(b"GET / HTTP/1.1\r\nHost: namesrv\r\n\r\n")  # logs frame_error
+        assert await bad.closed_by_peer()
+        addr = f"127.0.0.1:{port}"
+        wipe = await cli.invoke(addr, RemotingCommand.request(205, {"brokerName": "b"}))
+        assert (wipe.code, wipe.ext_fields) == (0, {"wipeTopicCount": "0"})
+        topics = await cli.invoke(addr, RemotingCommand.request(206))  # GET_ALL_TOPIC_LIST
+        assert (topics.code, decode_topic_list(topics.body)) == (0, [])
+        await cli.close()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+    finally:
+        await cli.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
