@@ -37,6 +37,7 @@ from remoting.client import RemotingClient
 from remoting.protocol.codes import RequestCode
 from remoting.protocol.command import RemotingCommand
 from remoting.protocol.register import DataVersion, RegisterBrokerBody, TopicConfigWrapper
+from remoting.protocol.steps import finish
 from remoting.protocol.topic import TopicConfig
 
 TOPICS, BROKERS, DEPTH = 1000, 4, 64
@@ -94,8 +95,9 @@ def table_memory(topics: int = 10_000, brokers: int = 10) -> float:
     before = tracemalloc.take_snapshot()
     table = RouteTable(time.monotonic)
     for b in range(brokers):
-        table.register(cluster="C", broker_addr=f"10.0.0.{b}:10911", broker_name=f"b{b}",
-                       broker_id=0, ha_server_addr="", topics=configs, channel=b)  # fmt: skip
+        finish(table.register_steps(cluster="C", broker_addr=f"10.0.0.{b}:10911",
+                                    broker_name=f"b{b}", broker_id=0, ha_server_addr="",
+                                    topics=configs, channel=b))  # fmt: skip
     after = tracemalloc.take_snapshot()
     tracemalloc.stop()
     assert len(table.topic_queues) == topics

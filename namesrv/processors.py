@@ -37,11 +37,11 @@ from remoting.protocol.headers import namesrv as h
 from remoting.protocol.register import (
     DataVersion,
     RegisterBrokerBody,
-    Steps,
     TopicConfigWrapper,
     inflate,
 )
 from remoting.protocol.route import dumps, encodable, encode_kv_table, encode_topic_list
+from remoting.protocol.steps import Steps
 from remoting.protocol.topic import TopicConfig
 from remoting.tasks import run_steps
 

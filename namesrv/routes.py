@@ -20,8 +20,8 @@ from typing import Final, NamedTuple
 
 from remoting.protocol.register import DataVersion, TopicConfigWrapper
 from remoting.protocol.route import MASTER_ID, BrokerData, ClusterInfo, QueueData, TopicRouteData
+from remoting.protocol.steps import Steps
 from remoting.protocol.topic import Perm, TopicConfig
-from remoting.tasks import Steps, finish
 
 Clock = Callable[[], float]  # milliseconds, monotonic
 APPLY_SLICE: Final = 1000  # topics rebuilt per step of a registration
@@ -67,25 +67,6 @@ class RouteTable:
         self._rebuilding: dict[str, object] = {}  # broker name -> token of its running rebuild
 
     # ------------------------------------------------------------ registration
-
-    def register(
-        self,
-        *,
-        cluster: str,
-        broker_addr: str,
-        broker_name: str,
-        broker_id: int,
-        ha_server_addr: str,
-        topics: TopicConfigWrapper | None,
-        channel: Hashable,
-        timeout_ms: float | None = None,
-    ) -> RegisterResult:
-        """REGISTER_BROKER, all at once (``register_steps``)."""
-        return finish(self.register_steps(
-            cluster=cluster, broker_addr=broker_addr, broker_name=broker_name,
-            broker_id=broker_id, ha_server_addr=ha_server_addr, topics=topics, channel=channel,
-            timeout_ms=timeout_ms,
-        ))  # fmt: skip
 
     def register_steps(
         self,

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Generator
-from typing import Final, TypeAlias, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Final, TypeVar
 
 import structlog
+
+from remoting.protocol.steps import Steps
 
 log = structlog.get_logger(__name__)
 
@@ -37,7 +39,6 @@ async def every(
 
 SLICE_SECONDS: Final = 0.005
 T = TypeVar("T")
-Steps: TypeAlias = Generator[None, None, T]  # yields between bounded units of work
 
 
 class TimeSlice:
@@ -95,13 +96,3 @@ async def run_steps(steps: Steps[T], budget: float = SLICE_SECONDS) -> T:
             result: T = done.value
             return result
         await turn.tick()
-
-
-def finish(steps: Steps[T]) -> T:
-    """Run ``steps`` to its end at once (off the loop, or when it is known to be small)."""
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            result: T = done.value
-            return result

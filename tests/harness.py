@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
@@ -10,7 +11,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -105,3 +106,17 @@ def _limit_open_files(n: int) -> Callable[[], None]:
         resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
 
     return limit
+
+
+@contextlib.contextmanager
+def serving(argv: Sequence[str], **options: object) -> Iterator[ServerProcess]:
+    """A server process, listening; afterwards stopped by its PID, its log printed, and its
+    exit code checked to be 0 (it survived whatever the test did to it)."""
+    proc = ServerProcess(argv, **options)  # type: ignore[arg-type]
+    try:
+        proc.listening_port()
+        yield proc
+    finally:
+        code = proc.stop()
+        print(proc.dump())
+    assert code == 0, f"{' '.join(argv)} exited {code}"

@@ -18,17 +18,14 @@ import json
 import re
 import struct
 import zlib
-from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import Any, Final, Self, TypeAlias, TypeVar
+from typing import Any, Final, Self
 
 from remoting.protocol import text
 from remoting.protocol.frame import DEFAULT_MAX_FRAME
 from remoting.protocol.route import dumps
+from remoting.protocol.steps import Steps, finish
 from remoting.protocol.topic import TopicConfig
-
-T = TypeVar("T")
-Steps: TypeAlias = Generator[None, None, T]  # as remoting.tasks.Steps (no I/O imports here)
 
 # the longest topic a Java broker names is ~390 characters ("%RETRY%" + a 255-character
 # group + "_" + a 127-character topic); anything much longer is not a topic
@@ -118,13 +115,7 @@ class RegisterBrokerBody:
         """Raises ValueError (or a subclass) when the body is malformed, holds a name that is
         blank, too long or not valid UTF-8, or inflates past ``max_inflated`` bytes."""
         data = inflate(body, max_inflated) if compressed else body
-        steps = cls.parse_steps(data, compressed=compressed)
-        while True:
-            try:
-                next(steps)
-            except StopIteration as done:
-                result: Self = done.value
-                return result
+        return finish(cls.parse_steps(data, compressed=compressed))
 
     @classmethod
     def parse_steps(cls, data: bytes, *, compressed: bool = False) -> Steps[Self]:

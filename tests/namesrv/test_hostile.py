@@ -28,8 +28,10 @@ from remoting.protocol.command import RemotingCommand
 from remoting.protocol.frame import FrameDecoder
 from remoting.protocol.register import DataVersion, RegisterBrokerBody, TopicConfigWrapper
 from remoting.protocol.route import ClusterInfo, TopicRouteData, decode_kv_table, decode_topic_list
+from remoting.protocol.steps import finish
 from remoting.protocol.topic import TopicConfig
-from tests.harness import ServerProcess
+from tests.harness import ServerProcess, serving
+from tests.namesrv.test_process import namesrv_args
 from tests.protocol.test_register import ascii_json, body_json, compressed, zlib_bomb
 
 RSS_BOUND_MIB = 200  # over the name server's own size once started and serving one broker
@@ -37,15 +39,8 @@ RSS_BOUND_MIB = 200  # over the name server's own size once started and serving 
 
 @pytest.fixture
 def namesrv(tmp_path: Path) -> Iterator[ServerProcess]:
-    proc = ServerProcess(["-m", "namesrv", "--listen-port", "0",
-                          "--set", f"kvConfigPath={tmp_path / 'kv.json'}"])  # fmt: skip
-    try:
-        proc.listening_port()
+    with serving(namesrv_args(tmp_path)) as proc:
         yield proc
-    finally:
-        code = proc.stop()
-        print(proc.dump())
-    assert code == 0
 
 
 def wrapper(topics: list[str], counter: int = 1) -> TopicConfigWrapper:
@@ -271,8 +266,9 @@ async def test_a_bad_entry_in_the_tables_fails_no_answer_about_the_others(tmp_pa
     proc = NamesrvProcessor(table, kv, order_message_enable=True)
     ch = cast(Channel, object())
     for name, topics in (("good", ["Good", "Shared"]), ("\ud800", ["Bad\udfff", "Shared"])):
-        table.register(cluster="C", broker_addr=f"{name}:1", broker_name=name, broker_id=0,
-                       ha_server_addr="", topics=wrapper(topics), channel=ch)  # fmt: skip
+        finish(table.register_steps(cluster="C", broker_addr=f"{name}:1", broker_name=name,
+                                    broker_id=0, ha_server_addr="", topics=wrapper(topics),
+                                    channel=ch))  # fmt: skip
     kv.table[ORDER_TOPIC_CONFIG] = {"Shared": "good:4", "\ud800": "x"}
     info = ClusterInfo.decode(proc.get_cluster_info(request(106), ch).body)
     assert list(info.broker_addr_table) == ["good"] and info.cluster_addr_table == {"C": ["good"]}

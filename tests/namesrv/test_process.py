@@ -19,27 +19,25 @@ from remoting.protocol.command import RemotingCommand
 from remoting.protocol.register import DataVersion, RegisterBrokerBody, TopicConfigWrapper
 from remoting.protocol.route import ClusterInfo, TopicRouteData, decode_topic_list
 from remoting.protocol.topic import TopicConfig
-from tests.harness import ServerProcess
+from tests.harness import ServerProcess, serving
 from tests.util import wait_until
 
 
-def start_namesrv(tmp: Path, *sets: str) -> ServerProcess:
+def namesrv_args(tmp: Path, *sets: str) -> list[str]:
     args = ["-m", "namesrv", "--listen-port", "0", "--set", f"kvConfigPath={tmp / 'kv.json'}"]
     for item in sets:
         args += ["--set", item]
-    return ServerProcess(args)
+    return args
+
+
+def start_namesrv(tmp: Path, *sets: str) -> ServerProcess:
+    return ServerProcess(namesrv_args(tmp, *sets))
 
 
 @pytest.fixture
 def namesrv(tmp_path: Path) -> Iterator[ServerProcess]:
-    proc = start_namesrv(tmp_path)
-    try:
-        proc.listening_port()
+    with serving(namesrv_args(tmp_path)) as proc:
         yield proc
-    finally:
-        code = proc.stop()
-        print(proc.dump())
-    assert code == 0
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from namesrv.routes import RegisterResult, RouteTable
 from remoting.protocol.register import DataVersion, TopicConfigWrapper
+from remoting.protocol.steps import finish
 from remoting.protocol.topic import TopicConfig
 
 
@@ -25,11 +26,11 @@ def wrapper(*topics: str, counter: int = 1, queues: int = 4) -> TopicConfigWrapp
 def register(table: RouteTable, name: str, addr: str, *topics: str, broker_id: int = 0,
              counter: int = 1, channel: object = None,
              cluster: str = "DefaultCluster") -> RegisterResult:  # fmt: skip
-    return table.register(
+    return finish(table.register_steps(
         cluster=cluster, broker_addr=addr, broker_name=name, broker_id=broker_id,
         ha_server_addr=addr.replace(":109", ":209"), topics=wrapper(*topics, counter=counter),
         channel=channel if channel is not None else object(),
-    )  # fmt: skip
+    ))  # fmt: skip
 
 
 def test_evicted_exactly_after_expiry_and_not_before() -> None:

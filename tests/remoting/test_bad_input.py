@@ -12,24 +12,18 @@ from collections.abc import Iterator
 import pytest
 
 from remoting.protocol.frame import encode
-from tests.harness import ServerProcess
+from tests.harness import ServerProcess, serving
 from tests.remoting.echo_server import ECHO, SIZED, SLOW
 from tests.remoting.wire import RawPeer, request
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[ServerProcess]:
-    proc = ServerProcess(
-        ["-m", "tests.remoting.echo_server", "--listen-port", "0",
-         "--set", "serverWriteStallTimeoutMillis=500", "--log-level", "debug"]
-    )  # fmt: skip
-    try:
-        proc.listening_port()
+    # the server must survive every bad input and stop cleanly (exit 0)
+    args = ["-m", "tests.remoting.echo_server", "--listen-port", "0",
+            "--set", "serverWriteStallTimeoutMillis=500", "--log-level", "debug"]  # fmt: skip
+    with serving(args) as proc:
         yield proc
-    finally:
-        code = proc.stop()
-        print(proc.dump())
-    assert code == 0, "the server must survive every bad input and stop cleanly"
 
 
 def frame(stype: int, header: bytes, body: bytes = b"") -> bytes:

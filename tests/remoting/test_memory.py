@@ -7,12 +7,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import struct
-from collections.abc import Iterator
 
 import pytest
 
 from remoting.protocol.frame import encode
-from tests.harness import ServerProcess
+from tests.harness import ServerProcess, serving
 from tests.remoting.echo_server import ECHO, SIZED
 from tests.remoting.wire import RawPeer, request
 from tests.util import rss_mib, wait_until
@@ -20,17 +19,9 @@ from tests.util import rss_mib, wait_until
 MiB = 1024 * 1024
 
 
-@contextlib.contextmanager
-def echo_server(*sets: str) -> Iterator[ServerProcess]:
+def echo_server(*sets: str) -> contextlib.AbstractContextManager[ServerProcess]:
     args = [a for s in sets for a in ("--set", s)]
-    proc = ServerProcess(["-m", "tests.remoting.echo_server", "--listen-port", "0", *args])
-    try:
-        proc.listening_port()
-        yield proc
-    finally:
-        code = proc.stop()
-        print(proc.dump())
-    assert code == 0
+    return serving(["-m", "tests.remoting.echo_server", "--listen-port", "0", *args])
 
 
 async def answered_promptly(port: int, timeout: float = 2.0) -> None:
