@@ -156,7 +156,10 @@ class Dispatcher:
         stand_in = InlineTask(cmd.code)
         context = contextvars.copy_context()
         loop = asyncio.get_running_loop()
-        _enter_task(loop, stand_in)  # type: ignore[arg-type]  # a Task's interface, see below
+        try:
+            _enter_task(loop, stand_in)  # type: ignore[arg-type]  # a Task's interface, below
+        except RuntimeError:  # called from inside a task (not from a protocol callback)
+            return self._track(loop.create_task(coro, context=context))
         try:
             waiting_on = context.run(coro.send, None)  # the first step, inline
         except StopIteration:
@@ -165,6 +168,9 @@ class Dispatcher:
             _leave_task(loop, stand_in)  # type: ignore[arg-type]
         task = loop.create_task(_Resume(coro, waiting_on), context=context)
         stand_in.hand_over(task)
+        return self._track(task)
+
+    def _track(self, task: asyncio.Task[None]) -> asyncio.Task[None]:
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
         return task

@@ -9,7 +9,7 @@ from structlog.testing import capture_logs
 
 from remoting.channel import Channel
 from remoting.client import RemotingClient
-from remoting.dispatch import Bulkhead, Route
+from remoting.dispatch import Bulkhead, Dispatcher, Route
 from remoting.protocol.codes import ResponseCode, SerializeType
 from remoting.protocol.command import RemotingCommand, response_to
 from tests.conftest import ServerFactory
@@ -351,3 +351,20 @@ async def test_first_step_may_use_timeouts_task_groups_and_outbound_requests(
     assert answers == {11: (0, "in time"), 12: (0, "timed out"), 13: (0, "abc"),
                        14: (0, "upstream"), 15: (0, "at once")}  # fmt: skip
     await peer.close()
+
+
+async def test_dispatch_from_inside_a_task_runs_the_handler_as_its_own_task() -> None:
+    """A request dispatched by code already running in a task (not a protocol callback) gets
+    a Task of its own from the start; its timeouts are its own, not the caller's."""
+
+    async def timed(req: RemotingCommand, ch: object) -> RemotingCommand:
+        async with asyncio.timeout(1):
+            await asyncio.sleep(0)
+        return response_to(req, ResponseCode.SUCCESS, remark="own task")
+
+    answers: list[RemotingCommand | None] = []
+    dispatcher = Dispatcher({21: Route(timed)})
+    task = dispatcher.dispatch(request(21, opaque=3), None, lambda _req, resp: answers.append(resp))
+    assert task is not None
+    await task
+    assert [a.remark for a in answers if a is not None] == ["own task"]
