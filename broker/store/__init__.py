@@ -323,7 +323,8 @@ class MessageStore(StoreReads):
             self.table.dispatch(d, notify=True)
             ids.append(offset_msg_id(self._host_raw, phys))
             phys += len(data)
-        self._create_error = ""
+        if self._create_error:
+            self._create_error = ""
         first_offset = msgs[0].queue_offset
         return PutResult(PutStatus.PUT_OK, first_phys, first_offset, ids, stamp, phys - first_phys)
 

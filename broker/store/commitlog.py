@@ -87,14 +87,15 @@ class CommitLog:
         magic) last: a write cut short leaves a zero head, which recovery reads as the end."""
         seg = self.queue.find(phys)
         assert seg is not None and phys + len(data) <= seg.end, "reserve() first"
-        at = phys - seg.start
-        if at + len(data) > seg.faulted:
+        at, size = phys - seg.start, len(data)
+        if at + size > seg.faulted:
             seg.prefault(at)
+        mm = seg.mm
         with memoryview(data) as view:
-            seg.write(at + 8, view[8:])
-        _Q.pack_into(seg.mm, at + PHYSICAL_OFFSET_POS, phys)
-        seg.write(at, data[:8])
-        self.max_offset = phys + len(data)
+            mm[at + 8 : at + size] = view[8:]
+        _Q.pack_into(mm, at + PHYSICAL_OFFSET_POS, phys)
+        mm[at : at + 8] = data[:8]
+        self.max_offset = phys + size
 
     # ------------------------------------------------------------ read
 

@@ -100,6 +100,9 @@ class ConsumeQueue:
         """Make every unit up to queue offset ``last`` writable -- segments created, blocks
         allocated -- or raise OSError having written nothing."""
         pos, end = self.max_offset * UNIT, (last + 1) * UNIT
+        segs = self.queue.segments
+        if segs and segs[-1].start <= pos and end <= segs[-1].start + segs[-1].backed:
+            return  # the usual case: room in the last file already
         while pos < end:
             seg = self._segment(pos)
             upto = min(end, seg.end)
@@ -117,11 +120,14 @@ class ConsumeQueue:
 
     def _write(self, offset: int, phys: int, size: int, tags_code: int) -> None:
         pos = offset * UNIT
-        seg = self.queue.find(pos) or self._segment(pos)
+        segs = self.queue.segments
+        seg = segs[-1] if segs and 0 <= pos - segs[-1].start < segs[-1].size else None
+        if seg is None:
+            seg = self.queue.find(pos) or self._segment(pos)
         at = pos - seg.start
         if at + UNIT > seg.backed:
             seg.ensure_backed(at + UNIT, CHUNK, self.queue.check)
-        seg.write(at, _UNIT.pack(phys, size, tags_code))
+        _UNIT.pack_into(seg.mm, at, phys, size, tags_code)
         self.max_offset = offset + 1
 
     def unit(self, offset: int) -> Unit | None:

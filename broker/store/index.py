@@ -181,14 +181,21 @@ class Index:
     def reserve(self, keys: int) -> None:
         """Make room for ``keys`` entries before the CommitLog append they index; raises
         OSError when the disk cannot give it."""
+        last = self.files[-1] if self.files else None
+        if last is not None and last.count + keys <= last.backed:
+            return  # the usual case: room already
         if keys:
             self._writable(keys).reserve(keys, self.check)
 
     def put(self, topic: str, keys: list[str], phys: int, store_ts: int) -> None:
         full = [f"{topic}#{key}" for key in keys]
         while full:  # a file that fills up part-way leaves the rest to a new one
-            file = self._writable(len(full))
-            file.reserve(len(full), self.check)  # a no-op after the put path's reserve()
+            n = len(full)
+            file = self.files[-1] if self.files else None
+            if file is None or file.entries - file.count < min(n, self.entries - 1):
+                file = self._writable(n)
+            if file.count + n > file.backed:  # none after the put path's reserve()
+                file.reserve(n, self.check)
             full = full[file.put(full, phys, store_ts) :]
 
     def query(self, topic: str, key: str, limit: int, begin: int, end: int) -> list[int]:

@@ -22,7 +22,7 @@ from broker.store.commitlog import CommitLog, Scan
 from broker.store.config import StoreConfig
 from broker.store.consumequeue import ConsumeQueue
 from broker.store.disk import Disk
-from broker.store.dispatch import Dispatch, dispatch_of
+from broker.store.dispatch import Dispatch, dispatch_of, queued
 from broker.store.index import Index
 from broker.store.segment import MapCache, Segment
 from remoting.errors import MessageDecodeError
@@ -59,6 +59,7 @@ class QueueTable:
             check=lambda n: disk.check(n, root / "index"),
         )
         self.behind: dict[QueueKey, int] = {}  # target -> first CommitLog offset it missed
+        self._index_on = config.message_index_enable
         self.listeners: list[Listener] = []
 
     # ------------------------------------------------------------ queues
@@ -95,13 +96,16 @@ class QueueTable:
     def reserve(self, msgs: list[MessageExt], keys: int) -> None:
         """Room for ``msgs``' units (their queue offsets are assigned) and ``keys`` index
         entries, before anything is appended; raises OSError, having written nothing."""
-        last: dict[QueueKey, int] = {}
-        for msg in msgs:
-            last[(msg.topic, msg.queue_id)] = msg.queue_offset
-        for key, offset in last.items():
-            cq = self.queues.get(key) or self.new_queue(*key)
-            cq.reserve(offset)
-        if keys and self.config.message_index_enable:
+        if len(msgs) == 1:  # the usual put: nothing allocated on the way
+            msg = msgs[0]
+            if queued(msg.sys_flag):
+                key = (msg.topic, msg.queue_id)
+                (self.queues.get(key) or self.new_queue(*key)).reserve(msg.queue_offset)
+        else:
+            last = {(m.topic, m.queue_id): m.queue_offset for m in msgs if queued(m.sys_flag)}
+            for key, offset in last.items():
+                (self.queues.get(key) or self.new_queue(*key)).reserve(offset)
+        if keys and self._index_on:
             self.index.reserve(keys)
 
     def is_behind(self, topic: str, queue_id: int) -> bool:
@@ -110,7 +114,8 @@ class QueueTable:
     def dispatch(self, d: Dispatch, *, notify: bool) -> None:
         """Write ``d``'s unit and index entries; a target that fails falls behind."""
         key = (d.topic, d.queue_id)
-        if d.queued and key not in self.behind:
+        behind = self.behind
+        if d.queued and (not behind or key not in behind):
             cq = self.queues.get(key) or self.new_queue(d.topic, d.queue_id)
             try:
                 cq.put(d.queue_offset, d.phys, d.size, d.tags_code)
@@ -120,7 +125,7 @@ class QueueTable:
                 if notify:
                     for listener in self.listeners:
                         listener(d.topic, d.queue_id, d.queue_offset, d.tags_code, d.store_ts)
-        if d.keys and d.indexed and self.config.message_index_enable and INDEX not in self.behind:
+        if d.keys and self._index_on and d.indexed and (not behind or INDEX not in behind):
             try:
                 self.index.put(d.topic, d.keys, d.phys, d.store_ts)
             except OSError as exc:

@@ -118,10 +118,15 @@ def _compile(cls: type, v2: bool) -> Callable[[Mapping[str, str]], Any]:
         if spec.required:
             body.append(f"    if {v} is None: raise _missing({wire})")
         if spec.parse is not str:
-            ns[f"p{i}"] = spec.parse
+            int32 = spec.parse is parse_int32  # checked inline: no second call per field
+            ns[f"p{i}"] = parse_int if int32 else spec.parse
             guard = "" if spec.required else f"if {v} is not None: "
             body.append(f"    try:\n        {guard}{v} = p{i}({v})")
             body.append(f"    except ValueError: raise _invalid({wire}, {v}) from None")
+            if int32:
+                test = f"not -0x80000000 <= {v} <= 0x7FFFFFFF"
+                test = test if spec.required else f"{v} is not None and {test}"
+                body.append(f"    if {test}: raise _invalid({wire}, str({v}))")
         if not spec.required:
             ns[f"d{i}"] = spec.default
             body.append(f"    if {v} is None: {v} = d{i}")
