@@ -92,6 +92,7 @@ class Channel(asyncio.Protocol):
         self._out: list[bytes] = []
         self._out_bytes = 0
         self._log = log
+        self._respond = self.respond  # bound once: handed to the dispatcher per request
         # the type of requests we originate; a server channel learns it from the peer
         self.serialize_type = serialize_type
         self.peer = "?"
@@ -136,18 +137,24 @@ class Channel(asyncio.Protocol):
                 self.serialize_type = cmd.serialize_type
             if self._write_paused or self._held:  # the peer is not reading its answers
                 self._held.append(cmd)
-            else:
-                self._handle(cmd)
+                continue
+            task = self._dispatcher.dispatch(cmd, self, self._respond)
+            if task is not None:
+                self._count(task)
         if self._corked and not self._flush_scheduled:
             self._flush()
 
     def _handle(self, cmd: RemotingCommand) -> None:
-        task = self._dispatcher.dispatch(cmd, self, self.respond)
+        task = self._dispatcher.dispatch(cmd, self, self._respond)
         if task is not None:
-            self.in_flight += 1
-            if self.in_flight >= self._options.max_in_flight:
-                self._pause(_PAUSED_IN_FLIGHT)
-            task.add_done_callback(self._request_done)
+            self._count(task)
+
+    def _count(self, task: asyncio.Task[None]) -> None:
+        """A request of ours is still being handled (reading pauses at the cap)."""
+        self.in_flight += 1
+        if self.in_flight >= self._options.max_in_flight:
+            self._pause(_PAUSED_IN_FLIGHT)
+        task.add_done_callback(self._request_done)
 
     def _request_done(self, _task: asyncio.Task[None]) -> None:
         self.in_flight -= 1
@@ -246,7 +253,7 @@ class Channel(asyncio.Protocol):
             transport.writelines((head, body))
         else:
             transport.write(head)
-        if self._limits is not None:
+        if self._limits is not None and transport.get_write_buffer_size() != self._output:
             self._report_output(transport.get_write_buffer_size())
 
     def _cork_until_next_iteration(self) -> None:

@@ -153,7 +153,7 @@ class Dispatcher:
             reply(cmd, _call_sync(route, cmd, conn))
             return None
         coro = self._run(route, cmd, conn, reply)
-        stand_in = InlineTask(cmd.code)
+        stand_in = InlineTask()
         context = contextvars.copy_context()
         loop = asyncio.get_running_loop()
         try:
@@ -223,24 +223,23 @@ class InlineTask:
     It has what asyncio's own helpers use of the current task -- ``asyncio.timeout`` and
     ``TaskGroup`` call ``cancel``, ``uncancel``, ``cancelling`` and ``done`` -- and once the
     handler suspends and a real Task takes it over, every call goes to that Task. (Python
-    3.12's eager tasks make a real Task current from the start; 3.11 has none.)
+    3.12's eager tasks make a real Task current from the start; 3.11 has none.) One is made
+    per request, so it costs no ``__init__``: its state starts as class defaults.
     """
 
-    __slots__ = ("_cancels", "_code", "_task")
-
-    def __init__(self, code: int) -> None:
-        self._code = code
-        self._task: asyncio.Task[None] | None = None
-        self._cancels: list[Any] = []  # cancel() messages asked for before the hand-over
+    _task: asyncio.Task[None] | None = None
+    _cancels: list[Any] | None = None  # cancel() messages asked for before the hand-over
 
     def hand_over(self, task: asyncio.Task[None]) -> None:
         self._task = task
-        for msg in self._cancels:
+        for msg in self._cancels or ():
             task.cancel(msg)
 
     def cancel(self, msg: Any = None) -> bool:
         if self._task is not None:
             return self._task.cancel(msg)
+        if self._cancels is None:
+            self._cancels = []
         self._cancels.append(msg)
         return True
 
@@ -249,16 +248,16 @@ class InlineTask:
             return self._task.uncancel()
         if self._cancels:
             self._cancels.pop()
-        return len(self._cancels)
+        return len(self._cancels or ())
 
     def cancelling(self) -> int:
-        return self._task.cancelling() if self._task is not None else len(self._cancels)
+        return self._task.cancelling() if self._task is not None else len(self._cancels or ())
 
     def done(self) -> bool:
         return self._task.done() if self._task is not None else False
 
     def __repr__(self) -> str:
-        return f"<InlineTask code={self._code} task={self._task!r}>"
+        return f"<InlineTask task={self._task!r}>"
 
 
 _STARTED: Any = object()
