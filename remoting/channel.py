@@ -4,10 +4,8 @@ path with back-pressure, and close notification.
 Both ends are symmetric: a server-side channel can send requests to its peer (check-back,
 consumer-change notices) and a client-side channel serves requests from the server.
 
-Output back-pressure: while the transport holds more unsent output than its high-water mark
-(the peer is not reading), requests already decoded are held, not handled, and reading
-stops; they are handled once the output drains. So a peer that asks for large responses and
-never reads makes us buffer about one response, not one per request it sent.
+Back-pressure: while the peer leaves our output unread, its decoded requests are held and
+reading stops, so such a peer costs about one buffered response, not one per request.
 """
 
 from __future__ import annotations
@@ -308,11 +306,9 @@ class Channel(asyncio.Protocol):
             self._log.debug("response_dropped", opaque=cmd.opaque)
 
     def _prepare(self, cmd: RemotingCommand, flag: int) -> None:
-        cmd.opaque = next_opaque()
-        cmd.flag = flag
-        cmd.serialize_type = (
-            self.serialize_type if self.serialize_type is not None else SerializeType.JSON
-        )
+        cmd.opaque, cmd.flag = next_opaque(), flag
+        stype = self.serialize_type
+        cmd.serialize_type = stype if stype is not None else SerializeType.JSON
 
     @property
     def ready(self) -> bool:
