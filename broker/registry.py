@@ -48,10 +48,25 @@ class ClientRegistry:
         group.consume_type = data.consume_type
         group.message_model = data.message_model
         group.consume_from_where = data.consume_from_where
-        subs = {s.topic: s for s in data.subscriptions}
-        if subs.keys() != group.subscriptions.keys():
+        return self._update_subscriptions(group, data.subscriptions) or changed
+
+    @staticmethod
+    def _update_subscriptions(group: ConsumerGroup, subs: list[SubscriptionData]) -> bool:
+        """ConsumerGroupInfo.updateSubscription: a topic's subscription is replaced only by a
+        newer ``subVersion`` (members of one group heartbeat different versions); a new or a
+        dropped topic is a change, a newer version alone is not."""
+        table, changed = group.subscriptions, False
+        for sub in subs:
+            old = table.get(sub.topic)
+            if old is None:
+                table[sub.topic] = sub
+                changed = True
+            elif sub.sub_version > old.sub_version:
+                table[sub.topic] = sub
+        wanted = {sub.topic for sub in subs}
+        for topic in [t for t in table if t not in wanted]:
+            del table[topic]
             changed = True
-        group.subscriptions = subs
         return changed
 
     def register_producer(self, group: str, channel: Hashable, info: ClientInfo) -> None:

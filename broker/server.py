@@ -18,6 +18,7 @@ from broker.configfile import ConfigFile
 from broker.consumers import Consumers
 from broker.context import BrokerContext
 from broker.groups import SubscriptionGroups
+from broker.listen import bind_listeners, vip_routes
 from broker.namesrv_api import BrokerIdentity, NamesrvAPI
 from broker.processors.admin import AdminProcessor
 from broker.processors.client import ClientProcessor
@@ -34,7 +35,7 @@ from remoting.client import RemotingClient
 from remoting.config import ServerConfig
 from remoting.lifecycle import Service
 from remoting.process import prepare_server_process
-from remoting.server import RemotingServer, bind_socket
+from remoting.server import RemotingServer
 from remoting.tasks import every
 
 log = structlog.get_logger(__name__)
@@ -50,6 +51,7 @@ class Broker(Service):
         self.namesrv = NamesrvAPI(
             RemotingClient(), config.namesrv_addrs, config.register_broker_timeout_mills / 1000
         )
+        self.servers: list[RemotingServer] = []  # the main port, then the VIP port
         self._loops: list[asyncio.Task[None]] = []
         self._register_task: asyncio.Task[None] | None = None
         self._register_again = False
@@ -57,35 +59,38 @@ class Broker(Service):
     async def start(self) -> None:
         cfg, server_cfg = self.config, self.server_config
         prepare_server_process()  # before the store: its file limits depend on it
-        sock = bind_socket(server_cfg.bind_address, server_cfg.listen_port)
+        sock, vip_sock = bind_listeners(server_cfg.bind_address, server_cfg.listen_port)
         self.port = sock.getsockname()[1]
         try:
             self.ctx = await self._open(f"{cfg.broker_ip1}:{self.port}")
         except BaseException:
-            sock.close()
+            for s in (sock, vip_sock):
+                if s is not None:
+                    s.close()
             raise
         ctx = self.ctx
         self.consumers = Consumers(ctx, self._files())
         self.consumers.load()
-        self.server = RemotingServer(
-            routes(self._processors()),
-            server_cfg,
-            bulkheads=bulkheads(cfg),
-            announce=False,
-            sock=sock,
-        )
-        self.server.add_close_listener(self.consumers.channel_closed)
-        await self.server.start()
+        table, limits = routes(self._processors()), bulkheads(cfg)  # shared by both ports
+        self.servers = [
+            RemotingServer(tbl, server_cfg, bulkheads=limits, announce=False, sock=s)
+            for tbl, s in ((table, sock), (vip_routes(table), vip_sock))
+            if s is not None
+        ]
+        for server in self.servers:
+            server.add_close_listener(self.consumers.channel_closed)
+            await server.start()
         ctx.topics.listeners.append(self.register_soon)
-        ctx.topic_registered = self.wait_registered
+        ctx.topic_registered = ctx.topics.registered = self.wait_registered
         if not self.namesrv.addrs:
             log.warning("no_namesrv", hint="set namesrvAddr, -n or NAMESRV_ADDR")
         await self._register()
         self._start_loops()
         log.info(
             "listening",
-            host=self.server.host,
+            host=self.servers[0].host,
             port=self.port,
+            vip_port=self.port - 2 if vip_sock is not None else None,
             broker=cfg.broker_name,
             addr=ctx.addr,
         )
@@ -208,7 +213,8 @@ class Broker(Service):
             await self._register()
 
     async def close(self) -> None:
-        self.server.stop_accepting()
+        for server in self.servers:
+            server.stop_accepting()
         await self.namesrv.unregister_all(self.identity)
         for task in [*self._loops, self._register_task]:
             if task is not None:
@@ -216,7 +222,7 @@ class Broker(Service):
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
         self.consumers.answer_parked()  # consumers move on at once
-        await self.server.close(drain_timeout=5.0)
+        await asyncio.gather(*(server.close(drain_timeout=5.0) for server in self.servers))
         # only now, with every request drained: offsets committed during the drain count
         self.consumers.persist_now()
         await self.ctx.groups.flush()

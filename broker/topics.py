@@ -8,7 +8,7 @@ atomically off the loop, and is announced to listeners (the broker re-registers 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import structlog
 
@@ -85,6 +85,8 @@ class TopicTable:
         self._auto_create = auto_create
         self._lock = asyncio.Lock()
         self.listeners: list[Callable[[], None]] = []
+        # awaits the registration a change started (the broker sets it)
+        self.registered: Callable[[], Awaitable[None]] = _nothing_pending
 
     def load(self) -> None:
         """Overlay topics.json (if any) on the built-in topics; a corrupt file is an error."""
@@ -205,7 +207,12 @@ class TopicTable:
             self.topics[topic] = config
             log.info("topic_created", topic=topic, queues=queue_nums, perm=perm)
             await self._changed()
-            return config
+        await self.registered()  # registered inline, as createTopicInSendMessageBackMethod does
+        return config
+
+
+async def _nothing_pending() -> None:
+    return None
 
 
 def describe(config: TopicConfig) -> str:

@@ -79,7 +79,7 @@ class ClientProcessor:
                     self._notify(consumer.group_name)
         for producer in data.producers:
             self.registry.register_producer(producer, ch, info)
-        for topic, queues in retry_topics:
+        for topic, queues in retry_topics:  # routed before we answer (first rebalance)
             await self.ctx.topics.create_plain(topic, queues, Perm.READ | Perm.WRITE)
         return ok(req)
 

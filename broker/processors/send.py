@@ -69,10 +69,9 @@ PUT_RESULT: Final[dict[PutStatus, tuple[ResponseCode, str | None]]] = {
 STORED: Final = frozenset(s for s, (code, _) in PUT_RESULT.items() if code in (0, 10, 11, 12))
 
 
-# compat: 4.9.8 creates %DLQ% topics write-only (PermName.PERM_WRITE) in handleRetryAndDLQ and
-# consumerSendMsgBack; 5.x (and protocol.md's table) made them 6. Issue 7 asks for the
-# original's permission: consumers read a DLQ only after an operator grants it.
-DLQ_PERM: Final = Perm.WRITE
+# %DLQ% topics are readable and writable (6), as SendMessageProcessor creates them since 4.9.4
+# (handleRetryAndDLQ, asyncConsumerSendMsgBack); only 4.9.3 and older made them write-only.
+DLQ_PERM: Final = Perm.READ | Perm.WRITE
 
 
 class Refused(Exception):

@@ -112,7 +112,7 @@ async def test_send_back_16_times_lands_in_the_dlq(
             offset = copies[-1].commit_log_offset
     assert await max_offset(client, b.addr, "%DLQ%cg", 0) == 1
     topics = json.loads((await client.invoke(b.addr, req(C.GET_ALL_TOPIC_CONFIG))).body)
-    assert topics["topicConfigTable"]["%DLQ%cg"]["perm"] == 2  # 4.9.8: write-only
+    assert topics["topicConfigTable"]["%DLQ%cg"]["perm"] == 6  # fidelity D4: 4.9.4+ read+write
     dead = await client.invoke(
         b.addr,
         req(

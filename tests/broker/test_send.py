@@ -111,8 +111,8 @@ async def test_batch_goes_to_one_queue(cluster: Cluster, client: RemotingClient)
 async def test_retry_topic_and_dead_letters(cluster: Cluster, client: RemotingClient) -> None:
     """protocol.md 5.1 step 9 (handleRetryAndDLQ): a %RETRY% send is stored there until its
     reconsume count reaches maxReconsumeTimes (header 'l', else the group's 16); then it goes
-    to %DLQ%<group>: 1 queue, and 4.9.8's write-only perm 2 (issue 7: the original's
-    permissions; protocol.md's table says 6, 5.x's value)."""
+    to %DLQ%<group>: 1 queue, perm 6 (fidelity D4: read+write since 4.9.4, as protocol.md's
+    table says)."""
     broker = cluster.add_broker("broker-a")
     retry = await client.invoke(broker.addr, send_v2("%RETRY%cg", b"r", j="3", l="16"))
     assert retry.code == 0, retry.remark
@@ -125,7 +125,7 @@ async def test_retry_topic_and_dead_letters(cluster: Cluster, client: RemotingCl
     assert (await view(client, broker.addr, low_max.ext_fields["msgId"])).topic == "%DLQ%cg"
     configs = await client.invoke(broker.addr, RemotingCommand.request(21))
     table = json.loads(configs.body)["topicConfigTable"]
-    assert (table["%DLQ%cg"]["writeQueueNums"], table["%DLQ%cg"]["perm"]) == (1, 2)
+    assert (table["%DLQ%cg"]["writeQueueNums"], table["%DLQ%cg"]["perm"]) == (1, 6)
     assert (table["%RETRY%cg"]["writeQueueNums"], table["%RETRY%cg"]["perm"]) == (1, 6)
 
 
