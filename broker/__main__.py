@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     async def serve(stop: asyncio.Event) -> None:
-        async with Broker(broker, store, server):
+        async with Broker(broker, store, server, config_file=args.config):
             await stop.wait()
 
     return run(serve, log_level=args.log_level, log_format=args.log_format)

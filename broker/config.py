@@ -78,6 +78,9 @@ class BrokerConfig:
     client_channel_scan_interval: int = 10_000  # ours (Java's constant): how often to look
     rebalance_lock_max_live_time: int = 60_000  # ms (rocketmq.broker.rebalance.lockMaxLiveTime)
     ha_listen_port: int = 10912  # listenPort + 1 when listenPort is 0 (then ephemeral)
+    # keys UPDATE_BROKER_CONFIG refuses, ";"-separated (brokerConfigPath, rocketmqHome and
+    # configBlackList always are: AdminBrokerProcessor.initConfigBlackList)
+    config_black_list: str = "configBlackList;brokerConfigPath"
 
     @property
     def namesrv_addrs(self) -> list[str]:

@@ -1,10 +1,12 @@
-"""BrokerContext: what the broker's processors share. ``config`` is replaced, never mutated,
-when UPDATE_BROKER_CONFIG changes it, so processors read it through the context each time."""
+"""BrokerContext: what the broker's processors share. ``config`` and ``store_config`` are
+replaced, never mutated, when UPDATE_BROKER_CONFIG changes them (broker.settings), so
+processors read them through the context each time."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from broker.config import BrokerConfig
 from broker.groups import SubscriptionGroups
@@ -30,7 +32,9 @@ class BrokerContext:
     groups: SubscriptionGroups
     stats: BrokerStats
     addr: str  # "brokerIP1:port", as clients dial it and stored messages name it
+    config_file: Path  # where UPDATE_BROKER_CONFIG persists (the -c file, as Java's)
     config_version: DataVersion = field(default_factory=DataVersion)
-    on_config_change: list[Callable[[], None]] = field(default_factory=list)
+    # called with the keys each UPDATE_BROKER_CONFIG accepted
+    on_config_change: list[Callable[[frozenset[str]], None]] = field(default_factory=list)
     # awaits the registration a topic change started (Java registers before answering)
     topic_registered: Callable[[], Awaitable[None]] = _nothing_pending

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from pathlib import Path
 
 import structlog
@@ -35,6 +36,9 @@ from remoting.client import RemotingClient
 from remoting.config import ServerConfig
 from remoting.lifecycle import Service
 from remoting.process import prepare_server_process
+from remoting.protocol.message import now_ms
+from remoting.protocol.register import TopicConfigWrapper
+from remoting.protocol.topic import Perm, TopicConfig
 from remoting.server import RemotingServer
 from remoting.tasks import every
 
@@ -42,10 +46,24 @@ log = structlog.get_logger(__name__)
 
 
 class Broker(Service):
-    """``async with Broker(cfg, store_cfg, server_cfg)`` serves until the block ends."""
+    """``async with Broker(cfg, store_cfg, server_cfg)`` serves until the block ends;
+    ``config_file`` is the file it was configured from (``-c``), which UPDATE_BROKER_CONFIG
+    writes (BrokerPathConfigHelper.brokerConfigPath)."""
 
-    def __init__(self, config: BrokerConfig, store_config: StoreConfig, server: ServerConfig):
+    def __init__(
+        self,
+        config: BrokerConfig,
+        store_config: StoreConfig,
+        server: ServerConfig,
+        *,
+        config_file: str | None = None,
+    ):
         self.config = config
+        # compat: without -c Java writes ~/store/config/broker.properties whatever
+        # storePathRootDir is; we keep it with the broker's other files
+        self.config_file = (
+            Path(config_file) if config_file else config_path(store_config) / "broker.properties"
+        )
         self.store_config = store_config
         self.server_config = server
         self.namesrv = NamesrvAPI(
@@ -82,6 +100,7 @@ class Broker(Service):
             await server.start()
         ctx.topics.listeners.append(self.register_soon)
         ctx.topic_registered = ctx.topics.registered = self.wait_registered
+        ctx.on_config_change.append(self._config_changed)
         if not self.namesrv.addrs:
             log.warning("no_namesrv", hint="set namesrvAddr, -n or NAMESRV_ADDR")
         await self._register()
@@ -128,6 +147,7 @@ class Broker(Service):
             groups=groups,
             stats=BrokerStats(),
             addr=addr,
+            config_file=self.config_file,
         )
 
     def _files(self) -> dict[str, ConfigFile]:
@@ -192,8 +212,17 @@ class Broker(Service):
         await self.ctx.groups.file.retry()
 
     async def _register(self) -> None:
-        accepted = await self.namesrv.register_all(self.identity, self.ctx.topics.wrapper())
+        wrapper = advertised(self.ctx.topics.wrapper(), self.ctx.config.broker_permission)
+        accepted = await self.namesrv.register_all(self.identity, wrapper)
         log.debug("broker_registered", namesrv=accepted, of=len(self.namesrv.addrs))
+
+    def _config_changed(self, keys: frozenset[str]) -> None:
+        """AdminBrokerProcessor.updateBrokerConfig: a brokerPermission update bumps the topic
+        data version (the name servers then take the new perms) and registers at once."""
+        if "brokerPermission" in keys:
+            topics = self.ctx.topics
+            topics.data_version = topics.data_version.next(now_ms())
+            self.register_soon()
 
     async def wait_registered(self) -> None:
         """Until the registration rounds a topic change started are done."""
@@ -230,6 +259,24 @@ class Broker(Service):
         await self.ctx.store.shutdown()
         await self.namesrv.close()
         log.info("broker_stopped", broker=self.config.broker_name)
+
+
+def advertised(wrapper: TopicConfigWrapper, broker_permission: int) -> TopicConfigWrapper:
+    """BrokerController.registerBrokerAll: unless the broker is readable and writable, every
+    topic is registered with the broker's permission (and, as there, the other fields at
+    their defaults), so producers stop routing here (perm 4) or consumers stop pulling."""
+    if Perm.readable(broker_permission) and Perm.writeable(broker_permission):
+        return wrapper
+    table = {
+        name: TopicConfig(
+            topic_name=name,
+            read_queue_nums=t.read_queue_nums,
+            write_queue_nums=t.write_queue_nums,
+            perm=broker_permission,
+        )
+        for name, t in wrapper.topic_config_table.items()
+    }
+    return dataclasses.replace(wrapper, topic_config_table=table)
 
 
 def config_path(store_config: StoreConfig) -> Path:

@@ -185,10 +185,37 @@ def _text(value: Any) -> str:
     return str(value)
 
 
+def config_values(*objects: Any) -> dict[str, str]:
+    """The config objects' values as camelCase key -> text, as a config file gives them."""
+    return {
+        config_key(f): _text(getattr(obj, f.name))
+        for obj in objects
+        for f in dataclasses.fields(obj)
+    }
+
+
 def dump(*objects: Any) -> str:
     """The effective config as sorted camelCase ``key=value`` lines (what ``-p`` prints)."""
-    lines = {}
-    for obj in objects:
-        for f in dataclasses.fields(obj):
-            lines[config_key(f)] = _text(getattr(obj, f.name))
-    return "".join(f"{k}={v}\n" for k, v in sorted(lines.items()))
+    return dump_values(config_values(*objects))
+
+
+def dump_values(values: Mapping[str, str]) -> str:
+    return "".join(f"{k}={v}\n" for k, v in sorted(values.items()))
+
+
+def update_properties(text: str, values: Mapping[str, str]) -> str:
+    """The properties file ``text`` with each line of a key in ``values`` given its new value
+    (every such line: the last one wins when a file is read) and the keys it lacks appended.
+    Comments, blank lines, order and other keys stay as they are."""
+    out, seen = [], set()
+    for line in text.splitlines():
+        stripped = line.strip()
+        match = None if not stripped or stripped[0] in "#!" else _LINE.match(stripped)
+        if match is not None and match.group(1) in values:
+            key = match.group(1)
+            out.append(f"{key}={values[key]}")
+            seen.add(key)
+        else:
+            out.append(line)
+    out += [f"{k}={v}" for k, v in values.items() if k not in seen]
+    return "".join(f"{line}\n" for line in out)

@@ -11,11 +11,10 @@ import time
 
 import structlog
 
-from broker.config import BrokerConfig
 from broker.context import BrokerContext
+from broker.settings import BrokerSettings, SettingsRefused
 from broker.stats import GET, PUT
 from remoting.channel import Channel
-from remoting.config import build, dump, parse_properties
 from remoting.errors import ConfigError
 from remoting.protocol.codes import CURRENT_VERSION, ResponseCode
 from remoting.protocol.command import RemotingCommand, response_to
@@ -50,6 +49,7 @@ def error(
 class AdminProcessor:
     def __init__(self, ctx: BrokerContext) -> None:
         self.ctx = ctx
+        self.settings = BrokerSettings(ctx)
 
     def _topic_refusal(self, topic: str) -> str | None:
         cfg = self.ctx.config
@@ -95,27 +95,27 @@ class AdminProcessor:
         self.ctx.stats.remove_topic(topic)  # BrokerStatsManager.onTopicDeleted: no stale entry
         return ok(req)
 
-    def update_broker_config(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
-        """Apply BrokerConfig keys live (store and server keys need a restart)."""
+    async def update_broker_config(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
+        """AdminBrokerProcessor.updateBrokerConfig; the rules are broker.settings'. Success
+        carries a remark only when a key needs a restart, was ignored or was not saved."""
+        if not req.body:  # Java: no body, nothing to do
+            return ok(req)
         try:
-            values = parse_properties(req.body.decode(), "UPDATE_BROKER_CONFIG")
-            current = parse_properties(dump(self.ctx.config), "current")
-            unknown = sorted(set(values) - set(current))
-            if unknown:
-                return error(req, f"cannot change at runtime: {', '.join(unknown)}")
-            self.ctx.config = build(BrokerConfig, {**current, **values})
+            outcome = await self.settings.update(req.body.decode())
+        except SettingsRefused as exc:
+            return error(req, exc.remark, exc.code)
+        # compat: Java stores what it can parse and answers SUCCESS; a bad value (a word for
+        # an int key, a value out of range) is refused here and nothing is applied
         except (ConfigError, UnicodeDecodeError) as exc:
             return error(req, str(exc))
-        self.ctx.config_version = self.ctx.config_version.next(time.time_ns() // 1_000_000)
-        log.info("broker_config_updated", keys=sorted(values))
-        for listener in self.ctx.on_config_change:
-            listener()
-        return ok(req)
+        if "brokerPermission" in outcome.keys:
+            await self.ctx.topic_registered()  # Java registers before it answers
+        return response_to(req, ResponseCode.SUCCESS, outcome.remark)
 
     def get_broker_config(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
-        text = dump(self.ctx.config, self.ctx.store_config, self.ctx.server_config)
+        """AdminBrokerProcessor.getBrokerConfig: every key 25 takes, and the config version."""
         version = dumps(self.ctx.config_version.to_json()).decode()
-        return ok(req, {"version": version}, text.encode())
+        return ok(req, {"version": version}, self.settings.text().encode())
 
     def get_runtime_info(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
         ctx, now_ms = self.ctx, time.time_ns() // 1_000_000

@@ -1,9 +1,10 @@
 """SendProcessor: SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320).
 
 Seed 000 / protocol.md 5.1, in that order: start the response (MSG_REGION, TRACE_ON); the
-broker accepting sends yet; msgCheck (broker writable, topic name, topics clients may not send
-to, lookup with auto-create, queue id range); random queue; retry/DLQ routing; the stored
-message (WAIT dropped, CLUSTER added); transactional prepare; append; status -> code.
+broker accepting sends yet; msgCheck (an unwritable broker refuses order topics, topic name,
+topics clients may not send to, lookup with auto-create, queue id range); random queue;
+retry/DLQ routing; the stored message (WAIT dropped, CLUSTER added); transactional prepare;
+append; status -> code.
 """
 
 from __future__ import annotations
@@ -141,7 +142,11 @@ class SendProcessor:
             raise Refused(
                 ResponseCode.SYSTEM_ERROR, f"broker unable to service, until {accept_from}"
             )
-        if not Perm.writeable(self.config.broker_permission):
+        # AbstractSendMessageProcessor.msgCheck: without the write bit only an order topic is
+        # refused; other sends are stored (registration advertises the broker's permission,
+        # so producers stop routing here: Broker._register)
+        known = self.topics.get(hdr.topic)
+        if not Perm.writeable(self.config.broker_permission) and known and known.order:
             raise Refused(
                 ResponseCode.NO_PERMISSION,
                 f"the broker[{self.config.broker_ip1}] sending message is forbidden",

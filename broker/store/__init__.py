@@ -248,6 +248,11 @@ class MessageStore(StoreReads):
 
     # ------------------------------------------------------------ writes
 
+    def reconfigure(self, config: StoreConfig) -> None:
+        """Read ``config`` from now on where the store reads its config at each use (limits,
+        timeouts, retention: broker.settings.LIVE_KEYS); what it took at start stays."""
+        self.config = self.reader.config = self.retention.config = config
+
     def set_read_only(self, flag: bool) -> None:
         """A slave's store: sends are refused with SERVICE_NOT_AVAILABLE."""
         self._read_only = flag

@@ -29,8 +29,6 @@ class Retention:
         self.index = index
         self.config = config
         self.disk = disk
-        hours = config.delete_when.replace(",", ";").split(";")
-        self._hours = {int(h) for h in hours if h.strip().isdigit()}
 
     def run_round(self, queues: Iterable[ConsumeQueue], now: float | None = None) -> int:
         """One round; returns the CommitLog segments deleted."""
@@ -38,7 +36,7 @@ class Retention:
         self.disk.refresh()
         ratio = used_ratio(self.disk.commitlog_dir)
         force = ratio < 0 or ratio * 100 > self.config.disk_max_used_space_ratio
-        due = datetime.fromtimestamp(now).hour in self._hours
+        due = datetime.fromtimestamp(now).hour in delete_hours(self.config.delete_when)
         deleted = 0
         if force or due:
             deleted = self._delete_commitlog(now, force)
@@ -61,3 +59,8 @@ class Retention:
             log.info("commitlog_segment_deleted", start=seg.start, forced=force)
             deleted += 1
         return deleted
+
+
+def delete_hours(text: str) -> set[int]:
+    """``deleteWhen`` ("04;16"): read at each round, so UPDATE_BROKER_CONFIG applies at once."""
+    return {int(h) for h in text.replace(",", ";").split(";") if h.strip().isdigit()}

@@ -78,10 +78,13 @@ async def test_auto_create_off_is_topic_not_exist(cluster: Cluster, client: Remo
 
 
 async def test_unwritable_broker_refuses(cluster: Cluster, client: RemotingClient) -> None:
-    """protocol.md 5.1 step 3: a broker without the write perm refuses every send."""
+    """protocol.md 5.1 step 3, as 4.9.8's msgCheck does it (fidelity D8): a broker without
+    the write perm refuses sends to an order topic; others are stored."""
     broker = cluster.add_broker("broker-a", brokerPermission="4")
-    resp = await client.invoke(broker.addr, send_v2("Any", b"x"))
+    assert (await client.invoke(broker.addr, create_topic("Ordered", order="true"))).code == 0
+    resp = await client.invoke(broker.addr, send_v2("Ordered", b"x"))
     assert (resp.code, resp.remark) == (16, "the broker[127.0.0.1] sending message is forbidden")
+    assert (await client.invoke(broker.addr, send_v2("Any", b"x"))).code == 0
 
 
 async def test_retry_to_unknown_group_without_auto_create(
