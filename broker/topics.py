@@ -18,6 +18,7 @@ from remoting.protocol.message import now_ms
 from remoting.protocol.register import DataVersion, TopicConfigWrapper
 from remoting.protocol.topic import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
+    BENCHMARK_TOPIC,
     OFFSET_MOVED_EVENT,
     SCHEDULE_TOPIC,
     SELF_TEST_TOPIC,
@@ -25,6 +26,7 @@ from remoting.protocol.topic import (
     TRANS_OP_HALF_TOPIC,
     Perm,
     TopicConfig,
+    reply_topic,
 )
 
 log = structlog.get_logger(__name__)
@@ -41,7 +43,9 @@ def system_topics(
     cluster_topic: bool = True,
     broker_topic: bool = True,
 ) -> dict[str, TopicConfig]:
-    """The topics every broker hosts from birth (TopicConfigManager's constructor)."""
+    """The topics every broker hosts from birth (TopicConfigManager's constructor).
+    RMQ_SYS_TRACE_TOPIC, which Java adds when ``traceTopicEnable``, is not: we have no such
+    key (fidelity D15)."""
     rw = Perm.READ | Perm.WRITE
     topics = [
         TopicConfig(topic_name=SELF_TEST_TOPIC, read_queue_nums=1, write_queue_nums=1),
@@ -58,6 +62,8 @@ def system_topics(
             read_queue_nums=SCHEDULE_QUEUE_NUMS,
             write_queue_nums=SCHEDULE_QUEUE_NUMS,
         ),
+        TopicConfig(topic_name=BENCHMARK_TOPIC, read_queue_nums=1024, write_queue_nums=1024),
+        TopicConfig(topic_name=reply_topic(cluster), read_queue_nums=1, write_queue_nums=1),
         TopicConfig(topic_name=TRANS_HALF_TOPIC, read_queue_nums=1, write_queue_nums=1),
         TopicConfig(topic_name=TRANS_OP_HALF_TOPIC, read_queue_nums=1, write_queue_nums=1),
     ]

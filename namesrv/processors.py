@@ -28,10 +28,11 @@ import structlog
 from namesrv.kvconfig import ORDER_TOPIC_CONFIG, KVConfig
 from namesrv.routes import RouteTable
 from remoting.channel import Channel
-from remoting.dispatch import Route, Routes
+from remoting.dispatch import Route, Routes, not_supported
 from remoting.protocol import text
 from remoting.protocol.codes import RequestCode, ResponseCode
 from remoting.protocol.command import RemotingCommand, response_to
+from remoting.protocol.faq import SUGGEST_TODO
 from remoting.protocol.frame import DEFAULT_MAX_FRAME
 from remoting.protocol.headers import namesrv as h
 from remoting.protocol.register import (
@@ -77,6 +78,24 @@ def release(table: dict[str, TopicConfig]) -> Steps[None]:
 
 def ok(req: RemotingCommand, ext: dict[str, str] | None = None, body: bytes = b"") -> Response:
     return response_to(req, ResponseCode.SUCCESS, ext_fields=ext, body=body)
+
+
+# codes 4.9.8's name server serves and we do not (fidelity.md 1.1): they still get an answer
+JAVA_ONLY_CODES: Final = frozenset({
+    RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS, RequestCode.GET_UNIT_TOPIC_LIST,
+    RequestCode.GET_HAS_UNIT_SUB_TOPIC_LIST, RequestCode.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST,
+    RequestCode.UPDATE_NAMESRV_CONFIG, RequestCode.GET_NAMESRV_CONFIG,
+})  # fmt: skip
+
+
+def unknown_code(req: RemotingCommand) -> RemotingCommand | None:
+    """A code 4.9.8's name server does not know gets no answer at all: its
+    DefaultRequestProcessor.processRequest returns null (the broker answers 3). One it knows
+    and we do not serve gets REQUEST_CODE_NOT_SUPPORTED rather than a wait for the timeout."""
+    if req.code in JAVA_ONLY_CODES:
+        return not_supported(req)
+    log.debug("request_code_unknown", code=req.code)
+    return None
 
 
 def isolating(what: str, encode: Callable[[], bytes], fallback: Callable[[], bytes]) -> bytes:
@@ -195,7 +214,8 @@ class NamesrvProcessor:
         except (ValueError, RecursionError) as exc:
             return response_to(req, ResponseCode.SYSTEM_ERROR, f"bad DataVersion: {exc}")
         changed = self.table.data_version_changed(hdr.broker_addr, version)
-        self.table.touch(hdr.broker_addr)
+        if not changed:  # DefaultRequestProcessor.queryBrokerTopicConfig: only when unchanged
+            self.table.touch(hdr.broker_addr)
         live = self.table.live.get(hdr.broker_addr)
         body = dumps(live.data_version.to_json()) if live is not None else b""
         return ok(req, h.QueryDataVersionResponseHeader(changed=changed).to_ext(), body)
@@ -220,7 +240,7 @@ class NamesrvProcessor:
         if body is None:
             return response_to(
                 req, ResponseCode.TOPIC_NOT_EXIST,
-                f"No topic route info in name server for the topic: {topic}",
+                f"No topic route info in name server for the topic: {topic}{SUGGEST_TODO}",
             )  # fmt: skip
         return ok(req, body=body)
 

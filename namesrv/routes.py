@@ -171,7 +171,7 @@ class RouteTable:
         return live is None or live.data_version != version
 
     def touch(self, broker_addr: str) -> None:
-        """Refresh liveness without re-registering (QUERY_DATA_VERSION does this in Java)."""
+        """Refresh liveness without re-registering (QUERY_DATA_VERSION, version unchanged)."""
         live = self.live.get(broker_addr)
         if live is not None:
             live.last_update_ms = self._clock()

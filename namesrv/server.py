@@ -10,7 +10,7 @@ import structlog
 
 from namesrv.config import NamesrvConfig
 from namesrv.kvconfig import KVConfig
-from namesrv.processors import NamesrvProcessor
+from namesrv.processors import NamesrvProcessor, unknown_code
 from namesrv.routes import Eviction, RouteTable
 from remoting.channel import Channel
 from remoting.config import ServerConfig
@@ -38,7 +38,7 @@ class Namesrv(Service):
             order_message_enable=config.order_message_enable,
             max_body=server_config.frame_max_length,
         )
-        self.server = RemotingServer(self.processor.routes(), server_config)
+        self.server = RemotingServer(self.processor.routes(), server_config, unknown=unknown_code)
         self.server.add_close_listener(self._channel_closed)
         self._scan: asyncio.Task[None] | None = None
 

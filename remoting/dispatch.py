@@ -37,6 +37,8 @@ AsyncHandler: TypeAlias = Callable[[RemotingCommand, Any], Awaitable[RemotingCom
 SyncHandler: TypeAlias = Callable[[RemotingCommand, Any], RemotingCommand | None]
 Handler: TypeAlias = AsyncHandler | SyncHandler
 Reply: TypeAlias = Callable[[RemotingCommand, RemotingCommand | None], None]
+# what a request with no route gets: a response, or None for no answer at all
+Unknown: TypeAlias = Callable[[RemotingCommand], RemotingCommand | None]
 
 log = structlog.get_logger(__name__)
 
@@ -134,10 +136,18 @@ def _refused(request: RemotingCommand) -> RemotingCommand:
 
 
 class Dispatcher:
-    """Routes requests from any number of connections to handlers."""
+    """Routes requests from any number of connections to handlers; a code with no route is
+    answered by ``unknown`` (REQUEST_CODE_NOT_SUPPORTED unless told otherwise)."""
 
-    def __init__(self, routes: Routes, bulkheads: Mapping[str, Bulkhead] | None = None) -> None:
+    def __init__(
+        self,
+        routes: Routes,
+        bulkheads: Mapping[str, Bulkhead] | None = None,
+        *,
+        unknown: Unknown = not_supported,
+    ) -> None:
         self._routes = dict(routes)
+        self._unknown = unknown
         self._bulkheads = dict(bulkheads or {})
         self._slots = {name: Slots(b.limit) for name, b in self._bulkheads.items()}
         self.tasks: set[asyncio.Task[None]] = set()
@@ -147,7 +157,7 @@ class Dispatcher:
         Returns the Task still handling it, or None when it was answered inline."""
         route = self._routes.get(cmd.code)
         if route is None or cmd.refusal is not None:
-            reply(cmd, _refused(cmd) if route is not None else not_supported(cmd))
+            reply(cmd, _refused(cmd) if route is not None else self._unknown(cmd))
             return None
         if not route.is_async and route.group not in self._slots:
             reply(cmd, _call_sync(route, cmd, conn))

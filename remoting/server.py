@@ -12,7 +12,7 @@ import structlog
 
 from remoting.channel import Channel, ChannelOptions
 from remoting.config import ServerConfig
-from remoting.dispatch import Bulkhead, Dispatcher, Routes
+from remoting.dispatch import Bulkhead, Dispatcher, Routes, Unknown, not_supported
 from remoting.lifecycle import Service
 from remoting.limits import MemoryLimits
 from remoting.process import prepare_server_process
@@ -36,11 +36,12 @@ class RemotingServer(Service):
         config: ServerConfig | None = None,
         *,
         bulkheads: Mapping[str, Bulkhead] | None = None,
+        unknown: Unknown = not_supported,
         announce: bool = True,
         sock: socket.socket | None = None,
     ) -> None:
         self.config = config or ServerConfig()
-        self._dispatcher = Dispatcher(routes, bulkheads)
+        self._dispatcher = Dispatcher(routes, bulkheads, unknown=unknown)
         self.limits = MemoryLimits(
             self.config.server_output_buffer_max_bytes, self.config.server_partial_frame_max_bytes
         )

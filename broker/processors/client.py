@@ -21,6 +21,7 @@ from remoting.channel import Channel
 from remoting.protocol.codes import LanguageCode, MQVersion
 from remoting.protocol.codes import ResponseCode as R
 from remoting.protocol.command import RemotingCommand, response_to
+from remoting.protocol.faq import SUGGEST_TODO
 from remoting.protocol.headers.consumer import (
     ConsumerGroupHeader,
     QueueOffsetRequestHeader,
@@ -31,7 +32,7 @@ from remoting.protocol.headers.consumer import (
 from remoting.protocol.heartbeat import HeartbeatData, LockBatchBody, encode_mq_set
 from remoting.protocol.message import MessageExt, Prop, decode_record
 from remoting.protocol.route import dumps
-from remoting.protocol.topic import Perm, dlq_topic, retry_topic
+from remoting.protocol.topic import Perm, TopicSysFlag, dlq_topic, retry_topic
 
 log = structlog.get_logger(__name__)
 
@@ -149,9 +150,8 @@ class ClientProcessor:
         hdr = SendMsgBackRequestHeader.from_ext(req.ext_fields)
         group = self.ctx.groups.find(hdr.group)
         if group is None:
-            return response_to(
-                req, R.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {hdr.group}"
-            )
+            remark = f"subscription group not exist, {hdr.group} {SUGGEST_TODO}"
+            return response_to(req, R.SUBSCRIPTION_GROUP_NOT_EXIST, remark)
         if not Perm.writeable(self.ctx.config.broker_permission):
             return response_to(
                 req,
@@ -160,6 +160,13 @@ class ClientProcessor:
             )
         if group.retry_queue_nums <= 0:
             return ok(req)
+        sys_flag = TopicSysFlag.build(False, True) if hdr.unit_mode else 0
+        retry = await self.ctx.topics.create_plain(
+            retry_topic(hdr.group), group.retry_queue_nums, Perm.READ | Perm.WRITE, sys_flag
+        )
+        if not Perm.writeable(retry.perm):
+            remark = f"the topic[{retry.topic_name}] sending message is forbidden"
+            return response_to(req, R.NO_PERMISSION, remark)
         record = self.ctx.store.read(hdr.offset)
         if record is None:
             return response_to(req, R.SYSTEM_ERROR, f"look message by offset failed, {hdr.offset}")
@@ -171,14 +178,11 @@ class ClientProcessor:
         if original.reconsume_times >= limit or hdr.delay_level < 0:
             target = await self.ctx.topics.create_plain(dlq_topic(hdr.group), 1, DLQ_PERM)
             msg.topic, msg.queue_id = target.topic_name, 0
-            msg.properties.pop(Prop.DELAY, None)
+            msg.properties[Prop.DELAY] = "0"  # setDelayTimeLevel(0): stored, never scheduled
             log.info("send_back_to_dlq", group=hdr.group, reconsume_times=original.reconsume_times)
         else:
-            target = await self.ctx.topics.create_plain(
-                retry_topic(hdr.group), group.retry_queue_nums, Perm.READ | Perm.WRITE
-            )
-            msg.topic = target.topic_name
-            msg.queue_id = random.randrange(max(1, target.write_queue_nums))
+            msg.topic = retry.topic_name
+            msg.queue_id = random.randrange(max(1, retry.write_queue_nums))
             level = hdr.delay_level or 3 + original.reconsume_times
             msg.properties[Prop.DELAY] = str(level)
             apply_delay(msg, len(self.ctx.store.delays))
@@ -201,7 +205,7 @@ def _retry_copy(original: MessageExt, store_host: str) -> MessageExt:
     props = dict(original.properties)
     props.setdefault(Prop.RETRY_TOPIC, original.topic)
     props.setdefault(Prop.ORIGIN_MESSAGE_ID, original.msg_id)
-    props.pop(Prop.WAIT, None)
+    props[Prop.WAIT] = "false"  # setWaitStoreMsgOK(false), stored with the copy
     return MessageExt(
         topic=original.topic,
         body=original.body,

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, Final
 
 import structlog
 
@@ -12,7 +13,7 @@ from broker.offsets import ConsumerOffsets
 from broker.registry import ClientInfo, ClientRegistry
 from remoting.channel import Channel
 from remoting.protocol import fastjson, text
-from remoting.protocol.codes import RequestCode
+from remoting.protocol.codes import LanguageCode, RequestCode
 from remoting.protocol.codes import ResponseCode as R
 from remoting.protocol.command import RemotingCommand, response_to
 from remoting.protocol.group import SubscriptionGroupConfig
@@ -112,44 +113,85 @@ class GroupAdminProcessor:
         return ok(req, body.encode())
 
     def reset_offset(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
-        """protocol.md 5.8: compute each queue's offset at the time, keep it if forced or below
-        the group's offset, tell every online consumer (220); 206 if none is online."""
+        """Broker2Client.resetOffset: each queue's offset at the time, kept if forced or below
+        the group's offset, told to every online consumer (220) -- as ResetOffsetBodyForC when
+        the admin request comes from C++ (AdminBrokerProcessor.resetOffset's isC)."""
         hdr = ResetOffsetRequestHeader.from_ext(req.ext_fields)
         config = self.ctx.topics.get(hdr.topic)
         if config is None:
-            return response_to(req, R.TOPIC_NOT_EXIST, f"topic[{hdr.topic}] not exist")
-        rows = []
-        for qid in range(config.write_queue_nums):
-            target = (
-                self.ctx.store.max_offset(hdr.topic, qid)
-                if hdr.timestamp < 0
-                else self.ctx.store.offset_by_time(hdr.topic, qid, hdr.timestamp)
-            )
-            current = self.offsets.query(hdr.group, hdr.topic, qid)
-            offset = target if hdr.is_force or current < 0 or target < current else current
-            rows.append(
-                (
-                    {"brokerName": self.ctx.config.broker_name, "queueId": qid, "topic": hdr.topic},
-                    offset,
-                )
-            )
-        body = ('{"offsetTable":' + fastjson.dumps_object_keyed(rows) + "}").encode()
-        channels = self.registry.consumer_channels(hdr.group)
-        if not channels:
+            return response_to(req, R.SYSTEM_ERROR, "[reset-offset] reset offset failed, "
+                               f"no topic in this broker. topic={hdr.topic}")  # fmt: skip
+        offsets = self._reset_offsets(hdr, config.write_queue_nums)
+        if offsets is None:  # a queue the group has no offset on fails the whole request
+            return response_to(req, R.SYSTEM_ERROR, f"THe consumer group <{hdr.group}> not exist")
+        group = self.registry.consumers.get(hdr.group)
+        if group is None or not group.clients:
             return response_to(
                 req,
                 R.CONSUMER_NOT_ONLINE,
                 f"Consumer not online, so can not reset offset, Group: {hdr.group} "
                 f"Topic: {hdr.topic} Timestamp: {hdr.timestamp}",
             )
-        notice = RemotingCommand.request(
-            RequestCode.RESET_CONSUMER_CLIENT_OFFSET, hdr.to_ext(), body, oneway=True
+        # compat: Java checks each client's version as it sends, so the clients before an old
+        # one have already been told; we refuse before telling anyone
+        old = min(c.version for c in group.clients.values())
+        if old < V3_0_7_SNAPSHOT:
+            return response_to(req, R.SYSTEM_ERROR, "the client does not support this "
+                               f"feature. version={_version_desc(old)}")  # fmt: skip
+        rows = [({"brokerName": self.ctx.config.broker_name, "queueId": qid, "topic": hdr.topic},
+                 offset) for qid, offset in enumerate(offsets)]  # fmt: skip
+        body = ('{"offsetTable":' + fastjson.dumps_object_keyed(rows) + "}").encode()
+        notice_header = ResetOffsetRequestHeader(
+            topic=hdr.topic, group=hdr.group, timestamp=hdr.timestamp
         )
-        for channel in channels:
+        notice = RemotingCommand.request(
+            RequestCode.RESET_CONSUMER_CLIENT_OFFSET,
+            notice_header.to_ext(),
+            _body_for_c(rows) if req.language == LanguageCode.CPP else body,
+            oneway=True,
+        )
+        for channel in group.clients:
             if isinstance(channel, Channel):
                 self._send_oneway(channel, notice)
-        log.info("offsets_reset", group=hdr.group, topic=hdr.topic, consumers=len(channels))
+        log.info("offsets_reset", group=hdr.group, topic=hdr.topic, consumers=len(group.clients))
         return ok(req, body)
+
+    def _reset_offsets(self, hdr: ResetOffsetRequestHeader, queues: int) -> list[int] | None:
+        """The offset each queue resets to; None if the group has no offset on one."""
+        store, result = self.ctx.store, []
+        for qid in range(queues):
+            current = self.offsets.query(hdr.group, hdr.topic, qid)
+            if current == -1:
+                return None
+            if hdr.timestamp == -1:
+                target = store.max_offset(hdr.topic, qid)
+            else:  # compat: the 5.x rule of SEARCH_OFFSET_BY_TIMESTAMP (fidelity D7)
+                target = store.offset_by_time(hdr.topic, qid, hdr.timestamp)
+            target = max(target, 0)
+            result.append(target if hdr.is_force or target < current else current)
+        return result
+
+
+# MQVersion.Version ordinals below V3_0_7_SNAPSHOT, the first that takes a reset notice
+_OLD_VERSIONS: Final = (
+    "V3_0_0_SNAPSHOT", "V3_0_0_ALPHA1", "V3_0_0_BETA1", "V3_0_0_BETA2", "V3_0_0_BETA3",
+    "V3_0_0_BETA4", "V3_0_0_BETA5", "V3_0_0_BETA6_SNAPSHOT", "V3_0_0_BETA6",
+    "V3_0_0_BETA7_SNAPSHOT", "V3_0_0_BETA7", "V3_0_0_BETA8_SNAPSHOT", "V3_0_0_BETA8",
+    "V3_0_0_BETA9_SNAPSHOT", "V3_0_0_BETA9", "V3_0_0_FINAL", "V3_0_1_SNAPSHOT", "V3_0_1",
+    "V3_0_2_SNAPSHOT", "V3_0_2", "V3_0_3_SNAPSHOT", "V3_0_3", "V3_0_4_SNAPSHOT", "V3_0_4",
+    "V3_0_5_SNAPSHOT", "V3_0_5", "V3_0_6_SNAPSHOT", "V3_0_6",
+)  # fmt: skip
+V3_0_7_SNAPSHOT: Final = len(_OLD_VERSIONS)  # 28
+
+
+def _version_desc(version: int) -> str:
+    """MQVersion.getVersionDesc, for the versions that can be too old."""
+    return _OLD_VERSIONS[max(version, 0)]
+
+
+def _body_for_c(rows: list[tuple[dict[str, Any], int]]) -> bytes:
+    """ResetOffsetBodyForC: a list of MessageQueueForC, fields in fastjson's order."""
+    return dumps({"offsetTable": [{**mq, "offset": offset} for mq, offset in rows]})
 
 
 def _connection(c: ClientInfo) -> dict[str, object]:

@@ -19,6 +19,7 @@ from broker.store import GetResult, GetStatus
 from remoting.channel import Channel
 from remoting.protocol.codes import ResponseCode as R
 from remoting.protocol.command import RemotingCommand, response_to
+from remoting.protocol.faq import SUGGEST_TODO
 from remoting.protocol.headers.consumer import PullMessageRequestHeader, PullMessageResponseHeader
 from remoting.protocol.heartbeat import SubscriptionData
 from remoting.protocol.topic import Perm
@@ -132,7 +133,7 @@ class PullProcessor:
         if group is None:
             raise Refused(
                 R.SUBSCRIPTION_GROUP_NOT_EXIST,
-                f"subscription group [{hdr.consumer_group}] does not exist",
+                f"subscription group [{hdr.consumer_group}] does not exist, {SUGGEST_TODO}",
             )
         if not group.consume_enable:
             raise Refused(
@@ -140,7 +141,10 @@ class PullProcessor:
             )
         topic = self.ctx.topics.get(hdr.topic)
         if topic is None:
-            raise Refused(R.TOPIC_NOT_EXIST, f"topic[{hdr.topic}] not exist, apply first please!")
+            raise Refused(
+                R.TOPIC_NOT_EXIST,
+                f"topic[{hdr.topic}] not exist, apply first please! {SUGGEST_TODO}",
+            )
         if not Perm.readable(topic.perm):
             raise Refused(R.NO_PERMISSION, f"the topic[{hdr.topic}] pulling message is forbidden")
         if not 0 <= hdr.queue_id < topic.read_queue_nums:
@@ -152,7 +156,8 @@ class PullProcessor:
         sub = self._subscription(hdr, group.consume_broadcast_enable)
         if sub.expression_type != "TAG":
             raise Refused(
-                R.SYSTEM_ERROR, "The broker does not support consumer to filter message by SQL92"
+                R.SYSTEM_ERROR,
+                f"The broker does not support consumer to filter message by {sub.expression_type}",
             )
         return sub.codes
 
@@ -168,7 +173,9 @@ class PullProcessor:
                 ) from exc
         info = self.registry.consumers.get(hdr.consumer_group)
         if info is None:
-            raise Refused(R.SUBSCRIPTION_NOT_EXIST, "the consumer's group info not exist")
+            raise Refused(
+                R.SUBSCRIPTION_NOT_EXIST, "the consumer's group info not exist" + SUGGEST_TODO
+            )
         if not broadcast_ok and info.message_model == "BROADCASTING":
             raise Refused(
                 R.NO_PERMISSION,
@@ -176,7 +183,9 @@ class PullProcessor:
             )
         sub = info.subscriptions.get(hdr.topic)
         if sub is None:
-            raise Refused(R.SUBSCRIPTION_NOT_EXIST, "the consumer's subscription not exist")
+            raise Refused(
+                R.SUBSCRIPTION_NOT_EXIST, "the consumer's subscription not exist" + SUGGEST_TODO
+            )
         if sub.sub_version < hdr.sub_version:
             raise Refused(R.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest")
         return sub

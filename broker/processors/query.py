@@ -55,6 +55,10 @@ class QueryProcessor:
 
     def search_offset(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
         """5.x semantics: LOWER (default) is the first offset stored at or after the time."""
+        # compat: 4.9.8 (ConsumeQueue.getOffsetInQueueByTime) answers the offset stored nearest
+        # the time, which may be one stored before it, and max-1 when all are older; we keep
+        # the 5.x rule protocol.md chose -- never a message from before the time, never a replay
+        # of the newest one -- for CONSUME_FROM_TIMESTAMP, offsetForTimestamp and resets alike
         hdr = SearchOffsetRequestHeader.from_ext(req.ext_fields)
         upper = (hdr.boundary_type or "LOWER").upper() == "UPPER"
         offset = self.ctx.store.offset_by_time(hdr.topic, hdr.queue_id, hdr.timestamp, upper=upper)

@@ -10,6 +10,7 @@ append; status -> code.
 from __future__ import annotations
 
 import random
+import time
 from typing import Final
 
 import structlog
@@ -23,6 +24,7 @@ from remoting.channel import Channel
 from remoting.errors import MessageDecodeError
 from remoting.protocol.codes import MQVersion, RequestCode, ResponseCode
 from remoting.protocol.command import RemotingCommand, response_to
+from remoting.protocol.faq import SUGGEST_TODO
 from remoting.protocol.headers.send import SendMessageHeader, SendMessageResponseHeader
 from remoting.protocol.message import (
     MessageExt,
@@ -38,15 +40,16 @@ from remoting.protocol.topic import (
     TRANS_HALF_TOPIC,
     Perm,
     TopicConfig,
+    TopicSysFlag,
     check_topic_name,
     dlq_topic,
 )
 
 log = structlog.get_logger(__name__)
 
-_ILLEGAL: Final = (
+_ILLEGAL: Final = (  # {body}: maxMessageSize in bytes
     "the message is illegal, maybe msg body or properties length not matched. "
-    "msg body length limit {body}k, msg properties length limit 32k."
+    "msg body length limit {body}B, msg properties length limit 32KB."
 )
 # put status -> (response code, remark); the first four count as stored
 PUT_RESULT: Final[dict[PutStatus, tuple[ResponseCode, str | None]]] = {
@@ -139,9 +142,8 @@ class SendProcessor:
     async def _msg_check(self, hdr: SendMessageHeader, ch: Channel) -> TopicConfig:
         accept_from = self.config.start_accept_send_request_time_stamp
         if accept_from and now_ms() < accept_from:
-            raise Refused(
-                ResponseCode.SYSTEM_ERROR, f"broker unable to service, until {accept_from}"
-            )
+            until = _human_time(accept_from)
+            raise Refused(ResponseCode.SYSTEM_ERROR, f"broker unable to service, until {until}")
         # AbstractSendMessageProcessor.msgCheck: without the write bit only an order topic is
         # refused; other sends are stored (registration advertises the broker's permission,
         # so producers stop routing here: Broker._register)
@@ -177,22 +179,26 @@ class SendProcessor:
 
     async def _create(self, hdr: SendMessageHeader, ch: Channel) -> TopicConfig:
         log.warning("send_topic_not_exist", topic=hdr.topic, peer=ch.peer)
-        if hdr.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):  # protocol.md 5.1 step 6
-            return await self.topics.create_plain(hdr.topic, 1, Perm.READ | Perm.WRITE)
+        retry = hdr.topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+        sys_flag = TopicSysFlag.build(not retry, retry) if hdr.unit_mode else 0
+        # AbstractSendMessageProcessor.msgCheck: the template (TBW102) first, for retry topics too
         config = await self.topics.create_in_send(
-            hdr.topic, hdr.default_topic, hdr.default_topic_queue_nums
+            hdr.topic, hdr.default_topic, hdr.default_topic_queue_nums, sys_flag
         )
         if config is not None:
             await self.ctx.topic_registered()  # compat: createTopicInSendMessageMethod registers
+        elif retry:  # no template: createTopicInSendMessageBackMethod with one queue
+            config = await self.topics.create_plain(hdr.topic, 1, Perm.READ | Perm.WRITE, sys_flag)
         if config is None:
             if hdr.default_topic_queue_nums <= 0:
                 raise Refused(
                     ResponseCode.TOPIC_NOT_EXIST,
                     f"topic[{hdr.topic}] not exist, and defaultTopicQueueNums "
-                    f"{hdr.default_topic_queue_nums} cannot create it",
+                    f"{hdr.default_topic_queue_nums} cannot create it{SUGGEST_TODO}",
                 )
             raise Refused(
-                ResponseCode.TOPIC_NOT_EXIST, f"topic[{hdr.topic}] not exist, apply first please!"
+                ResponseCode.TOPIC_NOT_EXIST,
+                f"topic[{hdr.topic}] not exist, apply first please!{SUGGEST_TODO}",
             )
         return config
 
@@ -266,7 +272,8 @@ class SendProcessor:
         sub = self.groups.find(group)
         if sub is None:
             raise Refused(
-                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}"
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                f"subscription group not exist, {group} {SUGGEST_TODO}",
             )
         limit = sub.retry_max_times
         if req.version >= MQVersion.V3_4_9 and hdr.max_reconsume_times is not None:
@@ -274,7 +281,7 @@ class SendProcessor:
         if (hdr.reconsume_times or 0) >= limit:
             dlq = await self.topics.create_plain(dlq_topic(group), 1, DLQ_PERM)
             msg.topic, msg.queue_id = dlq.topic_name, random.randrange(dlq.write_queue_nums or 1)
-            msg.properties.pop(Prop.DELAY, None)
+            # the client's DELAY stays (asyncSendMessage's origProps overwrite the DLQ's level 0)
             log.info("send_to_dlq", group=group, reconsume_times=hdr.reconsume_times)
 
     @staticmethod
@@ -311,7 +318,7 @@ class SendProcessor:
                 # the store logs each change of its state once; a line per send would flood
                 log.debug("send_not_stored", topic=topic, status=result.status.name)
             else:
-                remark = (remark or "").format(body=self.ctx.store_config.max_message_size // 1024)
+                remark = (remark or "").format(body=self.ctx.store_config.max_message_size)
                 log.warning("send_not_stored", topic=topic, status=result.status.name)
             return response_to(req, code, remark, ext)
         self.ctx.stats.on_put(topic, len(result.msg_ids), result.wrote_bytes)
@@ -323,6 +330,11 @@ class SendProcessor:
             ).to_ext()
         )
         return response_to(req, code, None, ext)
+
+
+def _human_time(ms: int) -> str:
+    """UtilAll.timeMillisToHumanString2: local time, "yyyy-MM-dd HH:mm:ss,SSS"."""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ms / 1000)) + f",{ms % 1000:03d}"
 
 
 def _random_queue(config: TopicConfig) -> int:

@@ -116,6 +116,7 @@ class Reader:
     def offset_by_time(self, cq: ConsumeQueue | None, timestamp: int, *, upper: bool) -> int:
         """LOWER: the first offset stored at or after ``timestamp`` (max if all are older).
         UPPER: the last offset stored at or before it (min if all are newer)."""
+        # compat: the 5.x rule, not 4.9.8's nearest unit (fidelity D7; see QueryProcessor)
         if cq is None:
             return 0
         low, high = cq.min_offset, cq.max_offset

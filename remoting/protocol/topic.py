@@ -18,6 +18,7 @@ TRANS_HALF_TOPIC: Final = "RMQ_SYS_TRANS_HALF_TOPIC"
 TRANS_OP_HALF_TOPIC: Final = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
 TRANS_CHECK_MAX_TIME_TOPIC: Final = "TRANS_CHECK_MAX_TIME_TOPIC"
 TRACE_TOPIC: Final = "RMQ_SYS_TRACE_TOPIC"
+REPLY_TOPIC_POSTFIX: Final = "REPLY_TOPIC"
 SYSTEM_TOPIC_PREFIX: Final = "rmq_sys_"
 RETRY_GROUP_TOPIC_PREFIX: Final = "%RETRY%"
 DLQ_GROUP_TOPIC_PREFIX: Final = "%DLQ%"
@@ -30,10 +31,23 @@ NOT_ALLOWED_SEND_TOPICS: Final = frozenset(
     {SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, TRANS_CHECK_MAX_TIME_TOPIC,
      SELF_TEST_TOPIC, OFFSET_MOVED_EVENT}
 )  # fmt: skip
+# TopicValidator.SYSTEM_TOPIC_SET's static part; the broker adds its cluster and broker names
+# and <cluster>_REPLY_TOPIC (is_system_topic)
 SYSTEM_TOPICS: Final = frozenset(
-    {AUTO_CREATE_TOPIC_KEY_TOPIC, SCHEDULE_TOPIC, BENCHMARK_TOPIC, TRANS_HALF_TOPIC,
+    {AUTO_CREATE_TOPIC_KEY_TOPIC, SCHEDULE_TOPIC, BENCHMARK_TOPIC, TRANS_HALF_TOPIC, TRACE_TOPIC,
      TRANS_OP_HALF_TOPIC, TRANS_CHECK_MAX_TIME_TOPIC, SELF_TEST_TOPIC, OFFSET_MOVED_EVENT}
 )  # fmt: skip
+
+
+class TopicSysFlag:
+    """TopicSysFlag bits: a unit topic, a topic with unit subscriptions (retry topics)."""
+
+    UNIT: Final = 1
+    UNIT_SUB: Final = 2
+
+    @staticmethod
+    def build(unit: bool, unit_sub: bool) -> int:
+        return (TopicSysFlag.UNIT if unit else 0) | (TopicSysFlag.UNIT_SUB if unit_sub else 0)
 
 
 class Perm:
@@ -69,10 +83,16 @@ def check_topic_name(topic: str | None) -> str | None:
 
 
 def is_system_topic(topic: str, cluster: str = "", broker: str = "") -> bool:
-    """System topics may not be created or changed by UPDATE_AND_CREATE_TOPIC."""
+    """System topics may not be created or changed by UPDATE_AND_CREATE_TOPIC; TopicValidator's
+    set as a broker of ``cluster`` named ``broker`` fills it (TopicConfigManager)."""
     if topic in SYSTEM_TOPICS or topic.startswith(SYSTEM_TOPIC_PREFIX):
         return True
-    return bool(topic) and topic in (cluster, broker)
+    return bool(topic) and topic in (cluster, broker, reply_topic(cluster) if cluster else "")
+
+
+def reply_topic(cluster: str) -> str:
+    """``<cluster>_REPLY_TOPIC``, where request-reply answers go (MixAll.REPLY_TOPIC_POSTFIX)."""
+    return f"{cluster}_{REPLY_TOPIC_POSTFIX}"
 
 
 def retry_topic(group: str) -> str:

@@ -13,6 +13,7 @@ from remoting.protocol.command import RemotingCommand
 from remoting.protocol.message import decode_records
 from tests.broker.wire import create_topic, heartbeat, pull, send_v2
 from tests.cluster import BrokerProc, Cluster
+from tests.util import FAQ
 
 FIELDS = {"nextBeginOffset", "minOffset", "maxOffset", "suggestWhichBrokerId"}
 
@@ -93,20 +94,27 @@ async def test_every_pull_outcome(broker: BrokerProc, client: RemotingClient) ->
 async def test_checks_before_reading(
     cluster: Cluster, broker: BrokerProc, client: RemotingClient
 ) -> None:
-    """protocol.md 5.2's checks: topic, queue id, subscription presence and freshness."""
+    """protocol.md 5.2's checks: topic, queue id, subscription presence and freshness; the
+    remarks are 4.9.8's, FAQ suffix included (fidelity D14)."""
     addr = broker.addr
     no_topic = await client.invoke(addr, pull("cg", "Nope", 0, 0, sys_flag=0))
-    assert (no_topic.code, no_topic.remark) == (17, "topic[Nope] not exist, apply first please!")
+    assert (no_topic.code, no_topic.remark) == (
+        17,
+        "topic[Nope] not exist, apply first please! " + FAQ,
+    )
     bad_queue = await client.invoke(addr, pull("cg", "PullT", 7, 0, sys_flag=0))
     assert bad_queue.code == R.SYSTEM_ERROR and str(bad_queue.remark).startswith(
         "queueId[7] is illegal"
     )
     stranger = await client.invoke(addr, pull("nobody", "PullT", 0, 0, sys_flag=0))
-    assert (stranger.code, stranger.remark) == (24, "the consumer's group info not exist")
+    assert (stranger.code, stranger.remark) == (24, "the consumer's group info not exist" + FAQ)
     other_topic = await client.invoke(addr, create_topic("Other", 1))
     assert other_topic.code == 0
     unsubscribed = await client.invoke(addr, pull("cg", "Other", 0, 0, sys_flag=0))
-    assert (unsubscribed.code, unsubscribed.remark) == (24, "the consumer's subscription not exist")
+    assert (unsubscribed.code, unsubscribed.remark) == (
+        24,
+        "the consumer's subscription not exist" + FAQ,
+    )
     stale = pull("cg", "PullT", 0, 0, sys_flag=0)
     stale.ext_fields["subVersion"] = str(2**62)
     assert (await client.invoke(addr, stale)).code == R.SUBSCRIPTION_NOT_LATEST

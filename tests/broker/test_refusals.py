@@ -10,6 +10,7 @@ from remoting.protocol.codes import RequestCode, ResponseCode
 from remoting.protocol.message import encode_properties
 from tests.broker.wire import create_topic, send_v2, total_messages
 from tests.cluster import BrokerProc, Cluster
+from tests.util import FAQ
 
 _ILLEGAL = "the message is illegal, maybe msg body or properties length not matched."
 CASES = [
@@ -74,7 +75,7 @@ async def test_auto_create_off_is_topic_not_exist(cluster: Cluster, client: Remo
     """protocol.md 12.1: with autoCreateTopicEnable=false TBW102 is not inherited: 17."""
     broker = cluster.add_broker("broker-a", autoCreateTopicEnable="false")
     resp = await client.invoke(broker.addr, send_v2("Nope", b"x"))
-    assert (resp.code, resp.remark) == (17, "topic[Nope] not exist, apply first please!")
+    assert (resp.code, resp.remark) == (17, "topic[Nope] not exist, apply first please!" + FAQ)
 
 
 async def test_unwritable_broker_refuses(cluster: Cluster, client: RemotingClient) -> None:
@@ -94,7 +95,7 @@ async def test_retry_to_unknown_group_without_auto_create(
     retry topic answers SUBSCRIPTION_GROUP_NOT_EXIST."""
     broker = cluster.add_broker("broker-a", autoCreateSubscriptionGroup="false")
     resp = await client.invoke(broker.addr, send_v2("%RETRY%ghost", b"x"))
-    assert (resp.code, resp.remark) == (26, "subscription group not exist, ghost")
+    assert (resp.code, resp.remark) == (26, "subscription group not exist, ghost " + FAQ)
 
 
 async def test_properties_that_break_the_encoding(

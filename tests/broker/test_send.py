@@ -126,7 +126,8 @@ async def test_retry_topic_and_dead_letters(cluster: Cluster, client: RemotingCl
     configs = await client.invoke(broker.addr, RemotingCommand.request(21))
     table = json.loads(configs.body)["topicConfigTable"]
     assert (table["%DLQ%cg"]["writeQueueNums"], table["%DLQ%cg"]["perm"]) == (1, 6)
-    assert (table["%RETRY%cg"]["writeQueueNums"], table["%RETRY%cg"]["perm"]) == (1, 6)
+    # fidelity D9: from the TBW102 template, min(defaultTopicQueueNums 4, 8) queues
+    assert (table["%RETRY%cg"]["writeQueueNums"], table["%RETRY%cg"]["perm"]) == (4, 6)
 
 
 async def test_prepared_transaction_is_parked_in_the_half_topic(

@@ -20,7 +20,7 @@ from remoting.protocol.register import DataVersion, RegisterBrokerBody, TopicCon
 from remoting.protocol.route import ClusterInfo, TopicRouteData, decode_topic_list
 from remoting.protocol.topic import TopicConfig
 from tests.harness import ServerProcess, serving
-from tests.util import wait_until
+from tests.util import FAQ, wait_until
 
 
 def namesrv_args(tmp: Path, *sets: str) -> list[str]:
@@ -94,11 +94,12 @@ async def test_register_over_each_header_type_and_read_routes(
 async def test_unknown_topic_is_topic_not_exist(
     namesrv: ServerProcess, clients: dict[SerializeType, RemotingClient]
 ) -> None:
-    """protocol.md 5.7: a topic without queue data answers 17 with the original's remark."""
+    """protocol.md 5.7: a topic without queue data answers 17 with the original's remark,
+    FAQ suffix included (fidelity 1.1, code 105)."""
     addr = f"127.0.0.1:{namesrv.listening_port()}"
     resp = await route(clients[SerializeType.JSON], addr, "Nowhere")
     assert (resp.code, resp.remark) == (
-        17, "No topic route info in name server for the topic: Nowhere")  # fmt: skip
+        17, "No topic route info in name server for the topic: Nowhere" + FAQ)  # fmt: skip
 
 
 async def test_closed_broker_connection_removes_its_routes(
