@@ -124,7 +124,7 @@ async def test_live_keys_take_effect(cluster: Cluster, json_client: RemotingClie
     assert (resp.code, resp.remark) == (0, None)
     refused = await json_client.invoke(broker.addr, send_v2("Live", big))
     assert refused.code == ResponseCode.MESSAGE_ILLEGAL
-    assert "msg body length limit 1k" in str(refused.remark)
+    assert "msg body length limit 1024B" in str(refused.remark)  # fidelity D14: bytes
     small = await json_client.invoke(broker.addr, send_v2("Live", b"x" * 1000))
     assert (small.code, small.ext_fields["TRACE_ON"]) == (0, "false")
 
