@@ -1,8 +1,7 @@
 """AdminProcessor: topics and broker configuration (AdminBrokerProcessor, the admin half).
 
 UPDATE_AND_CREATE_TOPIC (17), GET_ALL_TOPIC_CONFIG (21), DELETE_TOPIC_IN_BROKER (215),
-UPDATE_BROKER_CONFIG (25), GET_BROKER_CONFIG (26), GET_BROKER_RUNTIME_INFO (28),
-VIEW_BROKER_STATS_DATA (315).
+UPDATE_BROKER_CONFIG (25), GET_BROKER_CONFIG (26). Runtime info and stats: runtime.py.
 """
 
 from __future__ import annotations
@@ -13,18 +12,16 @@ import structlog
 
 from broker.config import BrokerConfig
 from broker.context import BrokerContext
-from broker.stats import GET, PUT
 from remoting.channel import Channel
 from remoting.config import build, dump, parse_properties
 from remoting.errors import ConfigError
-from remoting.protocol.codes import CURRENT_VERSION, ResponseCode
+from remoting.protocol.codes import ResponseCode
 from remoting.protocol.command import RemotingCommand, response_to
 from remoting.protocol.headers.admin import (
     CreateTopicRequestHeader,
-    StatsRequestHeader,
     TopicRequestHeader,
 )
-from remoting.protocol.route import dumps, encode_kv_table
+from remoting.protocol.route import dumps
 from remoting.protocol.topic import TopicConfig, check_topic_name, is_system_topic
 
 log = structlog.get_logger(__name__)
@@ -116,34 +113,3 @@ class AdminProcessor:
         text = dump(self.ctx.config, self.ctx.store_config, self.ctx.server_config)
         version = dumps(self.ctx.config_version.to_json()).decode()
         return ok(req, {"version": version}, text.encode())
-
-    def get_runtime_info(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
-        ctx, now_ms = self.ctx, time.time_ns() // 1_000_000
-        stats = ctx.stats
-        table = {
-            "brokerVersionDesc": "V4_9_8",
-            "brokerVersion": str(CURRENT_VERSION),
-            "msgPutTotalTodayNow": str(stats.total.nums),
-            "msgGetTotalTodayNow": str(stats.gets.nums),
-            "putTps": stats.tps_text(PUT),
-            "getTransferedTps": stats.tps_text(GET),
-            "commitLogMinOffset": str(ctx.store.min_phys_offset),
-            "commitLogMaxOffset": str(ctx.store.max_phys_offset),
-            "bootTimestamp": str(stats.boot_ms),
-            "runtime": _uptime(now_ms - stats.boot_ms),
-            "brokerActive": "true",
-            "topicCount": str(len(ctx.topics.topics)),
-        }
-        return ok(req, body=encode_kv_table(table))
-
-    def view_stats(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
-        hdr = StatsRequestHeader.from_ext(req.ext_fields)
-        if hdr.stats_name not in ("TOPIC_PUT_NUMS", "TOPIC_PUT_SIZE"):
-            return error(req, f"The stats <{hdr.stats_name}> <{hdr.stats_key}> not exist")
-        return ok(req, body=dumps(self.ctx.stats.topic_stats(hdr.stats_key)))
-
-
-def _uptime(ms: int) -> str:
-    s = ms // 1000
-    days, hours, minutes = s // 86400, s % 86400 // 3600, s % 3600 // 60
-    return f"[ {days} days, {hours} hours, {minutes} minutes, {s % 60} seconds ]"
