@@ -98,15 +98,21 @@ class RuntimeProcessor:
         """DefaultMessageStore.getRuntimeInfo: disk use, delay levels, CommitLog bounds."""
         store = self.ctx.store
         commitlog = store.config.commitlog_dir
-        ratio = java_double(_disk_ratio(commitlog))
+        # UtilAll.getDiskPartitionSpaceUsedPercent; Java makes both folders at start, ours come
+        # with use, so the disk they will be on is measured
+        ratio = java_double(used_ratio(commitlog))
         table = {
             f"commitLogDiskRatio_{commitlog}": ratio,
             "commitLogDiskRatio": ratio,
-            "consumeQueueDiskRatio": java_double(_disk_ratio(store.root / "consumequeue")),
+            "consumeQueueDiskRatio": java_double(used_ratio(store.root / "consumequeue")),
             "commitLogMinOffset": str(store.min_phys_offset),
             "commitLogMaxOffset": str(store.max_phys_offset),
         }
-        for level, offset in sorted(self.schedule.offsets.items()):  # ScheduleMessageService
+        # ScheduleMessageService.buildRunningStats: the levels that delivered something (ours
+        # holds every level from the start, at 0)
+        for level, offset in sorted(self.schedule.offsets.items()):
+            if offset <= 0:
+                continue
             top = store.max_offset(SCHEDULE_TOPIC, level - 1)
             table[f"scheduleMessageOffset_{level}"] = f"{offset},{top}"
         return table
@@ -191,11 +197,6 @@ def _ok(req: RemotingCommand, body: bytes) -> RemotingCommand:
 
 def _tps(stats: BrokerStats, key: str) -> list[float]:
     return [stats.tps(key, seconds) for seconds in TPS_WINDOWS]
-
-
-def _disk_ratio(path: Path) -> float:
-    """UtilAll.getDiskPartitionSpaceUsedPercent: -1 for a path that does not exist."""
-    return used_ratio(path) if path.exists() else -1.0
 
 
 def _capacity(root: Path) -> str:
