@@ -10,6 +10,7 @@ from broker.processors.client import ClientProcessor
 from broker.processors.groups import GroupAdminProcessor
 from broker.processors.pull import PullProcessor
 from broker.processors.query import QueryProcessor
+from broker.processors.runtime import RuntimeProcessor
 from broker.processors.send import SendProcessor
 from remoting.dispatch import Bulkhead, Route, Routes
 from remoting.protocol.codes import RequestCode as C
@@ -28,6 +29,7 @@ class Processors:
     admin: AdminProcessor
     groups: GroupAdminProcessor
     query: QueryProcessor
+    runtime: RuntimeProcessor
 
 
 def routes(p: Processors) -> Routes:
@@ -56,8 +58,10 @@ def routes(p: Processors) -> Routes:
         C.DELETE_TOPIC_IN_BROKER: Route(p.admin.delete_topic),
         C.UPDATE_BROKER_CONFIG: Route(p.admin.update_broker_config),
         C.GET_BROKER_CONFIG: Route(p.admin.get_broker_config),
-        C.GET_BROKER_RUNTIME_INFO: Route(p.admin.get_runtime_info),
-        C.VIEW_BROKER_STATS_DATA: Route(p.admin.view_stats),
+        C.GET_BROKER_RUNTIME_INFO: Route(p.runtime.get_runtime_info),
+        C.VIEW_BROKER_STATS_DATA: Route(p.runtime.view_stats),
+        C.QUERY_TOPIC_CONSUME_BY_WHO: Route(p.runtime.consume_by_who),
+        C.GET_ALL_PRODUCER_INFO: Route(p.runtime.all_producer_info),
         C.GET_MAX_OFFSET: Route(p.query.max_offset),
         C.GET_MIN_OFFSET: Route(p.query.min_offset),
         C.GET_EARLIEST_MSG_STORETIME: Route(p.query.earliest_store_time),

@@ -26,6 +26,7 @@ from broker.processors.client import ClientProcessor
 from broker.processors.groups import GroupAdminProcessor
 from broker.processors.pull import PullProcessor
 from broker.processors.query import QueryProcessor
+from broker.processors.runtime import RuntimeProcessor
 from broker.processors.send import SendProcessor
 from broker.routes import Processors, bulkheads, routes
 from broker.stats import SAMPLE_SECONDS, BrokerStats
@@ -175,6 +176,7 @@ class Broker(Service):
             admin=AdminProcessor(ctx),
             groups=GroupAdminProcessor(ctx, c.registry, c.offsets, c.send_oneway),
             query=QueryProcessor(ctx),
+            runtime=RuntimeProcessor(ctx, c.registry, c.offsets, c.schedule),
         )
 
     @property

@@ -1,29 +1,24 @@
 """AdminProcessor: topics and broker configuration (AdminBrokerProcessor, the admin half).
 
 UPDATE_AND_CREATE_TOPIC (17), GET_ALL_TOPIC_CONFIG (21), DELETE_TOPIC_IN_BROKER (215),
-UPDATE_BROKER_CONFIG (25), GET_BROKER_CONFIG (26), GET_BROKER_RUNTIME_INFO (28),
-VIEW_BROKER_STATS_DATA (315).
+UPDATE_BROKER_CONFIG (25), GET_BROKER_CONFIG (26). Runtime info and stats: runtime.py.
 """
 
 from __future__ import annotations
-
-import time
 
 import structlog
 
 from broker.context import BrokerContext
 from broker.settings import BrokerSettings, SettingsRefused
-from broker.stats import GET, PUT
 from remoting.channel import Channel
 from remoting.errors import ConfigError
-from remoting.protocol.codes import CURRENT_VERSION, ResponseCode
+from remoting.protocol.codes import ResponseCode
 from remoting.protocol.command import RemotingCommand, response_to
 from remoting.protocol.headers.admin import (
     CreateTopicRequestHeader,
-    StatsRequestHeader,
     TopicRequestHeader,
 )
-from remoting.protocol.route import dumps, encode_kv_table
+from remoting.protocol.route import dumps
 from remoting.protocol.topic import TopicConfig, check_topic_name, is_system_topic
 
 log = structlog.get_logger(__name__)
@@ -92,7 +87,8 @@ class AdminProcessor:
             return error(req, refusal)
         await self.ctx.topics.delete(topic)
         self.ctx.store.delete_topic(topic)
-        self.ctx.stats.remove_topic(topic)  # BrokerStatsManager.onTopicDeleted: no stale entry
+        # compat: 4.9.8 drops the stats only with autoDeleteUnusedStats (off); we always do
+        self.ctx.stats.remove_topic(topic)  # BrokerStatsManager.onTopicDeleted
         return ok(req)
 
     async def update_broker_config(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
@@ -116,34 +112,3 @@ class AdminProcessor:
         """AdminBrokerProcessor.getBrokerConfig: every key 25 takes, and the config version."""
         version = dumps(self.ctx.config_version.to_json()).decode()
         return ok(req, {"version": version}, self.settings.text().encode())
-
-    def get_runtime_info(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
-        ctx, now_ms = self.ctx, time.time_ns() // 1_000_000
-        stats = ctx.stats
-        table = {
-            "brokerVersionDesc": "V4_9_8",
-            "brokerVersion": str(CURRENT_VERSION),
-            "msgPutTotalTodayNow": str(stats.total.nums),
-            "msgGetTotalTodayNow": str(stats.gets.nums),
-            "putTps": stats.tps_text(PUT),
-            "getTransferedTps": stats.tps_text(GET),
-            "commitLogMinOffset": str(ctx.store.min_phys_offset),
-            "commitLogMaxOffset": str(ctx.store.max_phys_offset),
-            "bootTimestamp": str(stats.boot_ms),
-            "runtime": _uptime(now_ms - stats.boot_ms),
-            "brokerActive": "true",
-            "topicCount": str(len(ctx.topics.topics)),
-        }
-        return ok(req, body=encode_kv_table(table))
-
-    def view_stats(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
-        hdr = StatsRequestHeader.from_ext(req.ext_fields)
-        if hdr.stats_name not in ("TOPIC_PUT_NUMS", "TOPIC_PUT_SIZE"):
-            return error(req, f"The stats <{hdr.stats_name}> <{hdr.stats_key}> not exist")
-        return ok(req, body=dumps(self.ctx.stats.topic_stats(hdr.stats_key)))
-
-
-def _uptime(ms: int) -> str:
-    s = ms // 1000
-    days, hours, minutes = s // 86400, s % 86400 // 3600, s % 3600 // 60
-    return f"[ {days} days, {hours} hours, {minutes} minutes, {s % 60} seconds ]"

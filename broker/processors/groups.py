@@ -64,6 +64,9 @@ class GroupAdminProcessor:
         await self.ctx.groups.delete(hdr.group_name)
         if hdr.remove_offset:
             self.offsets.remove_group(hdr.group_name)
+        # compat: 4.9.8 drops a deleted group's stats only with autoDeleteUnusedStats (off by
+        # default); we always do, so stats memory follows the live groups
+        self.ctx.stats.remove_group(hdr.group_name)
         return ok(req)
 
     def consumer_connections(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:

@@ -93,6 +93,7 @@ class PullProcessor:
             max_bytes=hdr.max_msg_bytes,
             tag_codes=codes,
         )
+        self.ctx.stats.on_lookup(result.status is GetStatus.FOUND)  # getFoundTps/getMissTps
         code = PULL_RESULT[result.status]
         if result.status in _NO_QUEUE and hdr.queue_offset == 0:
             code = R.PULL_NOT_FOUND
@@ -103,9 +104,11 @@ class PullProcessor:
             timeout = hdr.suspend_timeout_millis if self.long_polling else self.short_polling_ms
             if self.hold.park(parked, max(0, timeout) / 1000):
                 return None  # answered when a message arrives or the time is up
-        return self._answer(req, result, code)
+        return self._answer(req, hdr, result, code)
 
-    def _answer(self, req: RemotingCommand, result: GetResult, code: R) -> RemotingCommand:
+    def _answer(
+        self, req: RemotingCommand, hdr: PullMessageRequestHeader, result: GetResult, code: R
+    ) -> RemotingCommand:
         ext = PullMessageResponseHeader(
             suggest_which_broker_id=MASTER_ID,
             next_begin_offset=result.next_begin_offset,
@@ -115,7 +118,8 @@ class PullProcessor:
         body = b""
         if code is R.SUCCESS:
             body = b"".join(result.messages)
-            self.ctx.stats.on_get(len(result.messages), len(body))
+            # PullMessageProcessor: incGroupGetNums/Size ("topic@group"), incBrokerGetNums
+            self.ctx.stats.on_get(hdr.topic, hdr.consumer_group, len(result.messages), len(body))
         elif code is R.PULL_OFFSET_MOVED:
             log.warning(
                 "pull_offset_moved", status=result.status.name, next=result.next_begin_offset

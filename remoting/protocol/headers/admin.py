@@ -82,7 +82,8 @@ class QueryMessageResponseHeader(Header):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StatsRequestHeader(Header):
-    """VIEW_BROKER_STATS_DATA (315): statsName TOPIC_PUT_NUMS / TOPIC_PUT_SIZE, statsKey."""
+    """VIEW_BROKER_STATS_DATA (315): statsName TOPIC_PUT_NUMS / TOPIC_PUT_SIZE (key: topic),
+    GROUP_GET_NUMS / GROUP_GET_SIZE (key: ``topic@group``), statsKey."""
 
     stats_name: str = field(metadata=wire("statsName"))
     stats_key: str = field(metadata=wire("statsKey"))
