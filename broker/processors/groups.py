@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -11,6 +12,7 @@ import structlog
 from broker.context import BrokerContext
 from broker.offsets import ConsumerOffsets
 from broker.registry import ClientInfo, ClientRegistry
+from broker.stats import SEPARATOR
 from remoting.channel import Channel
 from remoting.protocol import fastjson, text
 from remoting.protocol.codes import LanguageCode, RequestCode
@@ -94,11 +96,18 @@ class GroupAdminProcessor:
         """ConsumeStats: per queue, the broker's max offset, the group's offset and the store
         time of the last message it consumed (MessageQueue object keys, as Java writes)."""
         hdr = ConsumeStatsRequestHeader.from_ext(req.ext_fields)
-        topics = [hdr.topic] if hdr.topic else self.offsets.topics_of(hdr.consumer_group)
-        store, rows = self.ctx.store, []
+        group = hdr.consumer_group
+        topics = [hdr.topic] if hdr.topic else self.offsets.topics_of(group)
+        online = self.registry.consumers.get(group)
+        subscribed = online.subscriptions if online is not None else {}
+        store, rows, tps = self.ctx.store, [], 0.0
         for topic in topics:
             config = self.ctx.topics.get(topic)
-            for qid in range(config.read_queue_nums if config else 0):
+            if config is None or (subscribed and topic not in subscribed):
+                continue  # AdminBrokerProcessor.getConsumeStats: an online group's other topics
+            minute = self.ctx.stats.stats_data("GROUP_GET_NUMS", f"{topic}{SEPARATOR}{group}")
+            tps += float(minute["statsMinute"]["tps"]) if minute is not None else 0.0
+            for qid in range(config.read_queue_nums):
                 done = max(0, self.offsets.query(hdr.consumer_group, topic, qid))
                 last = store.store_time(topic, qid, done - 1) if done > 0 else 0
                 mq = {"brokerName": self.ctx.config.broker_name, "queueId": qid, "topic": topic}
@@ -112,7 +121,8 @@ class GroupAdminProcessor:
                         },
                     )
                 )
-        body = '{"consumeTps":0.0,"offsetTable":' + fastjson.dumps_object_keyed(rows) + "}"
+        table = fastjson.dumps_object_keyed(rows)
+        body = f'{{"consumeTps":{json.dumps(tps)},"offsetTable":{table}}}'  # tpsGroupGetNums
         return ok(req, body.encode())
 
     def reset_offset(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:

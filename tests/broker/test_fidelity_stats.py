@@ -11,6 +11,7 @@ import time
 
 from broker.processors.runtime import human_bytes, java_double
 from remoting.client import RemotingClient
+from remoting.protocol import fastjson
 from remoting.protocol.codes import LanguageCode, MQVersion
 from remoting.protocol.codes import RequestCode as C
 from remoting.protocol.command import RemotingCommand
@@ -248,3 +249,31 @@ def test_java_number_texts() -> None:
     sizes = [(0, "0 B"), (1023, "1023 B"), (1024, "1.0 KiB"), (1280, "1.3 KiB"),
              (3 * 2**30, "3.0 GiB")]  # fmt: skip
     assert [human_bytes(n) for n, _ in sizes] == [text for _, text in sizes]
+
+
+async def test_consume_stats_tps_and_unsubscribed_topics(
+    cluster: Cluster, json_client: RemotingClient
+) -> None:
+    """Fidelity §1.3 row 208 (AdminBrokerProcessor.getConsumeStats): `consumeTps` is the
+    group's GROUP_GET_NUMS per second over the last minute (mqadmin consumerProgress prints it
+    as Consume TPS), and a topic the online group does not subscribe is left out."""
+    b, cli = cluster.add_broker("broker-a"), json_client
+    for topic in ("Tps", "Unsub"):
+        assert (await cli.invoke(b.addr, create_topic(topic, 1))).code == 0
+        assert (await cli.invoke(b.addr, send_v2(topic, b"x", queue_id=0))).code == 0
+    assert (await cli.invoke(b.addr, heartbeat("cid-tps", "g_tps", ("Tps", "*")))).code == 0
+    got = await cli.invoke(b.addr, pull("g_tps", "Tps", 0, 0, sys_flag=1, commit=0))
+    assert got.code == 0
+    commit = req(
+        C.UPDATE_CONSUMER_OFFSET,
+        consumerGroup="g_tps",
+        topic="Unsub",
+        queueId="0",
+        commitOffset="1",
+    )
+    assert (await cli.invoke(b.addr, commit)).code == 0
+    answer = await cli.invoke(b.addr, req(C.GET_CONSUME_STATS, consumerGroup="g_tps"))
+    assert answer.code == 0, answer.remark
+    body = fastjson.loads(answer.body)
+    assert body["consumeTps"] > 0
+    assert {dict(mq)["topic"] for mq in body["offsetTable"]} == {"Tps"}
