@@ -144,32 +144,16 @@ class TopicTable:
         self, topic: str, default_topic: str, client_queue_nums: int, topic_sys_flag: int = 0
     ) -> TopicConfig | None:
         """createTopicInSendMessageMethod: a new topic from the default topic (TBW102), if it
-        exists and may be inherited; under a lock, looking the topic up again first."""
+        exists and may be inherited; under a lock, looking the topic up again first; the
+        name servers know it before the send is answered, as in Java."""
         async with self._lock:
             existing = self.topics.get(topic)
             if existing is not None:
                 return existing
-            template = self.topics.get(default_topic)
-            if template is None:
-                log.warning(
-                    "topic_create_failed",
-                    topic=topic,
-                    reason="default topic absent",
-                    default_topic=default_topic,
-                )
+            found = self._template(topic, default_topic)
+            if found is None:
                 return None
-            perm = template.perm
-            if default_topic == AUTO_CREATE_TOPIC_KEY_TOPIC and not self._auto_create:
-                perm = Perm.READ | Perm.WRITE  # compat: auto-create off strips the inherit bit
-            if not Perm.inherited(perm):
-                log.warning(
-                    "topic_create_failed",
-                    topic=topic,
-                    reason="default topic not inheritable",
-                    default_topic=default_topic,
-                    perm=perm,
-                )
-                return None
+            template, perm = found
             queues = min(client_queue_nums, template.write_queue_nums)
             if queues <= 0:  # Java makes a topic no message can go to; we make none
                 log.warning("topic_create_failed", topic=topic, reason="no queues",
@@ -185,15 +169,28 @@ class TopicTable:
                 topic_filter_type=template.topic_filter_type,
             )
             self.topics[topic] = config
-            log.info(
-                "topic_created",
-                topic=topic,
-                default_topic=default_topic,
-                queues=queues,
-                perm=config.perm,
-            )
+            log.info("topic_created", topic=topic, default_topic=default_topic, queues=queues,
+                     perm=config.perm)  # fmt: skip
             await self._changed()
-            return config
+        await self.registered()
+        return config
+
+    def _template(self, topic: str, default_topic: str) -> tuple[TopicConfig, int] | None:
+        """The default topic and the permission it passes on, or None (logged) if it may
+        not be inherited."""
+        template = self.topics.get(default_topic)
+        if template is None:
+            log.warning("topic_create_failed", topic=topic, reason="default topic absent",
+                        default_topic=default_topic)  # fmt: skip
+            return None
+        perm = template.perm
+        if default_topic == AUTO_CREATE_TOPIC_KEY_TOPIC and not self._auto_create:
+            perm = Perm.READ | Perm.WRITE  # compat: auto-create off strips the inherit bit
+        if not Perm.inherited(perm):
+            log.warning("topic_create_failed", topic=topic, reason="default topic not "
+                        "inheritable", default_topic=default_topic, perm=perm)  # fmt: skip
+            return None
+        return template, perm
 
     async def create_plain(
         self, topic: str, queue_nums: int, perm: int, topic_sys_flag: int = 0

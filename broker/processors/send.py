@@ -185,9 +185,8 @@ class SendProcessor:
         config = await self.topics.create_in_send(
             hdr.topic, hdr.default_topic, hdr.default_topic_queue_nums, sys_flag
         )
-        if config is not None:
-            await self.ctx.topic_registered()  # compat: createTopicInSendMessageMethod registers
-        elif retry:  # no template: createTopicInSendMessageBackMethod with one queue
+        # both create methods register with the name servers before returning, as Java's do
+        if config is None and retry:  # no template: createTopicInSendMessageBackMethod, 1 queue
             config = await self.topics.create_plain(hdr.topic, 1, Perm.READ | Perm.WRITE, sys_flag)
         if config is None:
             if hdr.default_topic_queue_nums <= 0:

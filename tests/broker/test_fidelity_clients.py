@@ -107,6 +107,21 @@ async def test_retry_topic_is_routed_before_the_heartbeat_is_answered(cluster: C
             assert found.code == 0, (group, found.code, found.remark)
 
 
+async def test_auto_created_topic_is_routed_before_the_send_is_answered(
+    cluster: Cluster,
+) -> None:
+    """TopicConfigManager.createTopicInSendMessageMethod registers inline: once the send that
+    created a topic from TBW102 is answered, the name server routes it (the periodic
+    registration is 30 s away here)."""
+    b = cluster.add_broker("broker-a", registerNameServerPeriod="30000")
+    async with java_client() as cli:
+        for n in range(5):
+            sent = await cli.invoke(b.addr, send_v2(f"Auto{n}", b"x"))
+            assert sent.code == R.SUCCESS, sent.remark
+            found = await route(cli, cluster.namesrv_addr, f"Auto{n}")
+            assert found.code == 0, (n, found.code, found.remark)
+
+
 async def test_vip_port_serves_all_but_pulls(cluster: Cluster) -> None:
     """fidelity Top-7 (BrokerController: fastListenPort = listenPort - 2, every processor but
     PULL_MESSAGE, same client housekeeping): a pre-4.5 Java client sends and heartbeats on
