@@ -25,60 +25,30 @@ import uvloop
 from benchmarks.common import listening_process, quiet_logging
 from broker.store import MessageStore
 from broker.store.config import StoreConfig
+from client import api
 from remoting.client import RemotingClient
-from remoting.protocol.codes import RequestCode
 from remoting.protocol.command import RemotingCommand
-from remoting.protocol.heartbeat import ConsumerData, HeartbeatData, SubscriptionData
+from remoting.protocol.heartbeat import ConsumerData, SubscriptionData
 from remoting.protocol.message import BatchItem, decode_records, encode_batch
 
 TOPIC, QUEUES, BODY, GROUP = "BenchConsume", 8, bytes(1024), "bench_cg"
 
 
 def send_batch(topic: str, queue_id: int, bodies: list[bytes]) -> RemotingCommand:
-    ext = {
-        "a": "bench_pg",
-        "b": topic,
-        "c": "TBW102",
-        "d": "8",
-        "e": str(queue_id),
-        "f": "0",
-        "g": str(time.time_ns() // 1_000_000),
-        "h": "0",
-        "i": "",
-        "j": "0",
-        "k": "false",
-        "m": "true",
-    }
     body = encode_batch([BatchItem(b) for b in bodies])
-    return RemotingCommand.request(RequestCode.SEND_BATCH_MESSAGE, ext, body)
+    return api.send_message(
+        topic, body, group="bench_pg", queue_id=queue_id, default_topic_queue_nums=8, batch=True
+    )
 
 
 def pull_request(topic: str, queue_id: int, offset: int, suspend: bool = False) -> RemotingCommand:
-    ext = {
-        "consumerGroup": GROUP,
-        "topic": topic,
-        "queueId": str(queue_id),
-        "queueOffset": str(offset),
-        "maxMsgNums": "32",
-        "sysFlag": "6" if suspend else "4",
-        "commitOffset": "0",
-        "suspendTimeoutMillis": "15000",
-        "subscription": "*",
-        "subVersion": "0",
-    }
-    return RemotingCommand.request(RequestCode.PULL_MESSAGE, ext)
+    flags = api.FLAG_SUBSCRIPTION | (api.FLAG_SUSPEND if suspend else 0)
+    return api.pull_message(GROUP, topic, queue_id, offset, sys_flag=flags, subscription="*")
 
 
 async def setup(cli: RemotingClient, addr: str, messages: int) -> None:
     for topic in (TOPIC, "BenchLatency"):
-        ext = {
-            "topic": topic,
-            "readQueueNums": str(QUEUES),
-            "writeQueueNums": str(QUEUES),
-            "perm": "6",
-            "defaultTopic": "TBW102",
-        }
-        assert (await cli.invoke(addr, RemotingCommand.request(17, ext))).code == 0
+        assert (await cli.invoke(addr, api.create_topic(topic, QUEUES))).code == 0
     per_queue, batch = messages // QUEUES, 32
 
     async def fill(qid: int) -> None:
@@ -193,15 +163,9 @@ def main() -> int:
             async def run() -> list[float]:
                 async with RemotingClient() as cli:
                     await setup(cli, addr, args.messages)
-                    hb = HeartbeatData(
-                        client_id="bench@1",
-                        consumers=[
-                            ConsumerData(
-                                group_name=GROUP, subscriptions=[SubscriptionData.build(TOPIC, "*")]
-                            )
-                        ],
-                    )
-                    await cli.invoke(addr, RemotingCommand.request(34, {}, hb.encode()))
+                    sub = SubscriptionData.build(TOPIC, "*")
+                    group = ConsumerData(group_name=GROUP, subscriptions=[sub])
+                    await cli.invoke(addr, api.heartbeat("bench@1", consumers=[group]))
                     for _ in range(args.repeat):
                         for queues in (1, 8):
                             pulls[queues].append(await pull_rate(cli, addr, queues, args.seconds))

@@ -56,6 +56,7 @@ from benchmarks.common import (
     summarize,
 )
 from benchmarks.rawecho import RawClient, RawEcho
+from client import api
 from remoting.client import RemotingClient
 from remoting.config import ClientConfig, ServerConfig
 from remoting.dispatch import Route
@@ -66,19 +67,14 @@ from remoting.server import RemotingServer
 HOST = "127.0.0.1"
 CODE = int(RequestCode.SEND_MESSAGE_V2)
 BODY = bytes(range(256)) * 4  # 1 KiB
-EXT: dict[str, str] = {  # SendMessageRequestHeaderV2's one-letter keys, plausible values
-    "a": "bench_producer_group",
-    "b": "BenchTopic",
-    "c": "TBW102",
-    "d": "4",
-    "e": "3",
-    "f": "0",
-    "g": "1718000000000",
-    "h": "0",
-    "i": "UNIQ_KEY\x017F00000100002A9F0000000000000001\x02WAIT\x01true\x02TAGS\x01TagA\x02",
-    "j": "0",
-    "k": "false",
-}
+EXT: dict[str, str] = api.send_message(  # a 4.9.8 producer's V2 header, plausible values
+    "BenchTopic",
+    BODY,
+    group="bench_producer_group",
+    properties="UNIQ_KEY\x017F00000100002A9F0000000000000001\x02WAIT\x01true\x02TAGS\x01TagA\x02",
+    queue_id=3,
+    born_timestamp=1718000000000,
+).ext_fields
 INFLIGHTS = (1, 64)
 TYPES = {name.lower(): SerializeType[name] for name in ("MSGPACK", "ROCKETMQ", "JSON")}
 CASES = ("raw", "raw+mp", "ours-msgpack", "ours-rocketmq", "ours-json", "ours-msgpack-async")

@@ -18,7 +18,6 @@ import itertools
 import json
 import sys
 import tempfile
-import time
 from collections.abc import Awaitable
 from dataclasses import dataclass
 
@@ -33,8 +32,8 @@ from benchmarks.common import (
     quiet_logging,
 )
 from benchmarks.remoting_rtt import server_process
+from client import api
 from remoting.client import RemotingClient
-from remoting.protocol.codes import RequestCode
 from remoting.protocol.command import RemotingCommand
 from remoting.protocol.message import BatchItem, encode_batch, encode_properties
 
@@ -42,22 +41,10 @@ TOPIC, QUEUES, BODY = "BenchSend", 8, bytes(range(256)) * 4
 _uniq = itertools.count()
 
 
-def header(batch: bool = False) -> dict[str, str]:
-    props = {"UNIQ_KEY": f"7F0000010C2E1B6E4B2A{next(_uniq):012X}", "TAGS": "TagA", "KEYS": "k"}
-    return {
-        "a": "bench_pg",
-        "b": TOPIC,
-        "c": "TBW102",
-        "d": "4",
-        "e": "-1",
-        "f": "0",
-        "g": str(time.time_ns() // 1_000_000),
-        "h": "0",
-        "i": encode_properties(props),
-        "j": "0",
-        "k": "false",
-        "m": "true" if batch else "false",
-    }
+def properties() -> str:
+    return encode_properties(
+        {"UNIQ_KEY": f"7F0000010C2E1B6E4B2A{next(_uniq):012X}", "TAGS": "TagA", "KEYS": "k"}
+    )
 
 
 BATCH_BODY = encode_batch(
@@ -76,8 +63,8 @@ class Case:
 
     def request(self) -> RemotingCommand:
         if self.per_op == 1:
-            return RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, header(), BODY)
-        return RemotingCommand.request(RequestCode.SEND_BATCH_MESSAGE, header(True), BATCH_BODY)
+            return api.send_message(TOPIC, BODY, group="bench_pg", properties=properties())
+        return api.send_message(TOPIC, BATCH_BODY, group="bench_pg", batch=True)
 
 
 CASES = (Case("send@1", 1, 1), Case("send@64", 64, 1), Case("batch32@64", 64, 32))
@@ -100,15 +87,8 @@ async def checked(pending: Awaitable[RemotingCommand]) -> RemotingCommand:
 
 
 async def create_topic(addr: str) -> None:
-    ext = {
-        "topic": TOPIC,
-        "readQueueNums": str(QUEUES),
-        "writeQueueNums": str(QUEUES),
-        "perm": "6",
-        "defaultTopic": "TBW102",
-    }
     async with RemotingClient() as client:
-        resp = await client.invoke(addr, RemotingCommand.request(17, ext))
+        resp = await client.invoke(addr, api.create_topic(TOPIC, QUEUES))
         assert resp.code == 0, resp.remark
 
 
@@ -117,7 +97,7 @@ async def measure_echo(port: int, depth: int, warm: float, seconds: float) -> Sa
         addr = f"127.0.0.1:{port}"
 
         def call() -> Awaitable[RemotingCommand]:
-            request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, header(), BODY)
+            request = api.send_message(TOPIC, BODY, group="bench_pg", properties=properties())
             return client.invoke(addr, request, 10)
 
         return await drive(call, depth, warm, seconds)

@@ -1,0 +1,71 @@
+"""client.api, the one request layer (issue 14 item 1): builders put on the wire what the
+typed headers define (the V2 fast path included), parsers follow MQClientAPIImpl."""
+
+from __future__ import annotations
+
+import pytest
+
+from client import api
+from client.errors import MQBrokerError
+from remoting.protocol.codes import RequestCode as C
+from remoting.protocol.codes import ResponseCode as R
+from remoting.protocol.command import RemotingCommand, response_to
+from remoting.protocol.headers.send import SendMessageHeader
+
+
+@pytest.mark.parametrize("batch", [False, True])
+def test_v2_fast_path_is_the_typed_header(batch: bool) -> None:
+    """SendMessageRequestHeaderV2 keys a..m, built directly, decode to what was asked."""
+    cmd = api.send_message(
+        "T", b"x", group="g", properties={"TAGS": "a"}, queue_id=2, sys_flag=1,
+        born_timestamp=5, max_reconsume_times=3, unit_mode=True, batch=batch,
+    )  # fmt: skip
+    assert cmd.code == (C.SEND_BATCH_MESSAGE if batch else C.SEND_MESSAGE_V2)
+    header = SendMessageHeader.from_ext(cmd.ext_fields, v2=True)
+    assert header == SendMessageHeader(
+        producer_group="g", topic="T", default_topic="TBW102", default_topic_queue_nums=4,
+        queue_id=2, sys_flag=1, born_timestamp=5, flag=0, properties="TAGS\x01a\x02",
+        reconsume_times=0, unit_mode=True, max_reconsume_times=3, batch=batch,
+    )  # fmt: skip
+    assert header.to_ext(v2=True) == cmd.ext_fields
+
+
+def test_v1_send_uses_the_long_names() -> None:
+    cmd = api.send_message("T", b"x", group="g", v2=False, born_timestamp=7)
+    assert cmd.code == C.SEND_MESSAGE
+    assert SendMessageHeader.from_ext(cmd.ext_fields).born_timestamp == 7
+    assert "producerGroup" in cmd.ext_fields and "a" not in cmd.ext_fields
+
+
+def _answer(code: int, **ext: str) -> RemotingCommand:
+    return response_to(RemotingCommand.request(C.SEND_MESSAGE_V2), code, "why", ext_fields=ext)
+
+
+def test_send_statuses_and_refusals() -> None:
+    """processSendResponse: 0/10/11/12 are stored messages; anything else is MQBrokerError,
+    retriable for DefaultMQProducer.retryResponseCodes only."""
+    ok = {"msgId": "7F00000100002A9F0000000000000000", "queueId": "3", "queueOffset": "9"}
+    reply = api.parse_send(_answer(R.FLUSH_DISK_TIMEOUT, **ok))
+    assert (reply.status, reply.queue_id, reply.queue_offset) == (
+        api.SendStatus.FLUSH_DISK_TIMEOUT,
+        3,
+        9,
+    )
+    for code, retriable in ((R.SYSTEM_ERROR, True), (R.TOPIC_NOT_EXIST, True),
+                            (R.MESSAGE_ILLEGAL, False), (R.SYSTEM_BUSY, False)):  # fmt: skip
+        with pytest.raises(MQBrokerError) as err:
+            api.parse_send(_answer(code), "10.0.0.1:10911")
+        assert (err.value.code, err.value.retriable) == (code, retriable)
+        assert "10.0.0.1:10911" in str(err.value) and "why" in str(err.value)
+
+
+def test_pull_statuses() -> None:
+    ext = {"suggestWhichBrokerId": "0", "nextBeginOffset": "4", "minOffset": "0", "maxOffset": "4"}
+    reply = api.parse_pull(_answer(R.PULL_NOT_FOUND, **ext))
+    assert (reply.status, reply.next_begin_offset, reply.messages()) == (
+        api.PullStatus.NO_NEW_MSG,
+        4,
+        [],
+    )
+    with pytest.raises(MQBrokerError):
+        api.parse_pull(_answer(R.SUBSCRIPTION_NOT_LATEST))
