@@ -18,8 +18,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-import structlog
-
 from remoting.deadlines import Deadlines
 from remoting.dispatch import Dispatcher
 from remoting.errors import (
@@ -30,6 +28,7 @@ from remoting.errors import (
     RemotingTimeoutError,
 )
 from remoting.limits import MemoryLimits
+from remoting.log import get_logger
 from remoting.protocol.codes import ResponseCode, SerializeType
 from remoting.protocol.command import (
     ONEWAY_FLAG,
@@ -40,7 +39,7 @@ from remoting.protocol.command import (
 )
 from remoting.protocol.frame import DEFAULT_MAX_FRAME, FrameDecoder, encode
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 _PAUSED_IN_FLIGHT: Final = 1
 _PAUSED_WRITES: Final = 2

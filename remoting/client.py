@@ -6,16 +6,15 @@ import asyncio
 import collections
 from collections.abc import Mapping
 
-import structlog
-
 from remoting.channel import Channel, ChannelOptions
 from remoting.config import ClientConfig
 from remoting.dispatch import Dispatcher, Route
 from remoting.errors import RemotingConnectError, RemotingTooMuchRequestError
 from remoting.lifecycle import Service
+from remoting.log import get_logger
 from remoting.protocol.command import RemotingCommand
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 DEFAULT_TIMEOUT = 3.0
 

@@ -16,13 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple, TypeVar
 
-import structlog
-
 from remoting.errors import ConfigError
+from remoting.log import get_logger
 from remoting.protocol.codes import SerializeType
 from remoting.protocol.frame import DEFAULT_MAX_FRAME
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 T = TypeVar("T")
 
 

@@ -26,9 +26,8 @@ from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
-import structlog
-
 from remoting.errors import RemotingCommandError
+from remoting.log import get_logger
 from remoting.protocol.codes import ResponseCode
 from remoting.protocol.command import RemotingCommand, response_to
 
@@ -40,7 +39,7 @@ Reply: TypeAlias = Callable[[RemotingCommand, RemotingCommand | None], None]
 # what a request with no route gets: a response, or None for no answer at all
 Unknown: TypeAlias = Callable[[RemotingCommand], RemotingCommand | None]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from typing import Protocol
 
-import structlog
+from remoting.log import get_logger
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 class Held(Protocol):

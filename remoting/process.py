@@ -17,9 +17,9 @@ import ctypes.util
 import resource
 from typing import Final
 
-import structlog
+from remoting.log import get_logger
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 _M_MMAP_THRESHOLD: Final = -3
 LARGE: Final = 128 * 1024  # glibc's own starting threshold

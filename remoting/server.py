@@ -8,16 +8,15 @@ import socket
 import time
 from collections.abc import Callable, Mapping
 
-import structlog
-
 from remoting.channel import Channel, ChannelOptions
 from remoting.config import ServerConfig
 from remoting.dispatch import Bulkhead, Dispatcher, Routes, Unknown, not_supported
 from remoting.lifecycle import Service
 from remoting.limits import MemoryLimits
+from remoting.log import get_logger
 from remoting.process import prepare_server_process
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 CloseListener = Callable[[Channel], None]
 

@@ -9,11 +9,10 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Final, TypeVar
 
-import structlog
-
+from remoting.log import get_logger
 from remoting.protocol.steps import Steps
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 async def every(
