@@ -69,3 +69,22 @@ def test_pull_statuses() -> None:
     )
     with pytest.raises(MQBrokerError):
         api.parse_pull(_answer(R.SUBSCRIPTION_NOT_LATEST))
+
+
+def test_route_as_an_apache_name_server_writes_it() -> None:
+    """A 4.9.8 name server (client version < 401 or fastjson defaults) writes brokerAddrs with
+    bare Integer keys: ``{0:"ip:port"}``; the SDK reads it (issue 14 item 2)."""
+    body = (
+        b'{"brokerDatas":[{"brokerAddrs":{0:"10.0.0.1:10911",1:"10.0.0.2:10911"},'
+        b'"brokerName":"broker-a","cluster":"DefaultCluster"}],"filterServerTable":{},'
+        b'"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":4,'
+        b'"topicSynFlag":0,"writeQueueNums":4}]}'
+    )
+    resp = response_to(RemotingCommand.request(C.GET_ROUTEINFO_BY_TOPIC), R.SUCCESS, body=body)
+    route = api.parse_route(resp)
+    assert route.broker_datas[0].broker_addrs == {0: "10.0.0.1:10911", 1: "10.0.0.2:10911"}
+    assert route.queue_datas[0].write_queue_nums == 4
+    missing = response_to(RemotingCommand.request(C.GET_ROUTEINFO_BY_TOPIC), R.TOPIC_NOT_EXIST)
+    with pytest.raises(MQBrokerError) as err:
+        api.parse_route(missing, "ns:9876")
+    assert err.value.retriable
