@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import collections
 from collections.abc import Mapping
 
 from remoting.channel import Channel, ChannelOptions
 from remoting.config import ClientConfig
 from remoting.dispatch import Dispatcher, Route
-from remoting.errors import RemotingConnectError, RemotingTooMuchRequestError
+from remoting.errors import RemotingConnectError
 from remoting.lifecycle import Service
 from remoting.log import get_logger
 from remoting.protocol.command import RemotingCommand
+from remoting.slots import Slots
 
 log = get_logger(__name__)
 
@@ -38,10 +38,9 @@ class RemotingClient(Service):
         )
         self._channels: dict[str, Channel] = {}
         self._connecting: dict[str, asyncio.Task[Channel]] = {}
-        # in-flight limit: a plain counter, with a queue of waiters only at the cap
-        self._in_flight = 0
-        self._limit = self.config.client_async_semaphore_value
-        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+        # in-flight limits per address: one slow peer never starves requests to the others
+        self._requests: dict[str, Slots] = {}
+        self._oneways: dict[str, Slots] = {}
         self._closed = False
 
     async def invoke(
@@ -55,9 +54,13 @@ class RemotingClient(Service):
         """
         loop = asyncio.get_running_loop()
         start = loop.time()
-        if self._in_flight >= self._limit:
-            await self._acquire(start + timeout)
-        self._in_flight += 1
+        slots = self._requests.get(addr)
+        if slots is None:
+            slots = self._requests[addr] = Slots(self.config.client_async_semaphore_value)
+        if slots.used < slots.limit:
+            slots.used += 1
+        else:
+            await slots.take(start + timeout, f"requests to {addr}")
         try:
             ch = self._channels.get(addr)
             if ch is None or not ch.ready:
@@ -66,39 +69,23 @@ class RemotingClient(Service):
                 timeout = start + timeout - loop.time()
             return await ch.start_request(request, timeout)
         finally:
-            self._release()
+            slots.give()
 
     async def invoke_oneway(
         self, addr: str, request: RemotingCommand, timeout: float = DEFAULT_TIMEOUT
     ) -> None:
-        """Send ``request`` as oneway; returns once written."""
+        """Send ``request`` as oneway; returns once written. Oneway sends waiting for a peer
+        that does not read are bounded per address (clientOnewaySemaphoreValue)."""
         deadline = asyncio.get_running_loop().time() + timeout
-        ch = await self._channel(addr, deadline)
-        await ch.oneway(request, max(0.0, deadline - asyncio.get_running_loop().time()))
-
-    async def _acquire(self, deadline: float) -> None:
-        """Wait for the in-flight count to drop below the limit, until ``deadline``."""
-        while self._in_flight >= self._limit:
-            waiter = asyncio.get_running_loop().create_future()
-            self._waiters.append(waiter)
-            try:
-                async with asyncio.timeout_at(deadline):
-                    await waiter
-            except TimeoutError:
-                raise RemotingTooMuchRequestError(
-                    f"{self._limit} requests already in flight"
-                ) from None
-            finally:
-                if waiter in self._waiters:
-                    self._waiters.remove(waiter)
-
-    def _release(self) -> None:
-        self._in_flight -= 1
-        while self._waiters:
-            waiter = self._waiters.popleft()
-            if not waiter.done():
-                waiter.set_result(None)
-                break
+        slots = self._oneways.get(addr)
+        if slots is None:
+            slots = self._oneways[addr] = Slots(self.config.client_oneway_semaphore_value)
+        await slots.take(deadline, f"oneway requests to {addr}")
+        try:
+            ch = await self._channel(addr, deadline)
+            await ch.oneway(request, max(0.0, deadline - asyncio.get_running_loop().time()))
+        finally:
+            slots.give()
 
     async def _channel(self, addr: str, deadline: float) -> Channel:
         ch = self._channels.get(addr)

@@ -59,7 +59,8 @@ class ClientConfig:
     """NettyClientConfig's keys that apply to us, plus the header encoding we speak."""
 
     connect_timeout_millis: int = 3000
-    client_async_semaphore_value: int = 65535  # requests in flight per RemotingClient
+    client_async_semaphore_value: int = 65535  # requests in flight per address
+    client_oneway_semaphore_value: int = 65535  # oneway requests being written, per address
     frame_max_length: int = DEFAULT_MAX_FRAME
     # msgpack between our own processes; JSON to talk to Apache servers
     serialize_type: SerializeType = field(default=SerializeType.MSGPACK)

@@ -150,6 +150,59 @@ async def test_too_many_in_flight_is_a_typed_error(start_server: ServerFactory) 
         assert (await first).code == ResponseCode.SUCCESS
 
 
+async def test_a_slow_peer_never_starves_the_others(start_server: ServerFactory) -> None:
+    """Issue 14 item 2: the in-flight limit is per address. A peer holding every slot of its
+    own still lets requests to another peer through at once."""
+    held = Held()
+    slow = await start_server(held.routes())
+    fast = await start_server(Held().routes())
+    async with RemotingClient(ClientConfig(client_async_semaphore_value=2)) as cli:
+        parked = [
+            asyncio.ensure_future(cli.invoke(addr(slow.port), RemotingCommand.request(HOLD), 10))
+            for _ in range(2)
+        ]
+        await wait_until(lambda: held.arrived == 2)
+        answer = await cli.invoke(addr(fast.port), RemotingCommand.request(ECHO), timeout=1)
+        assert answer.code == ResponseCode.SUCCESS
+        with pytest.raises(RemotingTooMuchRequestError):
+            await cli.invoke(addr(slow.port), RemotingCommand.request(ECHO), timeout=0.2)
+        held.release.set()
+        assert [(await p).code for p in parked] == [ResponseCode.SUCCESS] * 2
+
+
+async def test_oneways_to_a_peer_that_does_not_read_are_bounded() -> None:
+    """Issue 14 item 2 (clientOnewaySemaphoreValue): oneway sends waiting for a peer that
+    stopped reading hold a slot each; past the per-address cap the next one fails at once
+    with RemotingTooMuchRequestError instead of piling up."""
+
+    stop = asyncio.Event()
+
+    async def never_read(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await stop.wait()
+        writer.close()
+
+    peer = await asyncio.start_server(never_read, "127.0.0.1", 0)
+    port = peer.sockets[0].getsockname()[1]
+    try:
+        async with RemotingClient(ClientConfig(client_oneway_semaphore_value=2)) as cli:
+            big = RemotingCommand.request(NOTE, {}, bytes(8 << 20))
+            await cli.invoke_oneway(addr(port), big, timeout=2)  # fills the socket buffers
+            results = await asyncio.gather(
+                *(cli.invoke_oneway(addr(port), RemotingCommand.request(NOTE), timeout=0.5)
+                  for _ in range(3)),
+                return_exceptions=True,
+            )  # fmt: skip
+            kinds = sorted(type(r).__name__ for r in results)
+            assert kinds == [
+                "RemotingSendRequestError", "RemotingSendRequestError",
+                "RemotingTooMuchRequestError",
+            ], results  # fmt: skip
+    finally:
+        stop.set()
+        peer.close()
+        await peer.wait_closed()
+
+
 async def test_oneway_is_delivered_without_response(
     start_server: ServerFactory, client: RemotingClient
 ) -> None:
