@@ -1,6 +1,22 @@
-"""The Python SDK: Producer, PushConsumer, PullConsumer, transactions and mqadmin.
+"""The Python SDK for RocketMQ 4.x clusters (ours and Apache's).
 
-May import: remoting. Built so far: ``client.api`` (the request layer every sender uses:
-typed builders and response parsers, Java's MQClientAPIImpl) and ``client.errors``. The
-Producer and the consumers arrive with their issues.
+May import: remoting. ``client.api`` is the request layer every sender uses (Java's
+MQClientAPIImpl); ``Producer`` sends with RocketMQ's retries and fault avoidance. The
+consumers arrive with their issue.
 """
+
+from client.errors import MQBrokerError, MQClientError
+from client.message import Message, MessageQueue, SendResult, SendStatus
+from client.producer import Producer, ProducerOptions, select_by_hash
+
+__all__ = [
+    "MQBrokerError",
+    "MQClientError",
+    "Message",
+    "MessageQueue",
+    "Producer",
+    "ProducerOptions",
+    "SendResult",
+    "SendStatus",
+    "select_by_hash",
+]

@@ -32,6 +32,7 @@ from remoting.protocol.message import MessageExt, decode_records, encode_propert
 from remoting.protocol.route import TopicRouteData
 
 AUTO_CREATE_TOPIC: str = "TBW102"  # TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC
+DEFAULT_TOPIC_QUEUE_NUMS: int = 4  # DefaultMQProducer.defaultTopicQueueNums
 
 
 def request(

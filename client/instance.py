@@ -1,0 +1,189 @@
+"""ClientInstance: what producers and consumers of one process share per name-server list and
+instance name (Java's MQClientInstance): the connections, the routes, heartbeats.
+
+Routes are fetched on first use and refreshed every ``pollNameServerInterval`` (30 s);
+every ``heartbeatBrokerInterval`` (30 s) each master of a known route gets a heartbeat
+naming the instance's producer groups.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import time
+from typing import ClassVar
+
+from client import api
+from client.errors import MQBrokerError, MQClientError
+from client.publish import PublishInfo
+from remoting.client import RemotingClient
+from remoting.config import ClientConfig
+from remoting.errors import RemotingError
+from remoting.log import get_logger
+from remoting.protocol.codes import ResponseCode as R
+from remoting.protocol.codes import SerializeType
+from remoting.protocol.route import TopicRouteData
+from remoting.tasks import every
+
+log = get_logger(__name__)
+
+NAMESRV_ENV = "NAMESRV_ADDR"
+
+
+def namesrv_list(addr: str | None) -> list[str]:
+    """ "host:port;host:port" from the argument, else from NAMESRV_ADDR."""
+    text = addr if addr is not None else os.environ.get(NAMESRV_ENV, "")
+    addrs = [a.strip() for a in text.split(";") if a.strip()]
+    if not addrs:
+        raise MQClientError(
+            "no name server address: pass namesrv_addr='host:9876' or set NAMESRV_ADDR"
+        )
+    return addrs
+
+
+def local_ip() -> str:
+    """The address other hosts see (RemotingUtil.getLocalAddress), else 127.0.0.1."""
+    with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.connect(("10.255.255.255", 1))  # no packet is sent: this only picks a route
+        return str(s.getsockname()[0])
+    return "127.0.0.1"
+
+
+class ClientInstance:
+    """Create through ``ClientInstance.acquire``; each user calls ``release`` when done."""
+
+    # one per event loop, name-server list, instance name and header type
+    _shared: ClassVar[dict[tuple[object, ...], ClientInstance]] = {}
+
+    def __init__(
+        self,
+        namesrv_addrs: list[str],
+        instance_name: str,
+        serialize_type: SerializeType,
+        *,
+        poll_interval: float = 30.0,
+        heartbeat_interval: float = 30.0,
+    ) -> None:
+        self.namesrv_addrs = namesrv_addrs
+        name = instance_name if instance_name != "DEFAULT" else f"{os.getpid()}#{time.time_ns()}"
+        self.client_id = f"{local_ip()}@{name}"  # ClientConfig.buildMQClientId
+        self.remoting = RemotingClient(ClientConfig(serialize_type=serialize_type))
+        self.publish: dict[str, PublishInfo] = {}
+        self.producer_groups: set[str] = set()
+        self._intervals = (poll_interval, heartbeat_interval)
+        self._loops: list[asyncio.Task[None]] = []
+        self._users = 0
+        self._key: tuple[object, ...] | None = None
+        self._ns_index = 0
+
+    @classmethod
+    def acquire(
+        cls, namesrv_addrs: list[str], instance_name: str, serialize_type: SerializeType
+    ) -> ClientInstance:
+        loop = asyncio.get_running_loop()
+        key = (loop, tuple(namesrv_addrs), instance_name, serialize_type)
+        inst = cls._shared.get(key)
+        if inst is None:
+            inst = cls._shared[key] = cls(namesrv_addrs, instance_name, serialize_type)
+            inst._key = key
+        inst._users += 1
+        if not inst._loops:
+            poll, beat = inst._intervals
+            inst._loops = [
+                loop.create_task(every(poll, inst.refresh_routes, name="routes")),
+                loop.create_task(every(beat, inst.heartbeat_all, name="heartbeat")),
+            ]
+        return inst
+
+    async def release(self) -> None:
+        self._users -= 1
+        if self._users > 0:
+            return
+        if self._key is not None and ClientInstance._shared.get(self._key) is self:
+            del ClientInstance._shared[self._key]
+        for task in self._loops:
+            task.cancel()
+        for task in self._loops:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._loops = []
+        await self.remoting.close()
+
+    # ------------------------------------------------------------ routes
+
+    async def fetch_route(self, topic: str, timeout: float) -> TopicRouteData | None:
+        """The topic's route from a name server (None when it has none), trying each."""
+        error: Exception | None = None
+        for i in range(len(self.namesrv_addrs)):
+            addr = self.namesrv_addrs[(self._ns_index + i) % len(self.namesrv_addrs)]
+            try:
+                return api.parse_route(
+                    await self.remoting.invoke(addr, api.get_route(topic), timeout), addr
+                )
+            except MQBrokerError as exc:
+                if exc.code == R.TOPIC_NOT_EXIST:
+                    return None
+                error = exc
+            except RemotingError as exc:
+                error = exc
+                self._ns_index = (self._ns_index + i + 1) % len(self.namesrv_addrs)
+        raise MQClientError(f"no name server answered for topic {topic}: {error}") from error
+
+    async def publish_info(self, topic: str, timeout: float) -> PublishInfo:
+        """Cached, else fetched; a topic without a route is sent along TBW102's route so a
+        broker creates it (updateTopicRouteInfoFromNameServer with isDefault)."""
+        info = self.publish.get(topic)
+        if info is not None and info.queues:
+            return info
+        route = await self.fetch_route(topic, timeout)
+        if route is None:
+            route = await self.fetch_route(api.AUTO_CREATE_TOPIC, timeout)
+            if route is None:
+                raise MQClientError(
+                    f"No route info of this topic: {topic}; create it (mqadmin updateTopic) "
+                    "or enable autoCreateTopicEnable on the brokers"
+                )
+            for qd in route.queue_datas:
+                qd.write_queue_nums = min(qd.write_queue_nums, api.DEFAULT_TOPIC_QUEUE_NUMS)
+            info = PublishInfo.from_route(topic, route)
+            return info  # not cached: the real route replaces it once the topic exists
+        info = self.publish[topic] = PublishInfo.from_route(topic, route)
+        return info
+
+    async def refresh_routes(self) -> None:
+        for topic in list(self.publish):
+            with contextlib.suppress(MQClientError):
+                route = await self.fetch_route(topic, 3.0)
+                if route is not None:
+                    self.publish[topic] = PublishInfo.from_route(topic, route)
+
+    # ------------------------------------------------------------ heartbeats
+
+    def masters(self) -> set[str]:
+        return {
+            b.master_addr
+            for info in self.publish.values()
+            for b in info.route.broker_datas
+            if b.master_addr is not None
+        }
+
+    async def heartbeat_all(self) -> None:
+        """sendHeartbeatToAllBroker: producers only to masters."""
+        if not self.producer_groups:
+            return
+        request = api.heartbeat(self.client_id, producers=sorted(self.producer_groups))
+        for addr in self.masters():
+            try:
+                await self.remoting.invoke(addr, request, 3.0)
+            except RemotingError as exc:
+                log.info("heartbeat_failed", broker=addr, error=str(exc))
+
+    async def unregister_producer(self, group: str) -> None:
+        """UNREGISTER_CLIENT to every master (unregisterClientWithLock), best effort."""
+        self.producer_groups.discard(group)
+        request = api.unregister_client(self.client_id, producer_group=group)
+        for addr in self.masters():
+            with contextlib.suppress(RemotingError):
+                await self.remoting.invoke(addr, request, 3.0)

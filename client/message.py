@@ -1,0 +1,51 @@
+"""What producers send and get back: Message, MessageQueue, SendResult (RocketMQ's names)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from client.api import SendStatus
+from remoting.protocol.heartbeat import MessageQueue
+from remoting.protocol.message import Prop
+
+__all__ = ["Message", "MessageQueue", "SendResult", "SendStatus"]
+
+
+@dataclass(slots=True)
+class Message:
+    """A message to send. ``tags`` and ``keys`` (a string, or several separated by spaces)
+    become the TAGS and KEYS properties; ``delay_level`` (1..18) delays delivery."""
+
+    topic: str
+    body: bytes
+    tags: str | None = None
+    keys: str | list[str] | None = None
+    delay_level: int = 0
+    properties: dict[str, str] = field(default_factory=dict)
+    flag: int = 0
+
+    def wire_properties(self) -> dict[str, str]:
+        """The properties as they travel (Message.putProperty's keys)."""
+        props = dict(self.properties)
+        if self.tags:
+            props[Prop.TAGS] = self.tags
+        if self.keys:
+            props[Prop.KEYS] = self.keys if isinstance(self.keys, str) else " ".join(self.keys)
+        if self.delay_level > 0:
+            props[Prop.DELAY] = str(self.delay_level)
+        props.setdefault(Prop.WAIT, "true")  # WAIT_STORE_MSG_OK: the broker answers once stored
+        return props
+
+
+@dataclass(frozen=True, slots=True)
+class SendResult:
+    """SendResult: ``msg_id`` is the client's UNIQ_KEY, ``offset_msg_id`` the broker's id
+    (store host + CommitLog offset, usable with VIEW_MESSAGE_BY_ID)."""
+
+    status: SendStatus
+    msg_id: str
+    offset_msg_id: str
+    queue: MessageQueue
+    queue_offset: int
+    region: str | None = None
+    transaction_id: str | None = None

@@ -1,0 +1,72 @@
+"""TopicPublishInfo: the queues a producer may send a topic to, from its route
+(MQClientInstance.topicRouteData2TopicPublishInfo), and queue selection
+(TopicPublishInfo.selectOneMessageQueue, MQFaultStrategy.selectOneMessageQueue). Pure."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from dataclasses import dataclass, field
+
+from client.fault import LatencyFaults
+from remoting.protocol.heartbeat import MessageQueue
+from remoting.protocol.route import MASTER_ID, TopicRouteData
+from remoting.protocol.topic import Perm
+
+
+@dataclass(slots=True)
+class PublishInfo:
+    topic: str
+    queues: list[MessageQueue]
+    route: TopicRouteData
+    order_topic: bool = False
+    _next: itertools.count[int] = field(
+        default_factory=lambda: itertools.count(random.randrange(1 << 16))
+    )
+
+    @classmethod
+    def from_route(cls, topic: str, route: TopicRouteData) -> PublishInfo:
+        """Writable queues of brokers that have a master, in broker-name order; an ordered
+        topic's ``orderTopicConf`` ("broker:queues;...") gives its queues instead."""
+        if route.order_topic_conf:
+            queues = [
+                MessageQueue(topic, name, q)
+                for item in route.order_topic_conf.split(";")
+                if item
+                for name, count in [item.split(":")]
+                for q in range(int(count))
+            ]
+            return cls(topic, queues, route, order_topic=True)
+        masters = {b.broker_name for b in route.broker_datas if MASTER_ID in b.broker_addrs}
+        queues = [
+            MessageQueue(topic, qd.broker_name, q)
+            for qd in sorted(route.queue_datas, key=lambda d: d.broker_name)
+            if Perm.writeable(qd.perm) and qd.broker_name in masters
+            for q in range(qd.write_queue_nums)
+        ]
+        return cls(topic, queues, route)
+
+    def master_addr(self, broker_name: str) -> str | None:
+        for broker in self.route.broker_datas:
+            if broker.broker_name == broker_name:
+                return broker.master_addr
+        return None
+
+    def select(self, last_broker: str | None, faults: LatencyFaults | None) -> MessageQueue:
+        """Round robin, skipping ``last_broker`` (the one that just failed) and, with
+        ``faults``, brokers inside their not-available window; falls back in that order."""
+        n = len(self.queues)
+        start = next(self._next)
+        candidates = [self.queues[(start + i) % n] for i in range(n)]
+        if faults is not None:
+            for mq in candidates:
+                if faults.available(mq.broker_name) and mq.broker_name != last_broker:
+                    return mq
+            best = faults.least_bad()
+            for mq in candidates:
+                if mq.broker_name == best and best != last_broker:
+                    return mq
+        for mq in candidates:
+            if mq.broker_name != last_broker:
+                return mq
+        return candidates[0]

@@ -1,0 +1,141 @@
+"""client.Producer against real processes: a name server and two brokers (issue 14; seed 002
+sendDefaultImpl / sendKernelImpl, seed 004 ordered sends)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import zlib
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from client import Message, MQClientError, Producer, SendStatus, api
+from remoting.client import RemotingClient
+from remoting.config import ClientConfig
+from remoting.protocol.codes import SerializeType
+from remoting.protocol.message import SysFlag, decode_records
+from tests.cluster import Cluster
+
+
+@pytest.fixture
+def two_brokers(tmp_path: Path) -> Iterator[Cluster]:
+    cluster = Cluster(tmp_path)
+    cluster.start_namesrv()
+    try:
+        cluster.add_broker("broker-a")
+        cluster.add_broker("broker-b")
+        yield cluster
+    finally:
+        codes = cluster.stop()
+        print(cluster.dump())
+    assert all(code in (0, -9) for code in codes.values()), codes
+
+
+async def create_everywhere(cluster: Cluster, topic: str, queues: int = 4) -> None:
+    """updateTopic -c: the topic on every master, then routed by the name server."""
+    async with RemotingClient(ClientConfig(serialize_type=SerializeType.JSON)) as cli:
+        for broker in cluster.brokers.values():
+            assert (await cli.invoke(broker.addr, api.create_topic(topic, queues))).code == 0
+        for _ in range(100):
+            resp = await cli.invoke(cluster.namesrv_addr, api.get_route(topic))
+            if resp.code == 0 and len(api.parse_route(resp).queue_datas) == len(cluster.brokers):
+                return
+            await asyncio.sleep(0.05)
+    raise AssertionError(f"{topic} never routed to every broker")
+
+
+@pytest.fixture
+async def producer(two_brokers: Cluster) -> AsyncIterator[Producer]:
+    async with Producer("pg_sdk", namesrv_addr=two_brokers.namesrv_addr) as p:
+        yield p
+
+
+async def test_sends_spread_over_every_queue_of_both_brokers(
+    two_brokers: Cluster, producer: Producer
+) -> None:
+    """Seed 002/004: round-robin over the route's writable master queues (2 x 4)."""
+    await create_everywhere(two_brokers, "Spread")
+    results = [await producer.send(Message("Spread", b"m%d" % i, tags="A")) for i in range(32)]
+    assert {r.status for r in results} == {SendStatus.SEND_OK}
+    assert {(r.queue.broker_name, r.queue.queue_id) for r in results} == {
+        (b, q) for b in ("broker-a", "broker-b") for q in range(4)
+    }
+    assert len({r.msg_id for r in results}) == 32 and all(len(r.msg_id) == 32 for r in results)
+
+
+async def test_same_key_same_queue(two_brokers: Cluster, producer: Producer) -> None:
+    """Seed 004: one business key stays on one queue (SelectMessageQueueByHash)."""
+    await create_everywhere(two_brokers, "Ordered")
+    for key in ("order-1", "order-2", "order-3"):
+        queues = {
+            (await producer.send_orderly(Message("Ordered", b"x"), key)).queue for _ in range(6)
+        }
+        assert len(queues) == 1
+
+
+async def test_a_compressed_body_round_trips(two_brokers: Cluster, producer: Producer) -> None:
+    """sendKernelImpl: a body over compressMsgBodyOverHowmuch (4 KiB) travels zlib-compressed
+    with sysFlag bit 0; a raw pull shows both, and inflates to the original."""
+    await create_everywhere(two_brokers, "Packed", queues=1)
+    body = b"0123456789abcdef" * 4096  # 64 KiB, compressible
+    sent = await producer.send(Message("Packed", body))
+    broker = two_brokers.brokers[sent.queue.broker_name]
+    async with RemotingClient() as cli:
+        pull = api.pull_message("g", "Packed", sent.queue.queue_id, sent.queue_offset,
+                                sys_flag=api.FLAG_SUBSCRIPTION, subscription="*")  # fmt: skip
+        reply = api.parse_pull(await cli.invoke(broker.addr, pull))
+    (raw,) = decode_records(reply.body)
+    assert raw.sys_flag & SysFlag.COMPRESSED and zlib.decompress(raw.body) == body
+    assert decode_records(reply.body, inflate=True)[0].body == body
+
+
+async def test_oversize_is_refused_before_any_network_call() -> None:
+    """Validators.checkMessage: 4 MiB checked first; here no name server even exists."""
+    async with Producer("pg", namesrv_addr="127.0.0.1:1") as p:
+        began = time.monotonic()
+        with pytest.raises(MQClientError, match="over max value, MAX: 4194304"):
+            await p.send(Message("Big", bytes(4 * 1024 * 1024 + 1)))
+        with pytest.raises(MQClientError, match="body length is zero"):
+            await p.send(Message("Big", b""))
+        with pytest.raises(MQClientError, match="illegal characters"):
+            await p.send(Message("bad topic", b"x"))
+        assert time.monotonic() - began < 0.5
+
+
+async def test_a_killed_broker_costs_no_failed_send(
+    two_brokers: Cluster, producer: Producer
+) -> None:
+    """Seed 002: a try that fails goes to another broker within the same budget; SIGKILL of
+    one broker never reaches the caller as an exception."""
+    await create_everywhere(two_brokers, "Survive")
+    for i in range(8):
+        await producer.send(Message("Survive", b"before %d" % i))
+    two_brokers.kill_broker("broker-a")
+    results = [await producer.send(Message("Survive", b"after %d" % i)) for i in range(16)]
+    assert {r.queue.broker_name for r in results} == {"broker-b"}
+
+
+async def test_new_topic_goes_along_tbw102_and_is_created(
+    two_brokers: Cluster, producer: Producer
+) -> None:
+    """Seed 001: no route → TBW102's route; the receiving broker creates the topic."""
+    sent = await producer.send(Message("BrandNew", b"first"))
+    assert sent.status is SendStatus.SEND_OK
+    async with RemotingClient() as cli:
+        route = api.parse_route(
+            await cli.invoke(two_brokers.namesrv_addr, api.get_route("BrandNew"))
+        )
+    assert sent.queue.broker_name in {qd.broker_name for qd in route.queue_datas}
+
+
+async def test_batch_is_one_request_with_every_id(two_brokers: Cluster, producer: Producer) -> None:
+    await create_everywhere(two_brokers, "Batched", queues=1)
+    sent = await producer.send_batch([Message("Batched", b"b%d" % i, keys="k") for i in range(10)])
+    ids = sent.msg_id.split(",")
+    assert len(ids) == 10 and len(set(ids)) == 10
+    broker = two_brokers.brokers[sent.queue.broker_name]
+    async with RemotingClient() as cli:
+        resp = await cli.invoke(broker.addr, api.queue_request(30, "Batched", sent.queue.queue_id))
+        assert api.parse_offset(resp) == 10
