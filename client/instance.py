@@ -148,7 +148,8 @@ class ClientInstance:
             for qd in route.queue_datas:
                 qd.write_queue_nums = min(qd.write_queue_nums, api.DEFAULT_TOPIC_QUEUE_NUMS)
             info = PublishInfo.from_route(topic, route)
-            return info  # not cached: the real route replaces it once the topic exists
+            info.via_default = True  # not cached: the real route replaces it once it exists
+            return info
         info = self.publish[topic] = PublishInfo.from_route(topic, route)
         return info
 
@@ -187,3 +188,22 @@ class ClientInstance:
         for addr in self.masters():
             with contextlib.suppress(RemotingError):
                 await self.remoting.invoke(addr, request, 3.0)
+
+    async def create_on_every_master(self, info: PublishInfo, timeout: float) -> None:
+        """Ours (seed 000's warning): a topic auto-created by its first send exists only on
+        the broker that took it, and its route then stays there. Create it on every master of
+        TBW102's route at once, as ``mqadmin updateTopic -c`` would; best effort."""
+        queues = max((qd.write_queue_nums for qd in info.route.queue_datas), default=0)
+        request = api.create_topic(info.topic, queues)
+        for broker in info.route.broker_datas:
+            if broker.master_addr is not None:
+                try:
+                    resp = await self.remoting.invoke(broker.master_addr, request, timeout)
+                except RemotingError as exc:
+                    log.info("create_topic_failed", topic=info.topic, broker=broker.master_addr,
+                             error=str(exc))  # fmt: skip
+                    continue
+                if resp.code != R.SUCCESS:
+                    log.info("create_topic_refused", topic=info.topic, code=resp.code,
+                             remark=resp.remark)  # fmt: skip
+        self.publish.pop(info.topic, None)

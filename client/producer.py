@@ -40,6 +40,9 @@ class ProducerOptions:
     compress_level: int = 5  # rocketmq.message.compressLevel
     max_message_size: int = 4 * 1024 * 1024
     send_latency_fault_enable: bool = False
+    # ours: a topic auto-created by its first send is created on every master of TBW102's
+    # route (Java leaves it on the one broker that received it)
+    create_topic_on_every_master: bool = True
     default_topic_queue_nums: int = 4
     instance_name: str = "DEFAULT"
     serialize_type: SerializeType = SerializeType.JSON  # every RocketMQ 4.x broker reads it
@@ -155,6 +158,10 @@ class Producer:
                 last, error = mq.broker_name, exc
                 continue
             self.faults.update(mq.broker_name, (loop.time() - begin) * 1000)
+            if info.via_default and self.options.create_topic_on_every_master:
+                await self.instance.create_on_every_master(
+                    info, self.options.send_msg_timeout / 1000
+                )
             if result.status is not api.SendStatus.SEND_OK and (
                 self.options.retry_another_broker_when_not_store_ok
             ):

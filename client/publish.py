@@ -20,6 +20,7 @@ class PublishInfo:
     queues: list[MessageQueue]
     route: TopicRouteData
     order_topic: bool = False
+    via_default: bool = False  # TBW102's route, for a topic that has none yet
     _next: itertools.count[int] = field(
         default_factory=lambda: itertools.count(random.randrange(1 << 16))
     )
