@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from client import Message, MQClientError, Producer, SendStatus, api
+from client import Message, MQClientError, Producer, SendResult, SendStatus, api
 from remoting.client import RemotingClient
 from remoting.config import ClientConfig
 from remoting.protocol.codes import SerializeType
@@ -149,3 +149,32 @@ async def test_batch_is_one_request_with_every_id(two_brokers: Cluster, producer
     async with RemotingClient() as cli:
         resp = await cli.invoke(broker.addr, api.queue_request(30, "Batched", sent.queue.queue_id))
         assert api.parse_offset(resp) == 10
+
+
+def test_sync_facade_from_plain_threads(two_brokers: Cluster) -> None:
+    """Issue 14 item 8: client.sync.Producer, a `with` block, used from several threads at
+    once (one shared event-loop thread behind it)."""
+    import threading
+
+    from client import sync
+
+    results: list[SendResult] = []
+    errors: list[Exception] = []
+    with sync.Producer("pg_sync", namesrv_addr=two_brokers.namesrv_addr) as producer:
+
+        def work(n: int) -> None:
+            try:
+                results.extend(
+                    producer.send(Message("SyncT", b"t%d-%d" % (n, i))) for i in range(5)
+                )
+            except Exception as exc:  # noqa: BLE001 -- reported below, not lost in the thread
+                errors.append(exc)
+
+        threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+    assert errors == []
+    assert len(results) == 20 and {r.status for r in results} == {SendStatus.SEND_OK}
+    assert len({r.msg_id for r in results}) == 20
