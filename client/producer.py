@@ -169,8 +169,9 @@ class Producer:
                 continue
             return result
         spent = int((loop.time() - deadline) * 1000 + self.options.send_msg_timeout)
+        why = "sendDefaultImpl call timeout; " if loop.time() >= deadline else ""
         raise MQClientError(
-            f"Send [{len(sent_to)}] times, still failed, cost [{spent}]ms, "
+            f"{why}Send [{len(sent_to)}] times, still failed, cost [{spent}]ms, "
             f"Topic: {prepared.topic}, BrokersSent: {sent_to}: {error}"
         ) from error
 

@@ -4,6 +4,7 @@ sendDefaultImpl / sendKernelImpl, seed 004 ordered sends)."""
 from __future__ import annotations
 
 import asyncio
+import signal
 import time
 import zlib
 from collections.abc import AsyncIterator, Iterator
@@ -178,3 +179,32 @@ def test_sync_facade_from_plain_threads(two_brokers: Cluster) -> None:
     assert errors == []
     assert len(results) == 20 and {r.status for r in results} == {SendStatus.SEND_OK}
     assert len({r.msg_id for r in results}) == 20
+
+
+async def test_the_budget_holds_against_a_broker_that_never_answers(two_brokers: Cluster) -> None:
+    """Seed 002: every try of a send shares one sendMsgTimeout. A broker frozen with SIGSTOP
+    accepts connections and never answers: a send that picks it returns, success or a clear
+    MQClientError, within the budget (plus scheduling slack), and with latency fault
+    tolerance on, later sends go to the live broker."""
+    await create_everywhere(two_brokers, "Stall")
+    frozen = two_brokers.brokers["broker-a"].proc
+    assert frozen is not None
+    options = {"send_msg_timeout": 800, "send_latency_fault_enable": True}
+    async with Producer("pg_stall", namesrv_addr=two_brokers.namesrv_addr, **options) as producer:
+        await producer.send(Message("Stall", b"warm"))  # route known, both connections open
+        frozen.proc.send_signal(signal.SIGSTOP)
+        try:
+            outcomes = []
+            for i in range(6):
+                began = time.monotonic()
+                try:
+                    sent = await producer.send(Message("Stall", b"s%d" % i))
+                    outcomes.append(sent.queue.broker_name)
+                except MQClientError as exc:
+                    timed_out = str(exc).startswith("sendDefaultImpl call timeout")
+                    outcomes.append("timeout" if timed_out else str(exc))
+                assert time.monotonic() - began < 0.8 + 0.3, outcomes
+        finally:
+            frozen.proc.send_signal(signal.SIGCONT)
+    assert set(outcomes) <= {"broker-b", "timeout"}, outcomes
+    assert outcomes[-3:] == ["broker-b"] * 3, outcomes  # the frozen broker is avoided
