@@ -208,3 +208,24 @@ async def test_the_budget_holds_against_a_broker_that_never_answers(two_brokers:
             frozen.proc.send_signal(signal.SIGCONT)
     assert set(outcomes) <= {"broker-b", "timeout"}, outcomes
     assert outcomes[-3:] == ["broker-b"] * 3, outcomes  # the frozen broker is avoided
+
+
+def test_readme_producer_examples_run_as_written(two_brokers: Cluster) -> None:
+    """Issue 14 "Done when": the README's async and sync producer examples run as written
+    (only the name-server address is this test cluster's, not make run's :9876)."""
+    import re
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Python producer", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert len(blocks) == 2
+    for code in blocks:
+        assert '"127.0.0.1:9876"' in code
+        code = code.replace('"127.0.0.1:9876"', repr(two_brokers.namesrv_addr))
+        done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True,
+                              text=True, timeout=60)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert "SEND_OK" in done.stdout
