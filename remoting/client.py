@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from remoting.channel import Channel, ChannelOptions
 from remoting.config import ClientConfig
@@ -18,12 +20,27 @@ log = get_logger(__name__)
 
 DEFAULT_TIMEOUT = 3.0
 
+Listener = Callable[[str], None]  # called with the address, "host:port" as the caller gave it
+
+
+@dataclass(slots=True)
+class _Backoff:
+    """Consecutive failed connects to one address: no new attempt before ``until``."""
+
+    millis: float  # the current window; doubles per failure up to the configured max
+    until: float  # loop time
+    reason: str  # why the last attempt failed
+
 
 class RemotingClient(Service):
     """Talks to any number of servers; requests from a server go to ``routes``.
 
     ``invoke`` awaits a response; ``invoke_oneway`` only writes. Many requests share one
     connection per address (opaque -> future). Headers go out in ``config.serialize_type``.
+
+    Listeners (``add_connect_listener``, ``add_close_listener``) learn at once when a
+    connection to an address opens or is lost. After a failed connect, new connects to that
+    address fail fast for a while (see ``_back_off``).
     """
 
     def __init__(
@@ -41,7 +58,32 @@ class RemotingClient(Service):
         # in-flight limits per address: one slow peer never starves requests to the others
         self._requests: dict[str, Slots] = {}
         self._oneways: dict[str, Slots] = {}
+        self._backoff: dict[str, _Backoff] = {}
+        self._announced: set[Channel] = set()  # open, and connect listeners told
+        self._connect_listeners: list[Listener] = []
+        self._close_listeners: list[Listener] = []
         self._closed = False
+
+    def add_connect_listener(self, listener: Listener) -> None:
+        """Call ``listener(addr)`` each time a connection to ``addr`` opens.
+
+        Listeners are plain callables run on the event loop; one that raises is logged and
+        does not stop the others."""
+        self._connect_listeners.append(listener)
+
+    def add_close_listener(self, listener: Listener) -> None:
+        """Call ``listener(addr)`` each time an open connection to ``addr`` is lost, whatever
+        the reason: the peer closed or reset it, or we aborted it (``close_channel``, a frame
+        error, a peer that stopped reading). Not for the connections ``close()`` closes.
+        Each connection is reported at most once, after its connect."""
+        self._close_listeners.append(listener)
+
+    def _notify(self, listeners: list[Listener], event: str, addr: str) -> None:
+        for listener in list(listeners):
+            try:
+                listener(addr)
+            except Exception:  # a listener bug must not skip the others (logged)
+                log.exception(event, addr=addr)
 
     async def invoke(
         self, addr: str, request: RemotingCommand, timeout: float = DEFAULT_TIMEOUT
@@ -95,6 +137,7 @@ class RemotingClient(Service):
             raise RemotingConnectError("client is closed")
         task = self._connecting.get(addr)
         if task is None:
+            self._check_backoff(addr)
             task = asyncio.get_running_loop().create_task(self._connect(addr))
             self._connecting[addr] = task
             task.add_done_callback(self._connected)
@@ -123,20 +166,62 @@ class RemotingClient(Service):
                 on_close=lambda c: self._lost(addr, c),
             )
 
+        millis = self.config.connect_timeout_millis
         try:
-            async with asyncio.timeout(self.config.connect_timeout_millis / 1000):
+            async with asyncio.timeout(millis / 1000):
                 _transport, ch = await loop.create_connection(factory, host.strip("[]"), int(port))
-        except (OSError, TimeoutError, ValueError) as exc:
-            raise RemotingConnectError(f"connect to {addr} failed: {exc}") from exc
+        except TimeoutError:
+            raise self._back_off(addr, f"no answer in {millis} ms") from None
+        except (OSError, ValueError) as exc:
+            raise self._back_off(addr, str(exc)) from exc
+        if self._closed:
+            ch.abort()
+            raise RemotingConnectError("client is closed")
+        if not ch.is_open:
+            raise self._back_off(addr, "closed by the peer at once")
+        self._backoff.pop(addr, None)
         self._channels[addr] = ch
+        self._announced.add(ch)
         log.debug("connected", addr=addr, local=ch.local)
+        self._notify(self._connect_listeners, "connect_listener_failed", addr)
         return ch
+
+    def _back_off(self, addr: str, reason: str) -> RemotingConnectError:
+        """Record a failed connect to ``addr``; the error to raise.
+
+        Until the window passes, connects to ``addr`` fail fast (``_check_backoff``) instead
+        of each opening a TCP attempt to a peer that is down. The window starts at
+        ``reconnect_backoff_initial_millis``, doubles per consecutive failure up to
+        ``reconnect_backoff_max_millis``, and a successful connect clears it. Ours: Java's
+        NettyRemotingClient has no backoff and tries again on every request."""
+        last = self._backoff.get(addr)
+        millis = min(
+            self.config.reconnect_backoff_max_millis,
+            self.config.reconnect_backoff_initial_millis if last is None else last.millis * 2,
+        )
+        until = asyncio.get_running_loop().time() + millis / 1000
+        self._backoff[addr] = _Backoff(millis, until, reason)
+        return RemotingConnectError(f"connect to {addr} failed: {reason}")
+
+    def _check_backoff(self, addr: str) -> None:
+        backoff = self._backoff.get(addr)
+        if backoff is None:
+            return
+        left = backoff.until - asyncio.get_running_loop().time()
+        if left > 0:
+            raise RemotingConnectError(
+                f"connect to {addr} failed: {backoff.reason} "
+                f"(retrying in {math.ceil(left * 1000)} ms)"
+            )
 
     def _lost(self, addr: str, ch: Channel) -> None:
         if self._channels.get(addr) is ch:
             del self._channels[addr]
-        if not self._closed:
-            log.info("connection_lost", addr=addr)
+        if self._closed or ch not in self._announced:
+            return
+        self._announced.discard(ch)
+        log.info("connection_lost", addr=addr)
+        self._notify(self._close_listeners, "close_listener_failed", addr)
 
     def channel(self, addr: str) -> Channel | None:
         """The open channel to ``addr``, if any."""
@@ -152,6 +237,7 @@ class RemotingClient(Service):
     async def close(self) -> None:
         """Close every connection; pending requests fail with RemotingConnectError."""
         self._closed = True
+        self._announced.clear()
         for task in list(self._connecting.values()):
             task.cancel()
         channels = list(self._channels.values())

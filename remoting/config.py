@@ -58,6 +58,11 @@ class ServerConfig:
 class ClientConfig:
     """NettyClientConfig's keys that apply to us, plus the header encoding we speak."""
 
+    BOUNDS: ClassVar[Bounds] = {
+        "reconnect_backoff_initial_millis": (0, None),
+        "reconnect_backoff_max_millis": (0, None),
+    }
+
     connect_timeout_millis: int = 3000
     client_async_semaphore_value: int = 65535  # requests in flight per address
     client_oneway_semaphore_value: int = 65535  # oneway requests being written, per address
@@ -65,6 +70,11 @@ class ClientConfig:
     # msgpack between our own processes; JSON to talk to Apache servers
     serialize_type: SerializeType = field(default=SerializeType.MSGPACK)
     client_write_stall_timeout_millis: int = 30_000
+    # ours (Java reconnects at once, every time): after a failed connect to an address, further
+    # connects to it fail fast for this long, doubling per consecutive failure up to the max; a
+    # successful connect resets it. 0 turns the backoff off.
+    reconnect_backoff_initial_millis: int = 100
+    reconnect_backoff_max_millis: int = 10_000
 
 
 class Value(NamedTuple):
