@@ -30,6 +30,7 @@ from remoting.tasks import every
 log = get_logger(__name__)
 
 NAMESRV_ENV = "NAMESRV_ADDR"
+DOWN_AVOID_SECONDS = 30.0  # a dropped broker is avoided this long unless it answers a probe
 
 
 def namesrv_list(addr: str | None) -> list[str]:
@@ -77,6 +78,11 @@ class ClientInstance:
         self._users = 0
         self._key: tuple[object, ...] | None = None
         self._ns_index = 0
+        # ours: brokers whose connection dropped, avoided by every producer at once (until)
+        self.down: dict[str, float] = {}
+        self._probes: dict[str, asyncio.Task[None]] = {}
+        self.remoting.add_close_listener(self._connection_lost)
+        self.remoting.add_connect_listener(self._connected)
 
     @classmethod
     def acquire(
@@ -207,3 +213,29 @@ class ClientInstance:
                     log.info("create_topic_refused", topic=info.topic, code=resp.code,
                              remark=resp.remark)  # fmt: skip
         self.publish.pop(info.topic, None)
+
+    # ------------------------------------------------------------ brokers that dropped
+
+    def is_down(self, addr: str | None) -> bool:
+        until = self.down.get(addr) if addr is not None else None
+        return until is not None and until > time.monotonic()
+
+    def _connection_lost(self, addr: str) -> None:
+        """A broker's connection dropped: avoid it now (Java keeps choosing it until the next
+        route refresh), and probe it, since an idle close by a healthy broker drops too."""
+        if addr not in self.masters():
+            return
+        self.down[addr] = time.monotonic() + DOWN_AVOID_SECONDS
+        if addr not in self._probes and self._loops:
+            task = asyncio.get_running_loop().create_task(self._probe(addr))
+            self._probes[addr] = task
+            task.add_done_callback(lambda _t: self._probes.pop(addr, None))
+
+    def _connected(self, addr: str) -> None:
+        self.down.pop(addr, None)
+
+    async def _probe(self, addr: str) -> None:
+        """One heartbeat: a broker that answers is usable again (``_connected``)."""
+        request = api.heartbeat(self.client_id, producers=sorted(self.producer_groups))
+        with contextlib.suppress(RemotingError):
+            await self.remoting.invoke(addr, request, 3.0)

@@ -124,7 +124,7 @@ class Producer:
         prepared = self._prepare(msg)
         budget = self.options.send_msg_timeout / 1000
         info = await self.instance.publish_info(msg.topic, budget)
-        mq = info.select(None, self._faults())
+        mq = info.select(None, self._faults(), self._down(info))
         addr = self._addr(info, mq)
         await self.instance.remoting.invoke_oneway(addr, self._request(prepared, mq), budget)
 
@@ -144,7 +144,7 @@ class Producer:
             raise MQClientError(f"No route info of this topic: {prepared.topic}")
         tries, last, error, sent_to = 1 + self.options.retry_times_when_send_failed, None, None, []
         for _ in range(tries):
-            mq = info.select(last, self._faults())
+            mq = info.select(last, self._faults(), self._down(info))
             if loop.time() >= deadline:
                 break
             sent_to.append(mq.broker_name)
@@ -199,6 +199,10 @@ class Producer:
         if addr is None:
             raise MQClientError(f"The broker[{mq.broker_name}] not exist")
         return addr
+
+    def _down(self, info: PublishInfo) -> Callable[[str], bool]:
+        inst = self.instance
+        return lambda name: inst.is_down(info.master_addr(name))
 
     def _faults(self) -> LatencyFaults | None:
         return self.faults if self.options.send_latency_fault_enable else None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from client.fault import LatencyFaults
@@ -53,12 +54,19 @@ class PublishInfo:
                 return broker.master_addr
         return None
 
-    def select(self, last_broker: str | None, faults: LatencyFaults | None) -> MessageQueue:
-        """Round robin, skipping ``last_broker`` (the one that just failed) and, with
-        ``faults``, brokers inside their not-available window; falls back in that order."""
+    def select(
+        self,
+        last_broker: str | None,
+        faults: LatencyFaults | None,
+        down: Callable[[str], bool] = lambda _name: False,
+    ) -> MessageQueue:
+        """Round robin, skipping brokers that are ``down`` (their connection dropped),
+        ``last_broker`` (the one that just failed) and, with ``faults``, brokers inside their
+        not-available window; falls back in the reverse order."""
         n = len(self.queues)
         start = next(self._next)
-        candidates = [self.queues[(start + i) % n] for i in range(n)]
+        every = [self.queues[(start + i) % n] for i in range(n)]
+        candidates = [mq for mq in every if not down(mq.broker_name)] or every
         if faults is not None:
             for mq in candidates:
                 if faults.available(mq.broker_name) and mq.broker_name != last_broker:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from client import Message, MQClientError, Producer, SendResult, SendStatus, api
+from client.fault import FAILED_LATENCY_MS
 from remoting.client import RemotingClient
 from remoting.config import ClientConfig
 from remoting.protocol.codes import SerializeType
@@ -114,8 +115,12 @@ async def test_a_killed_broker_costs_no_failed_send(
     for i in range(8):
         await producer.send(Message("Survive", b"before %d" % i))
     two_brokers.kill_broker("broker-a")
+    await asyncio.sleep(0.05)  # the loop learns of the reset (a connection-lost event)
     results = [await producer.send(Message("Survive", b"after %d" % i)) for i in range(16)]
     assert {r.queue.broker_name for r in results} == {"broker-b"}
+    # ours (issue 14 item 6): no send even tried the dead broker: its connection dropped and
+    # every producer of the process avoids it at once (a failed try would be recorded here)
+    assert producer.faults.items["broker-a"].latency_ms < FAILED_LATENCY_MS
 
 
 @pytest.mark.parametrize("everywhere", [True, False])
@@ -229,3 +234,21 @@ def test_readme_producer_examples_run_as_written(two_brokers: Cluster) -> None:
                               text=True, timeout=60)  # fmt: skip
         assert done.returncode == 0, done.stderr
         assert "SEND_OK" in done.stdout
+
+
+async def test_a_dropped_but_healthy_broker_is_used_again(
+    two_brokers: Cluster, producer: Producer
+) -> None:
+    """A connection can drop with the broker fine (idle close, a network blip): the instance
+    probes it with a heartbeat, and once it answers, sends go to it again."""
+    await create_everywhere(two_brokers, "Blip")
+    await producer.send(Message("Blip", b"warm"))
+    addr = two_brokers.brokers["broker-a"].addr
+    producer.instance.remoting.close_channel(addr)
+    for _ in range(100):
+        if not producer.instance.is_down(addr) and producer.instance.remoting.channel(addr):
+            break
+        await asyncio.sleep(0.02)
+    assert not producer.instance.is_down(addr)
+    brokers = {(await producer.send(Message("Blip", b"x"))).queue.broker_name for _ in range(8)}
+    assert brokers == {"broker-a", "broker-b"}
