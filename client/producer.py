@@ -8,9 +8,10 @@ sendKernelImpl, queue selection, latency fault tolerance; seed 004: ordered send
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from client import api
@@ -67,6 +68,9 @@ class Producer:
         self._instance: ClientInstance | None = None
         self._ids = UniqKeyGenerator()
         self.faults = LatencyFaults()
+        self._pending = 0  # sends under way: shutdown lets them finish
+        self._idle = asyncio.Event()
+        self._idle.set()
 
     async def start(self) -> None:
         if self._instance is not None:
@@ -77,11 +81,15 @@ class Producer:
         self._instance.producer_groups.add(self.group)
 
     async def shutdown(self) -> None:
-        """UNREGISTER_CLIENT to the brokers; the connections close with the last user."""
+        """Let sends under way finish (up to ``send_msg_timeout``), then UNREGISTER_CLIENT to
+        the brokers; the connections close with the instance's last user."""
+        if self._instance is None:
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._idle.wait(), self.options.send_msg_timeout / 1000)
         inst, self._instance = self._instance, None
-        if inst is not None:
-            await inst.unregister_producer(self.group)
-            await inst.release()
+        await inst.unregister_producer(self.group)
+        await inst.release()
 
     async def __aenter__(self) -> Producer:
         await self.start()
@@ -108,11 +116,24 @@ class Producer:
         prepared = self._prepare(msg)
         budget = (timeout_ms or self.options.send_msg_timeout) / 1000
         deadline = asyncio.get_running_loop().time() + budget
-        if selector is not None or queue is not None:
-            info = await self.instance.publish_info(msg.topic, budget)
-            mq = queue if queue is not None else selector(info.queues, msg, arg)  # type: ignore[misc]
-            return await self._send_to(prepared, mq, info, deadline)
-        return await self._send_default(prepared, deadline)
+        with self._under_way():
+            if selector is not None or queue is not None:
+                info = await self.instance.publish_info(msg.topic, budget)
+                mq = queue if queue is not None else selector(info.queues, msg, arg)  # type: ignore[misc]
+                return await self._send_to(prepared, mq, info, deadline)
+            return await self._send_default(prepared, deadline)
+
+    @contextlib.contextmanager
+    def _under_way(self) -> Iterator[None]:
+        self.instance  # noqa: B018 -- raises when not started, before anything is counted
+        self._pending += 1
+        self._idle.clear()
+        try:
+            yield
+        finally:
+            self._pending -= 1
+            if not self._pending:
+                self._idle.set()
 
     async def send_orderly(self, msg: Message, key: object) -> SendResult:
         """The same key always goes to the same queue (SelectMessageQueueByHash, with Java's
@@ -126,14 +147,16 @@ class Producer:
         info = await self.instance.publish_info(msg.topic, budget)
         mq = info.select(None, self._faults(), self._down(info))
         addr = self._addr(info, mq)
-        await self.instance.remoting.invoke_oneway(addr, self._request(prepared, mq), budget)
+        with self._under_way():
+            await self.instance.remoting.invoke_oneway(addr, self._request(prepared, mq), budget)
 
     async def send_batch(self, msgs: Sequence[Message]) -> SendResult:
         """One SEND_BATCH_MESSAGE of messages to one topic (MessageBatch.generateFromList):
         no delay levels, no retry topics; ``msg_id`` lists every message's id, comma-separated."""
         prepared = self._prepare_batch(msgs)
         deadline = asyncio.get_running_loop().time() + self.options.send_msg_timeout / 1000
-        return await self._send_default(prepared, deadline)
+        with self._under_way():
+            return await self._send_default(prepared, deadline)
 
     # ------------------------------------------------------------ sendDefaultImpl
 

@@ -48,9 +48,13 @@ async def create_everywhere(cluster: Cluster, topic: str, queues: int = 4) -> No
     raise AssertionError(f"{topic} never routed to every broker")
 
 
-@pytest.fixture
-async def producer(two_brokers: Cluster) -> AsyncIterator[Producer]:
-    async with Producer("pg_sdk", namesrv_addr=two_brokers.namesrv_addr) as p:
+@pytest.fixture(params=[SerializeType.JSON, SerializeType.ROCKETMQ, SerializeType.MSGPACK],
+                ids=lambda t: t.name.lower())  # fmt: skip
+async def producer(two_brokers: Cluster, request: pytest.FixtureRequest) -> AsyncIterator[Producer]:
+    """Issue 14 tests: the same suite with each header serialization."""
+    async with Producer(
+        "pg_sdk", namesrv_addr=two_brokers.namesrv_addr, serialize_type=request.param
+    ) as p:
         yield p
 
 
@@ -252,3 +256,23 @@ async def test_a_dropped_but_healthy_broker_is_used_again(
     assert not producer.instance.is_down(addr)
     brokers = {(await producer.send(Message("Blip", b"x"))).queue.broker_name for _ in range(8)}
     assert brokers == {"broker-a", "broker-b"}
+
+
+async def test_shutdown_lets_pending_sends_finish(two_brokers: Cluster) -> None:
+    """Issue 14 item 9: sends under way when shutdown starts still complete; then the
+    producer group is unregistered from the brokers."""
+    await create_everywhere(two_brokers, "Closing")
+    await create_everywhere(two_brokers, "ClosingToo")
+    producer = Producer("pg_close", namesrv_addr=two_brokers.namesrv_addr)
+    await producer.start()
+    await producer.send(Message("Closing", b"warm"))
+    # a topic this producer has no route for yet: each send still has a name-server round
+    # trip and a broker round trip ahead of it when shutdown starts
+    pending = [asyncio.ensure_future(producer.send(Message("ClosingToo", b"p%d" % i)))
+               for i in range(50)]  # fmt: skip
+    await asyncio.sleep(0)  # every send has started
+    await producer.shutdown()
+    results = await asyncio.gather(*pending)
+    assert {r.status for r in results} == {SendStatus.SEND_OK}
+    with pytest.raises(MQClientError, match="not started"):
+        await producer.send(Message("Closing", b"late"))
