@@ -26,6 +26,7 @@ from remoting.protocol.codes import SerializeType
 from remoting.protocol.command import RemotingCommand
 from remoting.protocol.message import BatchItem, Prop, SysFlag, encode_batch, encode_properties
 from remoting.protocol.msgid import UniqKeyGenerator, java_hash
+from remoting.protocol.topic import RETRY_GROUP_TOPIC_PREFIX as RETRY_PREFIX
 
 Selector = Callable[[Sequence[MessageQueue], Message, object], MessageQueue]
 
@@ -58,6 +59,8 @@ class _Prepared:
     flag: int
     uniq_key: str
     batch: bool = False
+    reconsume_times: int | None = None
+    max_reconsume_times: int | None = None
 
 
 class Producer:
@@ -233,7 +236,8 @@ class Producer:
     def _request(self, p: _Prepared, mq: MessageQueue) -> RemotingCommand:
         return api.send_message(
             mq.topic, p.body, group=self.group, properties=p.properties, queue_id=mq.queue_id,
-            sys_flag=p.sys_flag, flag=p.flag, batch=p.batch,
+            sys_flag=p.sys_flag, flag=p.flag, batch=p.batch, reconsume_times=p.reconsume_times,
+            max_reconsume_times=p.max_reconsume_times,
             default_topic_queue_nums=self.options.default_topic_queue_nums,
         )  # fmt: skip
 
@@ -252,7 +256,12 @@ class Producer:
                 body, sys_flag = packed, SysFlag.COMPRESSED
         if props.get(Prop.TRAN_MSG) == "true":
             sys_flag |= SysFlag.TRANSACTION_PREPARED
-        return _Prepared(msg.topic, body, encode_properties(props), sys_flag, msg.flag, uniq)
+        times = max_times = None
+        if msg.topic.startswith(RETRY_PREFIX):  # sendKernelImpl: these travel in the header
+            times = _int_or_none(props.pop(Prop.RECONSUME_TIME, None))
+            max_times = _int_or_none(props.pop(Prop.MAX_RECONSUME_TIMES, None))
+        return _Prepared(msg.topic, body, encode_properties(props), sys_flag, msg.flag, uniq,
+                         reconsume_times=times, max_reconsume_times=max_times)  # fmt: skip
 
     def _prepare_batch(self, msgs: Sequence[Message]) -> _Prepared:
         if not msgs:
@@ -261,7 +270,7 @@ class Producer:
         for msg in msgs:
             if msg.topic != topic:
                 raise MQClientError("send_batch: every message must have the same topic")
-            if msg.delay_level > 0 or topic.startswith("%RETRY%"):
+            if msg.delay_level > 0 or topic.startswith(RETRY_PREFIX):
                 raise MQClientError("send_batch: delay levels and retry topics are not supported")
             check_message(msg, self.options.max_message_size)
             props = msg.wire_properties()
@@ -280,3 +289,12 @@ def select_by_hash(queues: Sequence[MessageQueue], msg: Message, arg: object) ->
     """SelectMessageQueueByHash: abs(hashCode % size), String.hashCode for text keys."""
     h = java_hash(arg) if isinstance(arg, str) else hash(arg)
     return queues[abs(int(math.fmod(h, len(queues))))]
+
+
+def _int_or_none(text: str | None) -> int | None:
+    try:
+        return int(text) if text is not None else None
+    except ValueError:
+        raise MQClientError(
+            f"not a number: {text!r} (RECONSUME_TIME / MAX_RECONSUME_TIMES)"
+        ) from None

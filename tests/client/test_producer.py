@@ -276,3 +276,16 @@ async def test_shutdown_lets_pending_sends_finish(two_brokers: Cluster) -> None:
     assert {r.status for r in results} == {SendStatus.SEND_OK}
     with pytest.raises(MQClientError, match="not started"):
         await producer.send(Message("Closing", b"late"))
+
+
+async def test_retry_topic_counts_travel_in_the_header(two_brokers: Cluster) -> None:
+    """Seed 002 sendKernelImpl: for a %RETRY% topic, RECONSUME_TIME and MAX_RECONSUME_TIMES
+    move from the properties into the header, where the broker reads them: a message whose
+    count reached its maximum goes to %DLQ%<group> (handleRetryAndDLQ)."""
+    async with Producer("pg_retry", namesrv_addr=two_brokers.namesrv_addr) as producer:
+        props = {"RECONSUME_TIME": "3", "MAX_RECONSUME_TIMES": "3"}
+        sent = await producer.send(Message("%RETRY%cg_sdk", b"tired", properties=props))
+    broker = two_brokers.brokers[sent.queue.broker_name]
+    async with RemotingClient() as cli:
+        dead = await cli.invoke(broker.addr, api.queue_request(30, "%DLQ%cg_sdk", 0))
+        assert api.parse_offset(dead) == 1
