@@ -204,7 +204,7 @@ async def test_the_budget_holds_against_a_broker_that_never_answers(two_brokers:
         frozen.proc.send_signal(signal.SIGSTOP)
         try:
             outcomes = []
-            for i in range(6):
+            for i in range(10):  # round robin meets broker-a within the first 5
                 began = time.monotonic()
                 try:
                     sent = await producer.send(Message("Stall", b"s%d" % i))
@@ -216,7 +216,8 @@ async def test_the_budget_holds_against_a_broker_that_never_answers(two_brokers:
         finally:
             frozen.proc.send_signal(signal.SIGCONT)
     assert set(outcomes) <= {"broker-b", "timeout"}, outcomes
-    assert outcomes[-3:] == ["broker-b"] * 3, outcomes  # the frozen broker is avoided
+    assert outcomes.count("timeout") == 1, outcomes  # then the frozen broker is avoided
+    assert outcomes.index("timeout") < 5, outcomes
 
 
 def test_readme_producer_examples_run_as_written(two_brokers: Cluster) -> None:
