@@ -122,8 +122,9 @@ class ClientInstance:
     async def fetch_route(self, topic: str, timeout: float) -> TopicRouteData | None:
         """The topic's route from a name server (None when it has none), trying each."""
         error: Exception | None = None
-        for i in range(len(self.namesrv_addrs)):
-            addr = self.namesrv_addrs[(self._ns_index + i) % len(self.namesrv_addrs)]
+        n, first = len(self.namesrv_addrs), self._ns_index
+        for i in range(n):
+            addr = self.namesrv_addrs[(first + i) % n]
             try:
                 return api.parse_route(
                     await self.remoting.invoke(addr, api.get_route(topic), timeout), addr
@@ -132,9 +133,9 @@ class ClientInstance:
                 if exc.code == R.TOPIC_NOT_EXIST:
                     return None
                 error = exc
-            except RemotingError as exc:
+            except RemotingError as exc:  # the next call starts with the next name server
                 error = exc
-                self._ns_index = (self._ns_index + i + 1) % len(self.namesrv_addrs)
+                self._ns_index = (first + i + 1) % n
         raise MQClientError(f"no name server answered for topic {topic}: {error}") from error
 
     async def publish_info(self, topic: str, timeout: float) -> PublishInfo:

@@ -290,3 +290,17 @@ async def test_retry_topic_counts_travel_in_the_header(two_brokers: Cluster) -> 
     async with RemotingClient() as cli:
         dead = await cli.invoke(broker.addr, api.queue_request(30, "%DLQ%cg_sdk", 0))
         assert api.parse_offset(dead) == 1
+
+
+async def test_name_servers_from_the_environment(
+    two_brokers: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 14 item 3: without an argument, NAMESRV_ADDR ("host:port;host:port"; a dead
+    first entry is passed over); with neither, a clear error."""
+    await create_everywhere(two_brokers, "EnvT")
+    monkeypatch.setenv("NAMESRV_ADDR", f"127.0.0.1:1;{two_brokers.namesrv_addr}")
+    async with Producer("pg_env") as producer:
+        assert (await producer.send(Message("EnvT", b"x"))).status is SendStatus.SEND_OK
+    monkeypatch.delenv("NAMESRV_ADDR")
+    with pytest.raises(MQClientError, match="NAMESRV_ADDR"):
+        Producer("pg_env")
