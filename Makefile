@@ -6,8 +6,9 @@ STAMP  := $(VENV)/.installed
 # ali-ons, the real RocketMQ client the compat tests drive (skipped, with a reason, without npm)
 COMPAT := tests/compat/js
 COMPAT_STAMP := $(COMPAT)/node_modules/.installed
-# every benchmark script (helpers common.py and rawecho.py are not run on their own)
-BENCHES := $(filter-out common rawecho __init__,$(basename $(notdir $(wildcard benchmarks/*.py))))
+# every benchmark script (helpers common.py and rawecho.py are not run on their own;
+# peers.py installs and starts other servers: `make bench-peers`)
+BENCHES := $(filter-out common rawecho peers __init__,$(basename $(notdir $(wildcard benchmarks/*.py))))
 
 .PHONY: setup test lint bench run clean
 
@@ -40,6 +41,13 @@ run: $(STAMP)
 
 bench: $(STAMP)
 	@for f in $(BENCHES); do echo "== $$f"; $(PY) -m benchmarks.$$f || exit 1; done
+
+# ours vs NATS JetStream and Redis Streams (apt-get installs nats-server/redis-server when
+# missing); options after ARGS=, e.g. `make bench-peers ARGS=--quick`
+.PHONY: bench-peers
+bench-peers: $(STAMP)
+	$(PY) -m pip install -q -e '.[peers]'
+	$(PY) -m benchmarks.peers $(ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis
