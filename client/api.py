@@ -12,6 +12,7 @@ import enum
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from client.errors import MQBrokerError
 from remoting.protocol.codes import RequestCode as C
@@ -44,6 +45,17 @@ def request(
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+Status = TypeVar("Status", bound=enum.Enum)
+
+
+def _status(kind: type[Status], resp: RemotingCommand, broker_addr: str) -> Status:
+    """The response code as one of ``kind``'s statuses, else the broker's refusal."""
+    try:
+        return kind(resp.code)
+    except ValueError:
+        raise MQBrokerError(resp.code, resp.remark, broker_addr) from None
 
 
 # ------------------------------------------------------------------ sending
@@ -129,10 +141,7 @@ class SendReply:
 
 def parse_send(resp: RemotingCommand, broker_addr: str = "") -> SendReply:
     """MQClientAPIImpl.processSendResponse: the four stored statuses, else MQBrokerError."""
-    try:
-        status = SendStatus(resp.code)
-    except ValueError:
-        raise MQBrokerError(resp.code, resp.remark, broker_addr) from None
+    status = _status(SendStatus, resp, broker_addr)
     hdr = SendMessageResponseHeader.from_ext(resp.ext_fields)
     return SendReply(
         status=status,
@@ -206,10 +215,7 @@ class PullReply:
 
 def parse_pull(resp: RemotingCommand, broker_addr: str = "") -> PullReply:
     """MQClientAPIImpl.processPullResponse: the four pull statuses, else MQBrokerError."""
-    try:
-        status = PullStatus(resp.code)
-    except ValueError:
-        raise MQBrokerError(resp.code, resp.remark, broker_addr) from None
+    status = _status(PullStatus, resp, broker_addr)
     hdr = PullMessageResponseHeader.from_ext(resp.ext_fields)
     return PullReply(
         status=status,
