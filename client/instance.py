@@ -18,6 +18,7 @@ from typing import ClassVar
 from client import api
 from client.errors import MQBrokerError, MQClientError
 from client.publish import PublishInfo
+from client.requests import ClientRequests
 from remoting.client import RemotingClient
 from remoting.config import ClientConfig
 from remoting.errors import RemotingError
@@ -70,7 +71,10 @@ class ClientInstance:
         self.namesrv_addrs = namesrv_addrs
         name = instance_name if instance_name != "DEFAULT" else f"{os.getpid()}#{time.time_ns()}"
         self.client_id = f"{local_ip()}@{name}"  # ClientConfig.buildMQClientId
-        self.remoting = RemotingClient(ClientConfig(serialize_type=serialize_type))
+        self.requests = ClientRequests()  # what brokers ask this process (consumers plug in)
+        self.remoting = RemotingClient(
+            ClientConfig(serialize_type=serialize_type), self.requests.routes()
+        )
         self.publish: dict[str, PublishInfo] = {}
         self.producer_groups: set[str] = set()
         self._intervals = (poll_interval, heartbeat_interval)

@@ -304,3 +304,25 @@ async def test_name_servers_from_the_environment(
     monkeypatch.delenv("NAMESRV_ADDR")
     with pytest.raises(MQClientError, match="NAMESRV_ADDR"):
         Producer("pg_env")
+
+
+async def test_broker_requests_reach_the_instance(two_brokers: Cluster) -> None:
+    """Issue 14 item 3 (ClientRemotingProcessor): a request a broker sends to the client,
+    here NOTIFY_CONSUMER_IDS_CHANGED (40) when another member joins a group this process
+    belongs to, reaches the hook the consumer registered on the instance."""
+    from remoting.protocol.heartbeat import ConsumerData, SubscriptionData
+
+    broker = two_brokers.brokers["broker-a"].addr
+    changed = asyncio.Event()
+    async with Producer("pg_req", namesrv_addr=two_brokers.namesrv_addr) as producer:
+        inst = producer.instance
+        inst.requests.consumer_ids_changed["cg_req"] = changed.set
+        group = ConsumerData(group_name="cg_req",
+                             subscriptions=[SubscriptionData.build("ReqT", "*")])  # fmt: skip
+        beat = api.heartbeat(inst.client_id, consumers=[group])
+        assert (await inst.remoting.invoke(broker, beat)).code == 0
+        async with RemotingClient() as other:
+            assert (
+                await other.invoke(broker, api.heartbeat("10.9.9.9@other", consumers=[group]))
+            ).code == 0
+        await asyncio.wait_for(changed.wait(), 5)
