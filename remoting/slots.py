@@ -26,17 +26,23 @@ class Slots:
             try:
                 async with asyncio.timeout_at(deadline):
                     await waiter
-            except TimeoutError:
-                raise RemotingTooMuchRequestError(
-                    f"{self.limit} {what} already in flight"
-                ) from None
-            finally:
+            except BaseException as exc:  # gave up: timeout or cancellation
                 if waiter in self._waiters:
                     self._waiters.remove(waiter)
+                elif waiter.done() and not waiter.cancelled() and self.used < self.limit:
+                    self._wake_one()  # it was woken for a free slot: pass the wake on
+                if isinstance(exc, TimeoutError):
+                    raise RemotingTooMuchRequestError(
+                        f"{self.limit} {what} already in flight"
+                    ) from None
+                raise
         self.used += 1
 
     def give(self) -> None:
         self.used -= 1
+        self._wake_one()
+
+    def _wake_one(self) -> None:
         while self._waiters:
             waiter = self._waiters.popleft()
             if not waiter.done():

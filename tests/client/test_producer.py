@@ -118,8 +118,12 @@ async def test_a_killed_broker_costs_no_failed_send(
     await create_everywhere(two_brokers, "Survive")
     for i in range(8):
         await producer.send(Message("Survive", b"before %d" % i))
+    dead = two_brokers.brokers["broker-a"].addr
     two_brokers.kill_broker("broker-a")
-    await asyncio.sleep(0.05)  # the loop learns of the reset (a connection-lost event)
+    for _ in range(250):  # the loop learns of the reset (a connection-lost event)
+        if producer.instance.is_down(dead):
+            break
+        await asyncio.sleep(0.02)
     results = [await producer.send(Message("Survive", b"after %d" % i)) for i in range(16)]
     assert {r.queue.broker_name for r in results} == {"broker-b"}
     # ours (issue 14 item 6): no send even tried the dead broker: its connection dropped and

@@ -1,21 +1,36 @@
-"""Bulkhead slots: a counter with waiters; slots are handed over, never lost."""
+"""Slots (remoting.slots): the per-address in-flight cap of RemotingClient."""
 
 from __future__ import annotations
 
 import asyncio
 
-from remoting.dispatch import Slots
+import pytest
+
+from remoting.errors import RemotingTooMuchRequestError
+from remoting.slots import Slots
 
 
-async def test_slots_hand_over_and_time_out() -> None:
-    """A released slot goes to the first live waiter; a waiter that timed out gets none, and
-    the count returns to zero when everyone is done."""
+async def test_a_woken_waiter_that_gives_up_passes_the_slot_on() -> None:
+    """A waiter woken for a free slot but cancelled before it ran must not strand the next
+    waiter until its own deadline."""
     slots = Slots(1)
-    assert slots.try_take() and not slots.try_take()
-    assert await slots.take(0.01) is False  # timed out while the slot was held
-    waiter = asyncio.ensure_future(slots.take(5))
-    await asyncio.sleep(0)
-    slots.release()  # handed to the waiter: used stays 1
-    assert await waiter is True and slots.used == 1
-    slots.release()
-    assert slots.used == 0 and not slots.waiters
+    loop = asyncio.get_running_loop()
+    await slots.take(loop.time() + 1, "requests")
+    first = asyncio.ensure_future(slots.take(loop.time() + 5, "requests"))
+    second = asyncio.ensure_future(slots.take(loop.time() + 5, "requests"))
+    await asyncio.sleep(0)  # both are waiting
+    slots.give()  # wakes `first` ...
+    first.cancel()  # ... which gives up before it runs
+    await asyncio.wait_for(second, 1)  # `second` gets the slot now, not after 5 s
+    assert slots.used == 1
+    with pytest.raises(asyncio.CancelledError):
+        await first
+
+
+async def test_past_the_deadline_is_a_typed_error() -> None:
+    slots = Slots(1)
+    loop = asyncio.get_running_loop()
+    await slots.take(loop.time() + 1, "requests")
+    with pytest.raises(RemotingTooMuchRequestError, match="1 requests already in flight"):
+        await slots.take(loop.time() + 0.05, "requests")
+    assert slots.used == 1
