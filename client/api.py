@@ -15,20 +15,22 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from client.errors import MQBrokerError
+from remoting.protocol import fastjson
 from remoting.protocol.codes import RequestCode as C
 from remoting.protocol.codes import ResponseCode as R
 from remoting.protocol.command import RemotingCommand
-from remoting.protocol.headers.admin import CreateTopicRequestHeader
+from remoting.protocol.headers.admin import CreateTopicRequestHeader, SearchOffsetRequestHeader
 from remoting.protocol.headers.base import Header
 from remoting.protocol.headers.consumer import (
     PullMessageRequestHeader,
     PullMessageResponseHeader,
     QueueOffsetRequestHeader,
+    SendMsgBackRequestHeader,
     UnregisterClientRequestHeader,
     UpdateConsumerOffsetRequestHeader,
 )
 from remoting.protocol.headers.send import SendMessageHeader, SendMessageResponseHeader
-from remoting.protocol.heartbeat import ConsumerData, HeartbeatData
+from remoting.protocol.heartbeat import ConsumerData, HeartbeatData, LockBatchBody, MessageQueue
 from remoting.protocol.message import MessageExt, decode_records, encode_properties
 from remoting.protocol.route import TopicRouteData
 
@@ -257,6 +259,66 @@ def update_consumer_offset(group: str, topic: str, queue_id: int, offset: int) -
         consumer_group=group, topic=topic, queue_id=queue_id, commit_offset=offset
     )
     return request(C.UPDATE_CONSUMER_OFFSET, header)
+
+
+def consumer_list(group: str) -> RemotingCommand:
+    """GET_CONSUMER_LIST_BY_GROUP (38)."""
+    return request(C.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": group})
+
+
+def parse_consumer_list(resp: RemotingCommand, broker_addr: str = "") -> list[str]:
+    """The group's client ids (``consumerIdList``), else MQBrokerError."""
+    if resp.code != R.SUCCESS:
+        raise MQBrokerError(resp.code, resp.remark, broker_addr)
+    return [str(c) for c in fastjson.loads(resp.body).get("consumerIdList") or []]
+
+
+def lock_batch(group: str, client_id: str, queues: Iterable[MessageQueue]) -> RemotingCommand:
+    """LOCK_BATCH_MQ (41): the answer's ``lockOKMQSet`` are the queues now held."""
+    body = LockBatchBody(consumer_group=group, client_id=client_id, mq_set=sorted(queues))
+    return request(C.LOCK_BATCH_MQ, None, body.encode())
+
+
+def parse_locked(resp: RemotingCommand, broker_addr: str = "") -> set[MessageQueue]:
+    if resp.code != R.SUCCESS:
+        raise MQBrokerError(resp.code, resp.remark, broker_addr)
+    obj = fastjson.loads(resp.body) if resp.body else {}
+    return {MessageQueue.from_json(m) for m in obj.get("lockOKMQSet") or []}
+
+
+def unlock_batch(group: str, client_id: str, queues: Iterable[MessageQueue]) -> RemotingCommand:
+    """UNLOCK_BATCH_MQ (42)."""
+    body = LockBatchBody(consumer_group=group, client_id=client_id, mq_set=sorted(queues))
+    return request(C.UNLOCK_BATCH_MQ, None, body.encode())
+
+
+def send_back(
+    commit_log_offset: int,
+    group: str,
+    delay_level: int,
+    *,
+    origin_msg_id: str,
+    origin_topic: str,
+    max_reconsume_times: int,
+) -> RemotingCommand:
+    """CONSUMER_SEND_MSG_BACK (36): the broker re-sends the stored message to the group's
+    retry topic (or its DLQ) through the delay levels."""
+    header = SendMsgBackRequestHeader(
+        offset=commit_log_offset,
+        group=group,
+        delay_level=delay_level,
+        origin_msg_id=origin_msg_id,
+        origin_topic=origin_topic,
+        unit_mode=False,
+        max_reconsume_times=max_reconsume_times,
+    )
+    return request(C.CONSUMER_SEND_MSG_BACK, header)
+
+
+def search_offset(topic: str, queue_id: int, timestamp_ms: int) -> RemotingCommand:
+    """SEARCH_OFFSET_BY_TIMESTAMP (29): answered by ``parse_offset``."""
+    header = SearchOffsetRequestHeader(topic=topic, queue_id=queue_id, timestamp=timestamp_ms)
+    return request(C.SEARCH_OFFSET_BY_TIMESTAMP, header)
 
 
 # ------------------------------------------------------------------ routes, topics, offsets

@@ -11,9 +11,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import random
 import socket
 import time
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 from client import api
 from client.errors import MQBrokerError, MQClientError
@@ -25,13 +26,22 @@ from remoting.errors import RemotingError
 from remoting.log import get_logger
 from remoting.protocol.codes import ResponseCode as R
 from remoting.protocol.codes import SerializeType
-from remoting.protocol.route import TopicRouteData
+from remoting.protocol.heartbeat import ConsumerData
+from remoting.protocol.route import MASTER_ID, TopicRouteData
 from remoting.tasks import every
 
 log = get_logger(__name__)
 
 NAMESRV_ENV = "NAMESRV_ADDR"
 DOWN_AVOID_SECONDS = 30.0  # a dropped broker is avoided this long unless it answers a probe
+
+
+class ConsumerHandle(Protocol):
+    """What the instance asks of each consumer of the process (MQConsumerInner)."""
+
+    def consumer_data(self) -> ConsumerData: ...
+    def subscribed_topics(self) -> set[str]: ...
+    def route_changed(self, topic: str, route: TopicRouteData) -> None: ...
 
 
 def namesrv_list(addr: str | None) -> list[str]:
@@ -77,6 +87,8 @@ class ClientInstance:
         )
         self.publish: dict[str, PublishInfo] = {}
         self.producer_groups: set[str] = set()
+        self.consumers: dict[str, ConsumerHandle] = {}  # by group
+        self.brokers: dict[str, dict[int, str]] = {}  # brokerAddrTable: name -> id -> addr
         self._intervals = (poll_interval, heartbeat_interval)
         self._loops: list[asyncio.Task[None]] = []
         self._users = 0
@@ -130,9 +142,12 @@ class ClientInstance:
         for i in range(n):
             addr = self.namesrv_addrs[(first + i) % n]
             try:
-                return api.parse_route(
+                route = api.parse_route(
                     await self.remoting.invoke(addr, api.get_route(topic), timeout), addr
                 )
+                for b in route.broker_datas:
+                    self.brokers[b.broker_name] = dict(b.broker_addrs)
+                return route
             except MQBrokerError as exc:
                 if exc.code == R.TOPIC_NOT_EXIST:
                     return None
@@ -165,11 +180,58 @@ class ClientInstance:
         return info
 
     async def refresh_routes(self) -> None:
+        """updateTopicRouteInfoFromNameServer: producers' topics and consumers' subscriptions."""
         for topic in list(self.publish):
             with contextlib.suppress(MQClientError):
                 route = await self.fetch_route(topic, 3.0)
                 if route is not None:
                     self.publish[topic] = PublishInfo.from_route(topic, route)
+        for consumer in list(self.consumers.values()):
+            for topic in consumer.subscribed_topics():
+                with contextlib.suppress(MQClientError):
+                    route = await self.fetch_route(topic, 3.0)
+                    if route is not None:
+                        consumer.route_changed(topic, route)
+
+    async def master_addr(self, broker_name: str, topic: str) -> str:
+        """The master of ``broker_name`` (findBrokerAddressInPublish), refreshing ``topic``'s
+        route once when it is unknown."""
+        addr = self.brokers.get(broker_name, {}).get(MASTER_ID)
+        if addr is None:
+            with contextlib.suppress(MQClientError):
+                await self.fetch_route(topic, 3.0)
+            addr = self.brokers.get(broker_name, {}).get(MASTER_ID)
+        if addr is None:
+            raise MQClientError(f"The broker[{broker_name}] not exist (no master in the route)")
+        return addr
+
+    def subscribe_addr(self, broker_name: str, broker_id: int) -> tuple[str, bool] | None:
+        """findBrokerAddressInSubscribe: that broker id, else any of the group (master
+        first); ``(addr, is_slave)``."""
+        addrs = self.brokers.get(broker_name)
+        if not addrs:
+            return None
+        if broker_id in addrs:
+            return addrs[broker_id], broker_id != MASTER_ID
+        bid = MASTER_ID if MASTER_ID in addrs else min(addrs)
+        return addrs[bid], bid != MASTER_ID
+
+    async def consumer_ids(self, topic: str, group: str, route: TopicRouteData) -> list[str] | None:
+        """GET_CONSUMER_LIST_BY_GROUP (38) to one broker of the topic (findConsumerIdList:
+        a random broker group, its master if it has one)."""
+        if not route.broker_datas:
+            return None
+        broker = random.choice(route.broker_datas)
+        addrs = broker.broker_addrs
+        addr = addrs.get(MASTER_ID) or (addrs[min(addrs)] if addrs else None)
+        if addr is None:
+            return None
+        try:
+            resp = await self.remoting.invoke(addr, api.consumer_list(group), 3.0)
+            return api.parse_consumer_list(resp, addr)
+        except (MQClientError, RemotingError) as exc:
+            log.info("consumer_list_failed", group=group, broker=addr, error=str(exc))
+            return None
 
     # ------------------------------------------------------------ heartbeats
 
@@ -179,18 +241,32 @@ class ClientInstance:
             for info in self.publish.values()
             for b in info.route.broker_datas
             if b.master_addr is not None
-        }
+        } | {addrs[MASTER_ID] for addrs in self.brokers.values() if MASTER_ID in addrs}
 
     async def heartbeat_all(self) -> None:
-        """sendHeartbeatToAllBroker: producers only to masters."""
-        if not self.producer_groups:
+        """sendHeartbeatToAllBroker: to masters, and to slaves too when there are consumers."""
+        if not self.producer_groups and not self.consumers:
             return
-        request = api.heartbeat(self.client_id, producers=sorted(self.producer_groups))
-        for addr in self.masters():
+        consumers = [c.consumer_data() for c in list(self.consumers.values())]
+        request = api.heartbeat(
+            self.client_id, producers=sorted(self.producer_groups), consumers=consumers
+        )
+        targets = self.masters()
+        if consumers:
+            targets |= {a for addrs in self.brokers.values() for a in addrs.values()}
+        for addr in sorted(targets):
             try:
                 await self.remoting.invoke(addr, request, 3.0)
             except RemotingError as exc:
                 log.info("heartbeat_failed", broker=addr, error=str(exc))
+
+    async def unregister_consumer(self, group: str) -> None:
+        """UNREGISTER_CLIENT for a consumer group to every broker, best effort."""
+        self.consumers.pop(group, None)
+        request = api.unregister_client(self.client_id, consumer_group=group)
+        for addr in sorted({a for addrs in self.brokers.values() for a in addrs.values()}):
+            with contextlib.suppress(RemotingError):
+                await self.remoting.invoke(addr, request, 3.0)
 
     async def unregister_producer(self, group: str) -> None:
         """UNREGISTER_CLIENT to every master (unregisterClientWithLock), best effort."""

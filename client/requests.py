@@ -8,7 +8,8 @@ consumer", 221 an empty status table, 39/40/220 nothing (they are oneway notices
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from remoting.channel import Channel
@@ -22,7 +23,7 @@ from remoting.protocol.message import Prop, decode_record
 log = get_logger(__name__)
 
 Notice = Callable[[RemotingCommand], None]
-Answer = Callable[[RemotingCommand], RemotingCommand]
+Answer = Callable[[RemotingCommand], RemotingCommand | Awaitable[RemotingCommand]]
 
 
 @dataclass(slots=True)
@@ -75,12 +76,13 @@ class ClientRequests:
             return
         check(req)
 
-    def _consumer_call(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
+    async def _consumer_call(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
         key = "group" if req.code == C.GET_CONSUMER_STATUS_FROM_CLIENT else "consumerGroup"
         group = req.ext_fields.get(key, "")
         answer = self.answers.get((req.code, group))
         if answer is not None:
-            return answer(req)
+            result = answer(req)
+            return await result if inspect.isawaitable(result) else result
         if req.code == C.GET_CONSUMER_STATUS_FROM_CLIENT:  # getConsumeStatus: an empty table
             return response_to(req, R.SUCCESS, body=b'{"consumerTable":{},"messageQueueTable":{}}')
         return response_to(

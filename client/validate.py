@@ -24,3 +24,14 @@ def check_message(msg: Message, max_size: int) -> None:
             f"(this one: {len(msg.body)} bytes; split it or raise max_message_size and the "
             "brokers' maxMessageSize)"
         )
+
+
+def check_group(group: str) -> None:
+    """Validators.checkGroup, plus Java's refusal of the default group names for consumers."""
+    bad = check_topic_name(group)
+    if bad is not None:
+        raise MQClientError(bad.replace("topic", "group").replace("Topic", "Group"))
+    if group == "DEFAULT_CONSUMER":
+        raise MQClientError(
+            "consumerGroup can not equal DEFAULT_CONSUMER, please specify another one."
+        )

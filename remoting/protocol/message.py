@@ -132,6 +132,7 @@ class MessageExt:
     commit_log_offset: int = 0
     body_crc: int = 0
     store_size: int = 0
+    broker_name: str = ""  # set by consumers: the broker group it was pulled from (not stored)
 
     @property
     def msg_id(self) -> str:

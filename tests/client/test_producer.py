@@ -7,7 +7,7 @@ import asyncio
 import signal
 import time
 import zlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -15,37 +15,10 @@ import pytest
 from client import Message, MQClientError, Producer, SendResult, SendStatus, api
 from client.fault import FAILED_LATENCY_MS
 from remoting.client import RemotingClient
-from remoting.config import ClientConfig
 from remoting.protocol.codes import SerializeType
 from remoting.protocol.message import SysFlag, decode_records
+from tests.client.conftest import create_everywhere
 from tests.cluster import Cluster
-
-
-@pytest.fixture
-def two_brokers(tmp_path: Path) -> Iterator[Cluster]:
-    cluster = Cluster(tmp_path)
-    cluster.start_namesrv()
-    try:
-        cluster.add_broker("broker-a")
-        cluster.add_broker("broker-b")
-        yield cluster
-    finally:
-        codes = cluster.stop()
-        print(cluster.dump())
-    assert all(code in (0, -9) for code in codes.values()), codes
-
-
-async def create_everywhere(cluster: Cluster, topic: str, queues: int = 4) -> None:
-    """updateTopic -c: the topic on every master, then routed by the name server."""
-    async with RemotingClient(ClientConfig(serialize_type=SerializeType.JSON)) as cli:
-        for broker in cluster.brokers.values():
-            assert (await cli.invoke(broker.addr, api.create_topic(topic, queues))).code == 0
-        for _ in range(100):
-            resp = await cli.invoke(cluster.namesrv_addr, api.get_route(topic))
-            if resp.code == 0 and len(api.parse_route(resp).queue_datas) == len(cluster.brokers):
-                return
-            await asyncio.sleep(0.05)
-    raise AssertionError(f"{topic} never routed to every broker")
 
 
 @pytest.fixture(params=[SerializeType.JSON, SerializeType.ROCKETMQ, SerializeType.MSGPACK],
