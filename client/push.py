@@ -96,9 +96,15 @@ class PushConsumer:
             self._inbox = Inbox(self.options.consume_concurrency)
             self._listener = self._inbox.listener
         o = self.options
-        inst = self._instance = ClientInstance.acquire(
-            self._namesrv, o.instance_name, o.serialize_type
-        )
+        inst = ClientInstance.acquire(self._namesrv, o.instance_name, o.serialize_type)
+        if self.group in inst.consumers:
+            await inst.release()
+            raise MQClientError(
+                f"The consumer group[{self.group}] has been created before, specify another "
+                "name please (or another instance_name for a second consumer of the group "
+                "in this process)"
+            )
+        self._instance = inst
         self.started_at = int(time.time() * 1000)
         self.offsets = self._offset_store(inst)
         await self.offsets.load()
@@ -146,9 +152,12 @@ class PushConsumer:
         inst = self._instance
         if inst is None:
             return
-        for task in self._loops:
+        self.requests.unplug(inst)
+        for task in (*self._loops, *self.requests.tasks):
             task.cancel()
-        await asyncio.gather(*self._loops, return_exceptions=True)
+        await asyncio.gather(*self._loops, *self.requests.tasks, return_exceptions=True)
+        async with self.rebalance.mutex:  # a rebalance under way finishes first
+            self.rebalance.closed = True
         await self.puller.stop()
         if isinstance(self.service, ConcurrentService):
             self.service.closing = True
@@ -162,7 +171,6 @@ class PushConsumer:
             await self.rebalance.unlock_all()
         for pq in self.rebalance.table.values():
             pq.dropped = True
-        self.requests.unplug(inst)
         await inst.unregister_consumer(self.group)
         await self.returns.close()
         self._instance = None

@@ -85,7 +85,8 @@ class Rebalance:
         self.routes: dict[str, TopicRouteData] = {}
         self.table: dict[MessageQueue, ProcessQueue] = {}  # processQueueTable
         self.on_change: Callable[[], Awaitable[None]] | None = None  # bump subVersion, beat
-        self._lock = asyncio.Lock()
+        self.mutex = asyncio.Lock()
+        self.closed = False  # the consumer shut down: no more rebalancing
         self._tasks: set[asyncio.Task[None]] = set()
 
     def route_changed(self, topic: str, route: TopicRouteData) -> None:
@@ -94,7 +95,9 @@ class Rebalance:
 
     async def run(self) -> None:
         """doRebalance over every subscribed topic; one at a time."""
-        async with self._lock:
+        async with self.mutex:
+            if self.closed:
+                return
             started: list[tuple[MessageQueue, ProcessQueue, int]] = []
             changed = False
             for topic in list(self.subscriptions):
@@ -116,6 +119,11 @@ class Rebalance:
         self, topic: str, started: list[tuple[MessageQueue, ProcessQueue, int]]
     ) -> bool:
         mqs = self.topic_queues.get(topic)
+        if mqs is None:  # ours: ask now rather than wait for the 30 s route poll (a retry
+            route = await self.instance.fetch_route(topic, 3.0)  # topic appears later)
+            if route is not None:
+                self.route_changed(topic, route)
+                mqs = self.topic_queues[topic]
         if mqs is None:
             if not is_retry_topic(topic):
                 log.warning("rebalance_topic_not_exist", group=self.group, topic=topic)
