@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from client import Message, Producer, api
+from client import Message, MessageQueue, Producer, api
 from client.consumer_types import (
     ConsumeConcurrentlyContext,
     ConsumeFromWhere,
@@ -93,7 +93,7 @@ async def test_three_consumers_share_sixteen_queues(cluster: Cluster) -> None:
         await c.start()
     try:
 
-        def shares() -> list[set[object]]:
+        def shares() -> list[set[MessageQueue]]:
             return [{mq for mq in c.rebalance.table if mq.topic == "PushShare"} for c in consumers]
 
         await wait_until(lambda: sorted(len(s) for s in shares()) == [5, 5, 6], 20)
@@ -108,8 +108,7 @@ async def test_three_consumers_share_sixteen_queues(cluster: Cluster) -> None:
         assert dups == 0  # no rebalance happened while these were consumed
         for lst, mine in zip(listeners, owned, strict=True):  # each got only its own queues
             assert {(m.broker_name, m.queue_id) for m in lst.msgs} <= {
-                (mq.broker_name, mq.queue_id)
-                for mq in mine  # type: ignore[attr-defined]
+                (mq.broker_name, mq.queue_id) for mq in mine
             }
     finally:
         for c in consumers:
