@@ -2,20 +2,40 @@
 
 May import: remoting. ``client.api`` is the request layer every sender uses (Java's
 MQClientAPIImpl); ``Producer`` sends with RocketMQ's retries and fault avoidance. The
-consumers arrive with their issue.
+``PushConsumer`` consumes with listeners (or ``async for``), rebalancing with its group.
 """
 
+from client.consumer_types import (
+    ConsumeConcurrentlyContext,
+    ConsumeFromWhere,
+    ConsumeOrderlyContext,
+    ConsumeOrderlyStatus,
+    ConsumeStatus,
+    MessageModel,
+)
 from client.errors import MQBrokerError, MQClientError
+from client.iteration import Delivery
 from client.message import Message, MessageQueue, SendResult, SendStatus
 from client.producer import Producer, ProducerOptions, select_by_hash
+from client.push import PushConsumer
+from remoting.protocol.message import MessageExt
 
 __all__ = [
+    "ConsumeConcurrentlyContext",
+    "ConsumeFromWhere",
+    "ConsumeOrderlyContext",
+    "ConsumeOrderlyStatus",
+    "ConsumeStatus",
+    "Delivery",
     "MQBrokerError",
     "MQClientError",
     "Message",
+    "MessageExt",
+    "MessageModel",
     "MessageQueue",
     "Producer",
     "ProducerOptions",
+    "PushConsumer",
     "SendResult",
     "SendStatus",
     "select_by_hash",

@@ -118,6 +118,8 @@ class ConsumerOptions:
     await_termination_millis_when_shutdown: int = 0  # 0: wait for listeners, as Java's 0
     instance_name: str = "DEFAULT"
     serialize_type: SerializeType = SerializeType.JSON
+    poll_name_server_interval: int = 30_000  # ms, ClientConfig: route refresh
+    heartbeat_broker_interval: int = 30_000  # ms, ClientConfig
     offset_store_dir: str = ""  # broadcasting: <dir>/<client id>/<group>/offsets.json
 
 

@@ -102,13 +102,24 @@ class ClientInstance:
 
     @classmethod
     def acquire(
-        cls, namesrv_addrs: list[str], instance_name: str, serialize_type: SerializeType
+        cls,
+        namesrv_addrs: list[str],
+        instance_name: str,
+        serialize_type: SerializeType,
+        *,
+        poll_interval: float = 30.0,
+        heartbeat_interval: float = 30.0,
     ) -> ClientInstance:
+        """The process's instance for these settings (its first user's intervals apply)."""
         loop = asyncio.get_running_loop()
         key = (loop, tuple(namesrv_addrs), instance_name, serialize_type)
         inst = cls._shared.get(key)
         if inst is None:
-            inst = cls._shared[key] = cls(namesrv_addrs, instance_name, serialize_type)
+            inst = cls(
+                namesrv_addrs, instance_name, serialize_type,
+                poll_interval=poll_interval, heartbeat_interval=heartbeat_interval,
+            )  # fmt: skip
+            cls._shared[key] = inst
             inst._key = key
         inst._users += 1
         if not inst._loops:

@@ -96,7 +96,11 @@ class PushConsumer:
             self._inbox = Inbox(self.options.consume_concurrency)
             self._listener = self._inbox.listener
         o = self.options
-        inst = ClientInstance.acquire(self._namesrv, o.instance_name, o.serialize_type)
+        inst = ClientInstance.acquire(
+            self._namesrv, o.instance_name, o.serialize_type,
+            poll_interval=o.poll_name_server_interval / 1000,
+            heartbeat_interval=o.heartbeat_broker_interval / 1000,
+        )  # fmt: skip
         if self.group in inst.consumers:
             await inst.release()
             raise MQClientError(

@@ -1,6 +1,6 @@
-"""Blocking facades for programs without asyncio: ``client.sync.Producer`` has the async
-Producer's methods, run on one event-loop thread this module starts on first use and shares
-between every facade of the process.
+"""Blocking facades for programs without asyncio: ``client.sync.Producer`` and
+``client.sync.PushConsumer`` have the async classes' methods, run on one event-loop thread
+this module starts on first use and shares between every facade of the process.
 
     with client.sync.Producer("my_group", namesrv_addr="127.0.0.1:9876") as producer:
         producer.send(Message("Topic", b"hello"))
@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Coroutine, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
 from typing import Any, TypeVar
 
+from client.iteration import Delivery
 from client.message import Message, MessageQueue, SendResult
 from client.producer import Producer as AsyncProducer
 from client.producer import Selector
+from client.push import PushConsumer as AsyncPushConsumer
 
 T = TypeVar("T")
 
@@ -81,3 +83,75 @@ class Producer:
 
     def send_batch(self, msgs: Sequence[Message]) -> SendResult:
         return run(self._producer.send_batch(msgs))
+
+
+class PushConsumer:
+    """The async PushConsumer, blocking: listeners (plain functions run in its thread pool,
+    ``async def`` on the shared loop) or ``for delivery in consumer`` with ``ack()``."""
+
+    def __init__(self, group: str, namesrv_addr: str | None = None, **options: object) -> None:
+        self._consumer = AsyncPushConsumer(group, namesrv_addr, **options)
+
+    @property
+    def group(self) -> str:
+        return self._consumer.group
+
+    def subscribe(self, topic: str, expression: str = "*") -> None:
+        run(_on_loop(self._consumer.subscribe, topic, expression))
+
+    def register_message_listener(
+        self, listener: Callable[..., Any], *, orderly: bool = False
+    ) -> None:
+        self._consumer.register_message_listener(listener, orderly=orderly)
+
+    def start(self) -> None:
+        run(self._consumer.start())
+
+    def shutdown(self) -> None:
+        run(self._consumer.shutdown())
+
+    def __enter__(self) -> PushConsumer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    def __iter__(self) -> Iterator[SyncDelivery]:
+        """Deliveries until shutdown; ``ack()`` / ``reconsume_later()`` each (moving on acks)."""
+        loop = _background_loop()
+        it = run(_aiter(self._consumer))
+        while True:
+            try:
+                delivery = run(_next(it))
+            except StopAsyncIteration:
+                return
+            yield SyncDelivery(delivery, loop)
+
+
+async def _on_loop(fn: Callable[..., None], *args: object) -> None:
+    fn(*args)
+
+
+async def _next(it: AsyncIterator[Delivery]) -> Delivery:
+    return await anext(it)
+
+
+async def _aiter(consumer: AsyncPushConsumer) -> AsyncIterator[Delivery]:
+    return consumer.__aiter__()
+
+
+class SyncDelivery:
+    """A Delivery settled from any thread."""
+
+    def __init__(self, delivery: Delivery, loop: asyncio.AbstractEventLoop) -> None:
+        self.delivery = delivery
+        self.message = delivery.message
+        self.queue = delivery.queue
+        self._loop = loop
+
+    def ack(self) -> None:
+        self._loop.call_soon_threadsafe(self.delivery.ack)
+
+    def reconsume_later(self) -> None:
+        self._loop.call_soon_threadsafe(self.delivery.reconsume_later)

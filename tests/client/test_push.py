@@ -30,7 +30,12 @@ from tests.harness import ServerProcess
 from tests.util import wait_until
 
 FAST_DELAYS = " ".join(["1s"] * 18)  # every delay level 1 s: retries are quick to observe
-FAST = {"rebalance_interval": 1000, "persist_consumer_offset_interval": 500}
+FAST = {
+    "rebalance_interval": 1000,
+    "persist_consumer_offset_interval": 500,
+    "poll_name_server_interval": 1000,  # a retry topic's second broker is seen at once
+    "heartbeat_broker_interval": 1000,
+}
 
 
 @pytest.fixture
