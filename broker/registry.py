@@ -124,6 +124,15 @@ class ClientRegistry:
         group = self.consumers.get(name)
         return list(group.clients) if group is not None else []
 
+    def find_consumer(self, name: str, client_id: str | None) -> tuple[Hashable, ClientInfo] | None:
+        """ConsumerManager.findChannel: the channel of the group's client with that id."""
+        group = self.consumers.get(name)
+        if group is not None:
+            for channel, info in group.clients.items():
+                if info.client_id == client_id:
+                    return channel, info
+        return None
+
     def subscription(self, group: str, topic: str) -> SubscriptionData | None:
         info = self.consumers.get(group)
         return info.subscriptions.get(topic) if info is not None else None

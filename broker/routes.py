@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from broker.config import BrokerConfig
 from broker.processors.admin import AdminProcessor
+from broker.processors.callclient import CallClientProcessor
 from broker.processors.client import ClientProcessor
 from broker.processors.groups import GroupAdminProcessor
 from broker.processors.pull import PullProcessor
@@ -30,6 +31,7 @@ class Processors:
     groups: GroupAdminProcessor
     query: QueryProcessor
     runtime: RuntimeProcessor
+    callclient: CallClientProcessor
 
 
 def routes(p: Processors) -> Routes:
@@ -62,6 +64,9 @@ def routes(p: Processors) -> Routes:
         C.VIEW_BROKER_STATS_DATA: Route(p.runtime.view_stats),
         C.QUERY_TOPIC_CONSUME_BY_WHO: Route(p.runtime.consume_by_who),
         C.GET_ALL_PRODUCER_INFO: Route(p.runtime.all_producer_info),
+        C.GET_CONSUMER_RUNNING_INFO: Route(p.callclient.consumer_running_info),
+        C.CONSUME_MESSAGE_DIRECTLY: Route(p.callclient.consume_message_directly),
+        C.INVOKE_BROKER_TO_GET_CONSUMER_STATUS: Route(p.callclient.consumer_status),
         C.GET_MAX_OFFSET: Route(p.query.max_offset),
         C.GET_MIN_OFFSET: Route(p.query.min_offset),
         C.GET_EARLIEST_MSG_STORETIME: Route(p.query.earliest_store_time),

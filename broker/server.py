@@ -22,6 +22,7 @@ from broker.groups import SubscriptionGroups
 from broker.listen import bind_listeners, vip_routes
 from broker.namesrv_api import BrokerIdentity, NamesrvAPI
 from broker.processors.admin import AdminProcessor
+from broker.processors.callclient import CallClientProcessor
 from broker.processors.client import ClientProcessor
 from broker.processors.groups import GroupAdminProcessor
 from broker.processors.pull import PullProcessor
@@ -177,6 +178,7 @@ class Broker(Service):
             groups=GroupAdminProcessor(ctx, c.registry, c.offsets, c.send_oneway),
             query=QueryProcessor(ctx),
             runtime=RuntimeProcessor(ctx, c.registry, c.offsets, c.schedule),
+            callclient=CallClientProcessor(ctx, c.registry),
         )
 
     @property

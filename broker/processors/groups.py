@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any
 
 import structlog
 
@@ -15,7 +15,7 @@ from broker.registry import ClientInfo, ClientRegistry
 from broker.stats import SEPARATOR
 from remoting.channel import Channel
 from remoting.protocol import fastjson, text
-from remoting.protocol.codes import LanguageCode, RequestCode
+from remoting.protocol.codes import LanguageCode, MQVersion, RequestCode, version_desc
 from remoting.protocol.codes import ResponseCode as R
 from remoting.protocol.command import RemotingCommand, response_to
 from remoting.protocol.group import SubscriptionGroupConfig
@@ -148,9 +148,9 @@ class GroupAdminProcessor:
         # compat: Java checks each client's version as it sends, so the clients before an old
         # one have already been told; we refuse before telling anyone
         old = min(c.version for c in group.clients.values())
-        if old < V3_0_7_SNAPSHOT:
+        if old < MQVersion.V3_0_7_SNAPSHOT:
             return response_to(req, R.SYSTEM_ERROR, "the client does not support this "
-                               f"feature. version={_version_desc(old)}")  # fmt: skip
+                               f"feature. version={version_desc(old)}")  # fmt: skip
         rows = [({"brokerName": self.ctx.config.broker_name, "queueId": qid, "topic": hdr.topic},
                  offset) for qid, offset in enumerate(offsets)]  # fmt: skip
         body = ('{"offsetTable":' + fastjson.dumps_object_keyed(rows) + "}").encode()
@@ -183,23 +183,6 @@ class GroupAdminProcessor:
             target = max(target, 0)
             result.append(target if hdr.is_force or target < current else current)
         return result
-
-
-# MQVersion.Version ordinals below V3_0_7_SNAPSHOT, the first that takes a reset notice
-_OLD_VERSIONS: Final = (
-    "V3_0_0_SNAPSHOT", "V3_0_0_ALPHA1", "V3_0_0_BETA1", "V3_0_0_BETA2", "V3_0_0_BETA3",
-    "V3_0_0_BETA4", "V3_0_0_BETA5", "V3_0_0_BETA6_SNAPSHOT", "V3_0_0_BETA6",
-    "V3_0_0_BETA7_SNAPSHOT", "V3_0_0_BETA7", "V3_0_0_BETA8_SNAPSHOT", "V3_0_0_BETA8",
-    "V3_0_0_BETA9_SNAPSHOT", "V3_0_0_BETA9", "V3_0_0_FINAL", "V3_0_1_SNAPSHOT", "V3_0_1",
-    "V3_0_2_SNAPSHOT", "V3_0_2", "V3_0_3_SNAPSHOT", "V3_0_3", "V3_0_4_SNAPSHOT", "V3_0_4",
-    "V3_0_5_SNAPSHOT", "V3_0_5", "V3_0_6_SNAPSHOT", "V3_0_6",
-)  # fmt: skip
-V3_0_7_SNAPSHOT: Final = len(_OLD_VERSIONS)  # 28
-
-
-def _version_desc(version: int) -> str:
-    """MQVersion.getVersionDesc, for the versions that can be too old."""
-    return _OLD_VERSIONS[max(version, 0)]
 
 
 def _body_for_c(rows: list[tuple[dict[str, Any], int]]) -> bytes:

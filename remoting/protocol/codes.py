@@ -195,6 +195,8 @@ class SerializeType(IntEnum):
 class MQVersion:
     """Ordinals of Java's MQVersion.Version that change behaviour (protocol.md 2.4)."""
 
+    V3_0_7_SNAPSHOT: Final = 28  # the first client that takes a reset or status request
+    V3_1_8_SNAPSHOT: Final = 62  # the first the broker forwards 307/309 to (callConsumer)
     V3_4_9: Final = 121  # what ali-ons sends; send honours maxReconsumeTimes from here on
     V4_0_0: Final = 213
     V4_9_4: Final = 401  # namesrv quotes route map keys from here on
@@ -204,3 +206,23 @@ class MQVersion:
 
 
 CURRENT_VERSION: Final = MQVersion.V4_9_8
+
+# MQVersion.Version names by ordinal, up to the oldest a broker refusal can name
+_OLD_VERSIONS: Final = (
+    "V3_0_0_SNAPSHOT", "V3_0_0_ALPHA1", "V3_0_0_BETA1", "V3_0_0_BETA2", "V3_0_0_BETA3",
+    "V3_0_0_BETA4", "V3_0_0_BETA5", "V3_0_0_BETA6_SNAPSHOT", "V3_0_0_BETA6",
+    "V3_0_0_BETA7_SNAPSHOT", "V3_0_0_BETA7", "V3_0_0_BETA8_SNAPSHOT", "V3_0_0_BETA8",
+    "V3_0_0_BETA9_SNAPSHOT", "V3_0_0_BETA9", "V3_0_0_FINAL", "V3_0_1_SNAPSHOT", "V3_0_1",
+    "V3_0_2_SNAPSHOT", "V3_0_2", "V3_0_3_SNAPSHOT", "V3_0_3", "V3_0_4_SNAPSHOT", "V3_0_4",
+    "V3_0_5_SNAPSHOT", "V3_0_5", "V3_0_6_SNAPSHOT", "V3_0_6",
+    *(f"V3_0_{n}{s}" for n in range(7, 16) for s in ("_SNAPSHOT", "")),
+    *(f"V3_1_{n}{s}" for n in range(8) for s in ("_SNAPSHOT", "")),
+)  # fmt: skip
+
+
+def version_desc(version: int) -> str:
+    """MQVersion.getVersionDesc for the versions a refusal names (older than V3_1_8_SNAPSHOT);
+    a newer one is named by its ordinal."""
+    if 0 <= version < len(_OLD_VERSIONS):
+        return _OLD_VERSIONS[version]
+    return str(version)

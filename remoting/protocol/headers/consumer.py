@@ -110,3 +110,33 @@ class DeleteGroupRequestHeader(Header):
 
     group_name: str = field(metadata=wire("groupName"))
     remove_offset: bool = field(default=False, metadata=wire("removeOffset"))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerRunningInfoRequestHeader(Header):
+    """GET_CONSUMER_RUNNING_INFO (307), admin -> broker -> client."""
+
+    consumer_group: str = field(metadata=wire("consumerGroup"))
+    client_id: str = field(metadata=wire("clientId"))
+    jstack_enable: bool = field(default=False, metadata=wire("jstackEnable"))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumeMessageDirectlyRequestHeader(Header):
+    """CONSUME_MESSAGE_DIRECTLY (309): ``msgId`` is an offsetMsgId; the broker adds
+    ``brokerName`` and the stored record before forwarding it to the client."""
+
+    consumer_group: str = field(metadata=wire("consumerGroup"))
+    client_id: str | None = field(default=None, metadata=wire("clientId"))
+    msg_id: str | None = field(default=None, metadata=wire("msgId"))
+    broker_name: str | None = field(default=None, metadata=wire("brokerName"))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerStatusRequestHeader(Header):
+    """INVOKE_BROKER_TO_GET_CONSUMER_STATUS (223, with ``clientAddr``: a client id) and
+    GET_CONSUMER_STATUS_FROM_CLIENT (221, without)."""
+
+    topic: str = field(metadata=wire("topic"))
+    group: str = field(metadata=wire("group"))
+    client_addr: str | None = field(default=None, metadata=wire("clientAddr"))
