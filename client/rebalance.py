@@ -135,7 +135,12 @@ class Rebalance:
         if cids is None:
             log.warning("rebalance_no_consumer_list", group=self.group, topic=topic)
             return False
-        mine = allocate(self.strategy, self.group, self.instance.client_id, list(mqs), cids)
+        try:
+            strategy = STRATEGIES[self.strategy]
+            mine = allocate(strategy, self.group, self.instance.client_id, list(mqs), cids)
+        except ValueError as exc:  # RebalanceImpl: the strategy refused; keep what we own
+            log.warning("allocate_failed", group=self.group, topic=topic, error=str(exc))
+            return False
         return await self._update(topic, set(mine), started)
 
     async def _update(

@@ -25,7 +25,7 @@ async def main(namesrv: str, topic: str, group: str, name: str) -> None:
         for m in msgs:
             key, seq = m.body.decode().split(":")
             emit(event="consumed", key=key, seq=int(seq), queue=f"{m.broker_name}/{m.queue_id}")
-        await asyncio.sleep(0.005)  # slow enough that a kill lands mid-stream
+        await asyncio.sleep(0.01)  # slow enough that a kill lands mid-stream
         return ConsumeOrderlyStatus.SUCCESS
 
     fast = {"rebalance_interval": 1000, "persist_consumer_offset_interval": 200}

@@ -280,14 +280,19 @@ async def test_orderly_keeps_per_key_order_when_a_consumer_is_killed(cluster: Cl
             w.wait_for("ready", 20)
         await asyncio.sleep(2.0)  # a couple of rebalance rounds: the queues are split
         keys, per_key = [f"k{i}" for i in range(8)], 60
-        async with Producer("pg_order", namesrv_addr=cluster.namesrv_addr) as p:
-            for seq in range(per_key):
-                for key in keys:
-                    await p.send_orderly(Message("PushOrder", f"{key}:{seq}".encode()), key)
         victim, survivor = workers
-        victim.wait_for("consumed", 30, count=60)
+
+        async def produce() -> None:
+            async with Producer("pg_order", namesrv_addr=cluster.namesrv_addr) as p:
+                for seq in range(per_key):
+                    for key in keys:
+                        await p.send_orderly(Message("PushOrder", f"{key}:{seq}".encode()), key)
+
+        sending = asyncio.create_task(produce())
+        await asyncio.to_thread(victim.wait_for, "consumed", 30, 40)  # mid-stream
         victim.proc.send_signal(signal.SIGKILL)
         victim.proc.wait(10)
+        await sending
         want = {(k, s) for k in keys for s in range(per_key)}
 
         def consumed() -> set[tuple[str, int]]:
