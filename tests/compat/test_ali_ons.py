@@ -216,3 +216,56 @@ async def test_producer_moves_on_when_a_broker_stops(
     after = results[stopped_at + 5 :]
     assert after and {r["broker"] for r in after} == {"broker-b"}
     assert await max_offset(admin, compat_cluster.brokers["broker-b"].addr, "CompatFailover", 0) > 0
+
+
+async def test_a_mixed_group_of_ali_ons_and_our_consumer_shares_queues(
+    compat_cluster: Cluster, admin: RemotingClient
+) -> None:
+    """Issue 15 / protocol.md 12.6: an ali-ons consumer and a client.PushConsumer in one group
+    allocate the same way (AllocateMessageQueueAveragely over the sorted ids and queues):
+    disjoint shares, every message consumed once, by whichever side owns its queue."""
+    from client import ConsumeStatus, PushConsumer
+
+    await create_everywhere(admin, compat_cluster, "CompatMixed", 4)
+    args = (compat_cluster.namesrv_addr, "CompatMixed", "compat_mixed")
+    node = await Node.start("consume.js", *args, "--idle-ms=5000", "--max-ms=60000")
+    await node.ready()
+    ours: list[MessageExt] = []
+
+    async def listener(msgs: list[MessageExt], ctx: object) -> ConsumeStatus:
+        ours.extend(msgs)
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    consumer = PushConsumer("compat_mixed", namesrv_addr=compat_cluster.namesrv_addr,
+                            rebalance_interval=1000, poll_name_server_interval=1000)  # fmt: skip
+    consumer.subscribe("CompatMixed", "*")
+    consumer.register_message_listener(listener)
+    async with consumer:
+
+        async def members() -> int:
+            ask = RemotingCommand.request(
+                C.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": "compat_mixed"}
+            )
+            resp = await admin.invoke(compat_cluster.brokers["broker-a"].addr, ask)
+            return len(json.loads(resp.body)["consumerIdList"]) if resp.code == 0 else 0
+
+        deadline = time.monotonic() + 20
+        while await members() < 2:
+            assert time.monotonic() < deadline, "both consumers should join the group"
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(3)  # a few 1 s rebalance rounds on both sides
+        mine = {(mq.broker_name, mq.queue_id) for mq in consumer.rebalance.table
+                if mq.topic == "CompatMixed"}  # fmt: skip
+        assert len(mine) == 4, mine  # 8 queues over 2 consumers
+        producer = await Node.start(
+            "produce.js", compat_cluster.namesrv_addr, "CompatMixed", "200", "--run=x1"
+        )
+        assert await producer.wait() == 0
+        assert await node.wait(timeout=60) == 0, node.stderr.decode()[-1000:]
+        await wait_until(lambda: len(ours) + len(node.messages) >= 200, 10)
+    bodies = Counter([m.body.decode() for m in ours] + [m["body"] for m in node.messages])
+    assert set(bodies) == {f"x1:{i}" for i in range(200)} and set(bodies.values()) == {1}
+    brokers = {b.addr.rsplit(":", 1)[1]: name for name, b in compat_cluster.brokers.items()}
+    theirs = {(brokers[m["storeHost"].rsplit(":", 1)[1]], m["queueId"]) for m in node.messages}
+    assert ours and theirs and not theirs & mine
+    assert {(m.broker_name, m.queue_id) for m in ours} <= mine
