@@ -9,9 +9,10 @@ The consumers are real connections: a RemotingClient with the SDK's ClientReques
 from __future__ import annotations
 
 import asyncio
+import inspect
 import re
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
@@ -61,11 +62,14 @@ class Consumer:
 
         return answer
 
-    def _recorded(self, route: Route) -> Callable[[RemotingCommand, object], RemotingCommand]:
-        def handler(cmd: RemotingCommand, ch: object) -> RemotingCommand:
+    def _recorded(
+        self, route: Route
+    ) -> Callable[[RemotingCommand, object], Awaitable[RemotingCommand]]:
+        async def handler(cmd: RemotingCommand, ch: object) -> RemotingCommand:
             self.asked.append(cmd)
             resp = route.handler(cmd, ch)
-            assert isinstance(resp, RemotingCommand)  # ClientRequests answers inline
+            resp = await resp if inspect.isawaitable(resp) else resp
+            assert isinstance(resp, RemotingCommand)
             return resp
 
         return handler
