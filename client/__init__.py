@@ -6,6 +6,7 @@ consumers arrive with their issue.
 """
 
 from client.errors import MQBrokerError, MQClientError
+from client.lite_pull import PullConsumer
 from client.message import Message, MessageQueue, SendResult, SendStatus
 from client.producer import Producer, ProducerOptions, select_by_hash
 
@@ -16,6 +17,7 @@ __all__ = [
     "MessageQueue",
     "Producer",
     "ProducerOptions",
+    "PullConsumer",
     "SendResult",
     "SendStatus",
     "select_by_hash",

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from client.lite_pull import PullConsumer as AsyncPullConsumer
+from client.lite_raw import RawPull
 from client.message import Message, MessageQueue, SendResult
 from client.producer import Producer as AsyncProducer
 from client.producer import Selector
+from remoting.protocol.message import MessageExt
 
 T = TypeVar("T")
 
@@ -81,3 +84,96 @@ class Producer:
 
     def send_batch(self, msgs: Sequence[Message]) -> SendResult:
         return run(self._producer.send_batch(msgs))
+
+
+async def _call(fn: Callable[..., T], *args: Any) -> T:
+    """A plain method of an async client, run on the shared loop (it may start tasks)."""
+    return fn(*args)
+
+
+class PullConsumer:
+    """The async PullConsumer's methods, blocking. Options as ``client.PullConsumer``;
+    ``poll`` may be called from any thread."""
+
+    def __init__(self, group: str, namesrv_addr: str | None = None, **options: Any) -> None:
+        self._c = AsyncPullConsumer(group, namesrv_addr, **options)
+
+    @property
+    def group(self) -> str:
+        return self._c.group
+
+    def start(self) -> None:
+        run(self._c.start())
+
+    def shutdown(self) -> None:
+        run(self._c.shutdown())
+
+    def __enter__(self) -> PullConsumer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    def subscribe(self, topic: str, expression: str = "*") -> None:
+        run(_call(self._c.subscribe, topic, expression))
+
+    def unsubscribe(self, topic: str) -> None:
+        run(_call(self._c.unsubscribe, topic))
+
+    def assign(self, queues: Iterable[MessageQueue]) -> None:
+        run(_call(self._c.assign, list(queues)))
+
+    def set_sub_expression_for_assign(self, topic: str, expression: str) -> None:
+        run(_call(self._c.set_sub_expression_for_assign, topic, expression))
+
+    def assignment(self) -> set[MessageQueue]:
+        return run(_call(self._c.assignment))
+
+    def fetch_message_queues(self, topic: str) -> list[MessageQueue]:
+        return run(self._c.fetch_message_queues(topic))
+
+    def poll(self, timeout: float | None = None) -> list[MessageExt]:
+        return run(self._c.poll(timeout))
+
+    def pause(self, queues: Iterable[MessageQueue]) -> None:
+        run(_call(self._c.pause, list(queues)))
+
+    def resume(self, queues: Iterable[MessageQueue]) -> None:
+        run(_call(self._c.resume, list(queues)))
+
+    def commit(
+        self, offsets: Mapping[MessageQueue, int] | None = None, *, persist: bool = True
+    ) -> None:
+        run(self._c.commit(offsets, persist=persist))
+
+    def committed(self, queue: MessageQueue) -> int:
+        return run(self._c.committed(queue))
+
+    def seek(self, queue: MessageQueue, offset: int) -> None:
+        run(self._c.seek(queue, offset))
+
+    def seek_to_begin(self, queue: MessageQueue) -> None:
+        run(self._c.seek_to_begin(queue))
+
+    def seek_to_end(self, queue: MessageQueue) -> None:
+        run(self._c.seek_to_end(queue))
+
+    def min_offset(self, queue: MessageQueue) -> int:
+        return run(self._c.min_offset(queue))
+
+    def max_offset(self, queue: MessageQueue) -> int:
+        return run(self._c.max_offset(queue))
+
+    def offset_for_timestamp(self, queue: MessageQueue, timestamp_ms: int) -> int:
+        return run(self._c.offset_for_timestamp(queue, timestamp_ms))
+
+    def offsets_for_times(self, timestamps: Mapping[MessageQueue, int]) -> dict[MessageQueue, int]:
+        return run(self._c.offsets_for_times(timestamps))
+
+    def pull_raw(
+        self, queue: MessageQueue, offset: int, max_nums: int | None = None,
+        timeout: float | None = None, *, expression: str = "*", suspend_ms: int = 0,
+    ) -> RawPull:  # fmt: skip
+        return run(self._c.pull_raw(queue, offset, max_nums, timeout, expression=expression,
+                                    suspend_ms=suspend_ms))  # fmt: skip
