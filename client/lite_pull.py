@@ -72,6 +72,7 @@ class PullConsumer(LiteOffsets):
         self._loops: list[asyncio.Task[None]] = []
         self._spawned: set[asyncio.Task[None]] = set()
         self._next_auto_commit = 0.0
+        self._shut_down = False
         self.started_at = 0
 
     # ------------------------------------------------------------ what to read
@@ -141,6 +142,8 @@ class PullConsumer(LiteOffsets):
     async def start(self) -> None:
         if self._instance is not None:
             return
+        if self._shut_down:
+            raise MQClientError("The PullConsumer service state not OK, maybe started once")
         o = self.options
         # compat: Java's lite consumer ends its client id with "@STREAM" and tags requests
         # REQ_T=0 (enableStreamRequestType); ours shares the process's client instance
@@ -210,6 +213,7 @@ class PullConsumer(LiteOffsets):
         self.requests.unplug(inst)
         await inst.unregister_consumer(self.group)
         self._instance = self.tasks.instance = None
+        self._shut_down = True
         self.tasks.ready.set()  # pollers waiting return []
         await inst.release()
 

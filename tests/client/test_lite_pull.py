@@ -229,7 +229,8 @@ async def test_pull_raw_returns_the_records_as_the_broker_sent_them(two_brokers:
 async def test_poll_with_nothing_there_returns_empty_after_the_timeout(
     two_brokers: Cluster,
 ) -> None:
-    """poll(timeout): [] once the timeout passes, not before and not much after."""
+    """poll(timeout): [] once the timeout passes, not before and not much after; a negative
+    timeout is refused; a consumer shut down does not start again."""
     await create_everywhere(two_brokers, "LiteEmpty", queues=1)
     async with PullConsumer("lite_empty", two_brokers.namesrv_addr) as c:
         c.assign(await c.fetch_message_queues("LiteEmpty"))
@@ -238,6 +239,8 @@ async def test_poll_with_nothing_there_returns_empty_after_the_timeout(
         assert 0.45 <= time.monotonic() - began < 2.0
         with pytest.raises(ValueError, match="negative"):
             await c.poll(-1)
+    with pytest.raises(MQClientError, match="started once"):  # no restart, as Java
+        await c.start()
 
 
 async def test_a_consumer_that_never_polls_holds_about_the_queue_threshold(
