@@ -15,6 +15,7 @@ from client.consumer_types import (
 )
 from client.errors import MQBrokerError, MQClientError
 from client.iteration import Delivery
+from client.lite_pull import PullConsumer
 from client.message import Message, MessageQueue, SendResult, SendStatus
 from client.producer import Producer, ProducerOptions, select_by_hash
 from client.push import PushConsumer
@@ -35,6 +36,7 @@ __all__ = [
     "MessageQueue",
     "Producer",
     "ProducerOptions",
+    "PullConsumer",
     "PushConsumer",
     "SendResult",
     "SendStatus",

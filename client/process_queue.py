@@ -122,3 +122,4 @@ class ProcessQueue:
         self.msgs.clear()
         self.consuming.clear()
         self.size = 0
+        self.max_offset = -1  # ProcessQueue.clear resets queueOffsetMax

@@ -1,5 +1,6 @@
 """Blocking facades for programs without asyncio: ``client.sync.Producer`` and
-``client.sync.PushConsumer`` have the async classes' methods, run on one event-loop thread
+``client.sync.PushConsumer`` / ``client.sync.PullConsumer`` have the async classes'
+methods, run on one event-loop thread
 this module starts on first use and shares between every facade of the process.
 
     with client.sync.Producer("my_group", namesrv_addr="127.0.0.1:9876") as producer:
@@ -12,14 +13,25 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Callable,
+    Coroutine,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from typing import Any, TypeVar
 
 from client.iteration import Delivery
+from client.lite_pull import PullConsumer as AsyncPullConsumer
+from client.lite_raw import RawPull
 from client.message import Message, MessageQueue, SendResult
 from client.producer import Producer as AsyncProducer
 from client.producer import Selector
 from client.push import PushConsumer as AsyncPushConsumer
+from remoting.protocol.message import MessageExt
 
 T = TypeVar("T")
 
@@ -155,3 +167,96 @@ class SyncDelivery:
 
     def reconsume_later(self) -> None:
         self._loop.call_soon_threadsafe(self.delivery.reconsume_later)
+
+
+async def _call(fn: Callable[..., T], *args: Any) -> T:
+    """A plain method of an async client, run on the shared loop (it may start tasks)."""
+    return fn(*args)
+
+
+class PullConsumer:
+    """The async PullConsumer's methods, blocking. Options as ``client.PullConsumer``;
+    ``poll`` may be called from any thread."""
+
+    def __init__(self, group: str, namesrv_addr: str | None = None, **options: Any) -> None:
+        self._c = AsyncPullConsumer(group, namesrv_addr, **options)
+
+    @property
+    def group(self) -> str:
+        return self._c.group
+
+    def start(self) -> None:
+        run(self._c.start())
+
+    def shutdown(self) -> None:
+        run(self._c.shutdown())
+
+    def __enter__(self) -> PullConsumer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    def subscribe(self, topic: str, expression: str = "*") -> None:
+        run(_call(self._c.subscribe, topic, expression))
+
+    def unsubscribe(self, topic: str) -> None:
+        run(_call(self._c.unsubscribe, topic))
+
+    def assign(self, queues: Iterable[MessageQueue]) -> None:
+        run(_call(self._c.assign, list(queues)))
+
+    def set_sub_expression_for_assign(self, topic: str, expression: str) -> None:
+        run(_call(self._c.set_sub_expression_for_assign, topic, expression))
+
+    def assignment(self) -> set[MessageQueue]:
+        return run(_call(self._c.assignment))
+
+    def fetch_message_queues(self, topic: str) -> list[MessageQueue]:
+        return run(self._c.fetch_message_queues(topic))
+
+    def poll(self, timeout: float | None = None) -> list[MessageExt]:
+        return run(self._c.poll(timeout))
+
+    def pause(self, queues: Iterable[MessageQueue]) -> None:
+        run(_call(self._c.pause, list(queues)))
+
+    def resume(self, queues: Iterable[MessageQueue]) -> None:
+        run(_call(self._c.resume, list(queues)))
+
+    def commit(
+        self, offsets: Mapping[MessageQueue, int] | None = None, *, persist: bool = True
+    ) -> None:
+        run(self._c.commit(offsets, persist=persist))
+
+    def committed(self, queue: MessageQueue) -> int:
+        return run(self._c.committed(queue))
+
+    def seek(self, queue: MessageQueue, offset: int) -> None:
+        run(self._c.seek(queue, offset))
+
+    def seek_to_begin(self, queue: MessageQueue) -> None:
+        run(self._c.seek_to_begin(queue))
+
+    def seek_to_end(self, queue: MessageQueue) -> None:
+        run(self._c.seek_to_end(queue))
+
+    def min_offset(self, queue: MessageQueue) -> int:
+        return run(self._c.min_offset(queue))
+
+    def max_offset(self, queue: MessageQueue) -> int:
+        return run(self._c.max_offset(queue))
+
+    def offset_for_timestamp(self, queue: MessageQueue, timestamp_ms: int) -> int:
+        return run(self._c.offset_for_timestamp(queue, timestamp_ms))
+
+    def offsets_for_times(self, timestamps: Mapping[MessageQueue, int]) -> dict[MessageQueue, int]:
+        return run(self._c.offsets_for_times(timestamps))
+
+    def pull_raw(
+        self, queue: MessageQueue, offset: int, max_nums: int | None = None,
+        timeout: float | None = None, *, expression: str = "*", suspend_ms: int = 0,
+    ) -> RawPull:  # fmt: skip
+        return run(self._c.pull_raw(queue, offset, max_nums, timeout, expression=expression,
+                                    suspend_ms=suspend_ms))  # fmt: skip
