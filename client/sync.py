@@ -1,7 +1,7 @@
 """Blocking facades for programs without asyncio: ``client.sync.Producer`` and
 ``client.sync.PushConsumer`` / ``client.sync.PullConsumer`` have the async classes'
-methods, run on one event-loop thread
-this module starts on first use and shares between every facade of the process.
+methods, run on one event-loop thread this module starts on first use and shares between
+every facade of the process.
 
     with client.sync.Producer("my_group", namesrv_addr="127.0.0.1:9876") as producer:
         producer.send(Message("Topic", b"hello"))

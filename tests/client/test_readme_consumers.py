@@ -19,7 +19,7 @@ def test_readme_consumer_examples_run_as_written(two_brokers: Cluster) -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = readme.split("## Python consumers", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```python\n(.*?)```", section, re.S)
-    assert len(blocks) >= 3
+    assert len(blocks) >= 4
     with Producer("pg_readme", namesrv_addr=two_brokers.namesrv_addr) as p:
         p.send(Message("ExampleTopic", b"first"))  # the topic exists before anyone consumes
     for code in blocks:
