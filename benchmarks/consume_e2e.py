@@ -15,7 +15,8 @@ over the drain, for the broker and for this process.
 Latency: on a fresh topic a ``client.Producer`` sends one message at a time at a fixed
 2,000 msg/s (paced, its send time in the body) while a PushConsumer listens; the time from
 before ``send`` to the listener call gives p50 / p99 / p99.9 over the measurement window (a
-warm-up is sent first and not counted). A new consumer group each repeat.
+warm-up is sent first and not counted). The same group each repeat, resuming where the last
+one stopped.
 """
 
 from __future__ import annotations
@@ -45,9 +46,12 @@ from remoting.protocol.heartbeat import ConsumerData, SubscriptionData
 from remoting.protocol.message import MessageExt, decode_records
 
 TOPIC, LAT_TOPIC, QUEUES, BODY, RATE = "BenchE2E", "BenchE2ELatency", 8, bytes(1024), 2000
-STAMP = struct.Struct(">qq")  # message index, time.perf_counter_ns() before send
+# run, message index, time.perf_counter_ns() before send: a new group may start at a queue's
+# first offset even from CONSUME_FROM_LAST_OFFSET (the broker's queryConsumerOffset answers 0
+# while offset 0 is still in memory), so messages of earlier runs are told apart
+STAMP = struct.Struct(">qqq")
 QUANTILES = {"p50": 0.5, "p99": 0.99, "p99.9": 0.999}
-_groups = count()
+_groups, _runs = count(), count()
 
 
 def new_group(prefix: str) -> str:
@@ -135,26 +139,31 @@ async def sdk_latency(
         window.arrived(m.body for m in msgs)
         return ConsumeStatus.CONSUME_SUCCESS
 
-    c = consumer(namesrv, new_group("bench_e2e_lat"), topic, on_messages,
+    # one group for every run: each resumes where the last one stopped (its offsets are
+    # committed at shutdown), so it never reads through earlier runs' messages
+    c = consumer(namesrv, "bench_e2e_lat", topic, on_messages,
                  ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET)  # fmt: skip
     async with Producer("bench_e2e_pg", namesrv_addr=namesrv) as producer, c:
-        await paced(lambda body: producer.send(Message(topic, body)), skip + n, rate)
+        await paced(lambda body: producer.send(Message(topic, body)), window, rate)
         return await window.result()
 
 
 class Window:
-    """Latencies (ns) of the ``n`` messages after the first ``skip`` (bodies from ``paced``)."""
+    """Latencies (ns) of this run's messages after the first ``skip`` (bodies from ``paced``)."""
 
     def __init__(self, skip: int, n: int) -> None:
-        self.skip, self.n = skip, n
+        self.skip, self.n, self.run = skip, n, next(_runs)
         self.lat: list[int] = []
         self.all_in = asyncio.Event()
+
+    def body(self, i: int) -> bytes:
+        return STAMP.pack(self.run, i, time.perf_counter_ns()) + BODY[STAMP.size :]
 
     def arrived(self, bodies: Iterable[bytes]) -> None:
         now = time.perf_counter_ns()
         for body in bodies:
-            i, sent = STAMP.unpack_from(body)
-            if i >= self.skip:
+            run, i, sent = STAMP.unpack_from(body)
+            if run == self.run and i >= self.skip:
                 self.lat.append(now - sent)
         if len(self.lat) >= self.n:
             self.all_in.set()
@@ -164,14 +173,15 @@ class Window:
         return self.lat[: self.n]
 
 
-async def paced(send: Callable[[bytes], Awaitable[object]], total: int, rate: int) -> None:
-    """Message i goes at ``i / rate`` s (at once when late, as consume.py's sender)."""
-    interval, began, tail = 1 / rate, time.perf_counter(), BODY[STAMP.size :]
-    for i in range(total):
+async def paced(send: Callable[[bytes], Awaitable[object]], window: Window, rate: int) -> None:
+    """The window's messages, message i at ``i / rate`` s (at once when late, as consume.py's
+    sender)."""
+    interval, began = 1 / rate, time.perf_counter()
+    for i in range(window.skip + window.n):
         delay = began + i * interval - time.perf_counter()
         if delay > 0:
             await asyncio.sleep(delay)
-        await send(STAMP.pack(i, time.perf_counter_ns()) + tail)
+        await send(window.body(i))
 
 
 # -- running -------------------------------------------------------------------------------

@@ -145,7 +145,7 @@ async def latency_nats(url: str, seconds: float) -> list[int]:
         sub = await js.subscribe(
             LAT_SUBJECT, cb=on_message, stream=LAT_STREAM, deliver_policy=DeliverPolicy.NEW
         )
-        await paced(lambda body: js.publish(LAT_SUBJECT, body), window.skip + window.n, RATE)
+        await paced(lambda body: js.publish(LAT_SUBJECT, body), window, RATE)
         lat = await window.result()
         await sub.unsubscribe()
         return lat
@@ -205,8 +205,7 @@ async def latency_redis(addr: str, seconds: float) -> list[int]:
     try:
         await r.xgroup_create(LAT_KEY, group, id="$", mkstream=True)
         consumer = asyncio.ensure_future(consume())
-        total = window.skip + window.n
-        await paced(lambda body: r.xadd(LAT_KEY, {"body": body}), total, RATE)
+        await paced(lambda body: r.xadd(LAT_KEY, {"body": body}), window, RATE)
         lat = await window.result()
         await consumer
         return lat
