@@ -1,6 +1,8 @@
-"""Our broker vs NATS JetStream and Redis Streams, 1 KiB messages, the shapes of produce.py.
+"""Our broker vs NATS JetStream and Redis Streams, 1 KiB messages: the shapes of produce.py,
+then draining a backlog and send -> consumer latency (the shapes of consume_e2e.py).
 
-Run ``python -m benchmarks.peers [--seconds S] [--repeat N] [--quick] [--only ours,nats,redis]``
+Run ``python -m benchmarks.peers [--seconds S] [--repeat N] [--quick] [--only ours,nats,redis]
+[--messages N]``
 (``make bench-peers`` installs the ``peers`` extra -- nats-py, redis -- first).
 
 Servers, each a process on a free loopback port with its data in a temp dir, stopped by PID
@@ -23,6 +25,11 @@ timing); our commit log just grows. All peers run side by side; every repeat mea
 shape against each peer in turn. Reported: msgs/s (medians of ``--repeat``), ours/peer ratios,
 p50/p99 latency of the sequential shape, and each server's CPU use and this process's during
 the measurement (the client is Python for every peer).
+
+Consume shapes (benchmarks/peers_consume.py says how each peer is read): a backlog of
+``--messages`` (200,000) stored once per peer after the send shapes, drained by a new consumer
+each repeat; then latency at a fixed 2,000 msg/s over ``--seconds`` (at least 1 s).
+Reported: drain msgs/s, latency p50 / p99 / p99.9, ours/peer ratios, CPU during the drain.
 """
 
 from __future__ import annotations
@@ -56,6 +63,7 @@ from benchmarks.common import (
     parse_args,
     quiet_logging,
 )
+from benchmarks.peers_consume import DRAIN_TOPIC, LAT_TOPIC, report_consume, run_consume
 from client import Message, Producer, api
 from remoting.client import RemotingClient
 
@@ -211,7 +219,8 @@ def ours_server(tmp: Path) -> Iterator[Server]:
 
 async def create_topic(broker: str) -> None:
     async with RemotingClient() as cli:
-        assert (await cli.invoke(broker, api.create_topic(TOPIC, 8))).code == 0
+        for topic in (TOPIC, DRAIN_TOPIC, LAT_TOPIC):
+            assert (await cli.invoke(broker, api.create_topic(topic, 8))).code == 0
 
 
 @contextlib.contextmanager
@@ -297,7 +306,9 @@ def start(peers: Sequence[Peer], stack: contextlib.ExitStack, root: Path) -> dic
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--only", default="ours,nats,redis", help="comma-separated peers")
+    parser.add_argument("--messages", type=int, default=200_000, help="backlog to drain")
     args, warm = parse_args(__doc__ or "", parser)
+    messages = (40_000 if args.quick else args.messages) // 256 * 256
     quiet_logging()
     wanted = set(args.only.split(","))
     peers = [p for p in PEERS if p.name in wanted]
@@ -310,11 +321,15 @@ def main() -> int:
                     if server := servers.get(peer.name):
                         result = measure(peer, server, depth, per, warm, args.seconds)
                         runs.setdefault(f"{peer.name}:{shape}", []).append(result)
-    report(peers, runs)
+        consumed = run_consume(servers, messages, args.repeat, max(args.seconds, 1.0))
+    out = report(peers, runs)
+    out |= report_consume({p.name: p.label for p in peers}, consumed, messages)
+    print(json.dumps(out))
     return 0
 
 
-def report(peers: Sequence[Peer], runs: dict[str, list[Result]]) -> None:
+def report(peers: Sequence[Peer], runs: dict[str, list[Result]]) -> dict[str, Any]:
+    """Print the send table (medians); returns its figures for the JSON line."""
     per_call = {shape: per for shape, _depth, per in SHAPES}
     med = {k: median_sample([r.sample for r in v]) for k, v in runs.items()}
     msgs = {k: s.ops * per_call[k.split(":")[1]] for k, s in med.items()}
@@ -347,13 +362,12 @@ def report(peers: Sequence[Peer], runs: dict[str, list[Result]]) -> None:
                  for p in peers if (k := f"{p.name}:{shape}") in cpu]  # fmt: skip
         print(f"  {shape:<12}" + ", ".join(parts))
     print("targets (issue 14): ours >= 1.0x NATS sequential and with batches")
-    out = {
+    return {
         "bench": "peers",
         "msgs_per_s": {k: round(v) for k, v in msgs.items()},
         "p50_us": {k: round(s.p50_us) for k, s in med.items()},
         "cpu_pct": {k: [round(c) for c in v] for k, v in cpu.items()},
     }
-    print(json.dumps(out))
 
 
 if __name__ == "__main__":
