@@ -115,8 +115,6 @@ class OrderlyService:
                 return False
             try:
                 status = await self.listener(msgs, ctx)
-            except TimeoutError:
-                log.warning("consume_timeout", group=self.group, queue=mq)
             except Exception as exc:  # noqa: BLE001 - suspend the queue and retry, as Java does
                 log.warning("consume_failed", group=self.group, queue=mq, error=repr(exc))
         if not isinstance(status, ConsumeOrderlyStatus):

@@ -115,7 +115,8 @@ class ConsumerOptions:
     rebalance_interval: int = 20_000  # ms (rocketmq.client.rebalance.waitInterval)
     post_subscription_when_pull: bool = False
     unit_mode: bool = False
-    await_termination_millis_when_shutdown: int = 0  # 0: wait for listeners, as Java's 0
+    # shutdown waits this long for listener calls under way (Java's default 0 waits for none)
+    await_termination_millis_when_shutdown: int = 30_000
     instance_name: str = "DEFAULT"
     serialize_type: SerializeType = SerializeType.JSON
     poll_name_server_interval: int = 30_000  # ms, ClientConfig: route refresh

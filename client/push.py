@@ -145,6 +145,10 @@ class PushConsumer:
                 )
             ),
         ]
+        if isinstance(self.service, ConcurrentService):  # cleanExpireMsg
+            sweep = self.service.clean_expired
+            self._loops.append(self._spawn(every(o.consume_timeout * 60.0, lambda: sweep(
+                self.rebalance.table.values()), name="clean_expired")))  # fmt: skip
         if self.orderly and o.message_model is MessageModel.CLUSTERING:
             self._loops.append(
                 self._spawn(every(LOCK_RENEW_INTERVAL, self.rebalance.lock_all, name="lock_all"))
@@ -167,8 +171,7 @@ class PushConsumer:
             self.service.closing = True
         if self._inbox is not None:
             self._inbox.close()
-        wait = self.options.await_termination_millis_when_shutdown / 1000
-        await self.service.drain(wait or None)
+        await self.service.drain(self.options.await_termination_millis_when_shutdown / 1000)
         self.listener.close(wait=False)
         await self.persist_offsets()
         if self.orderly and self.options.message_model is MessageModel.CLUSTERING:

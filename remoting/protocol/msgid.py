@@ -33,8 +33,14 @@ def pack_host(addr: str) -> bytes:
 
 
 def unpack_host(raw: bytes | bytearray | memoryview) -> str:
-    """The inverse of ``pack_host`` (8 or 20 bytes)."""
-    ip = bytes(raw[:-4])
+    """The inverse of ``pack_host`` (8 or 20 bytes); the few hosts a process meets are
+    remembered (every record of a pull has the same store host)."""
+    return _unpack_host(bytes(raw))
+
+
+@functools.lru_cache(maxsize=4096)
+def _unpack_host(raw: bytes) -> str:
+    ip = raw[:-4]
     (port,) = _PORT.unpack(raw[-4:])
     if len(ip) == 4:
         return f"{socket.inet_ntop(socket.AF_INET, ip)}:{port}"
