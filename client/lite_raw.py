@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from client import api
 from client.api import PullStatus
 from client.message import MessageQueue
+from remoting.protocol.columns import Columns, decode_columns
 from remoting.protocol.heartbeat import SubscriptionData
 from remoting.protocol.message import (
     BORNHOST_POS,
@@ -28,7 +29,16 @@ from remoting.protocol.message import (
 )
 from remoting.protocol.msgid import BORNHOST_V6_FLAG, STOREHOST_V6_FLAG
 
-__all__ = ["PullStatus", "RawPull", "decode_records", "keep_tags", "record_tags", "records"]
+__all__ = [
+    "Columns",
+    "PullStatus",
+    "RawPull",
+    "decode_columns",
+    "decode_records",
+    "keep_tags",
+    "record_tags",
+    "records",
+]
 
 _I = struct.Struct(">i")
 _H = struct.Struct(">h")
