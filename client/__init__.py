@@ -19,6 +19,7 @@ from client.lite_pull import PullConsumer
 from client.message import Message, MessageQueue, SendResult, SendStatus
 from client.producer import Producer, ProducerOptions, select_by_hash
 from client.push import PushConsumer
+from remoting.errors import RemotingError
 from remoting.protocol.message import MessageExt
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "ProducerOptions",
     "PullConsumer",
     "PushConsumer",
+    "RemotingError",
     "SendResult",
     "SendStatus",
     "select_by_hash",

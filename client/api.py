@@ -324,6 +324,18 @@ def search_offset(topic: str, queue_id: int, timestamp_ms: int) -> RemotingComma
 # ------------------------------------------------------------------ routes, topics, offsets
 
 
+def all_topics() -> RemotingCommand:
+    """GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206), to a name server."""
+    return request(C.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
+
+
+def parse_topic_list(resp: RemotingCommand, addr: str = "") -> list[str]:
+    """TopicList ``topicList``, else MQBrokerError."""
+    if resp.code != R.SUCCESS:
+        raise MQBrokerError(resp.code, resp.remark, addr)
+    return sorted(str(t) for t in fastjson.loads(resp.body).get("topicList") or [])
+
+
 def get_route(topic: str) -> RemotingCommand:
     """GET_ROUTEINFO_BY_TOPIC (105), to a name server."""
     return request(C.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})

@@ -168,6 +168,17 @@ class ClientInstance:
                 self._ns_index = (first + i + 1) % n
         raise MQClientError(f"no name server answered for topic {topic}: {error}") from error
 
+    async def topic_list(self, timeout: float = 3.0) -> list[str]:
+        """Every topic the name servers know (the first that answers)."""
+        error: Exception | None = None
+        for addr in self.namesrv_addrs:
+            try:
+                resp = await self.remoting.invoke(addr, api.all_topics(), timeout)
+                return api.parse_topic_list(resp, addr)
+            except (MQBrokerError, RemotingError) as exc:
+                error = exc
+        raise MQClientError(f"no name server listed the topics: {error}") from error
+
     async def publish_info(self, topic: str, timeout: float) -> PublishInfo:
         """Cached, else fetched; a topic without a route is sent along TBW102's route so a
         broker creates it (updateTopicRouteInfoFromNameServer with isDefault)."""

@@ -1,5 +1,24 @@
-"""A PySpark data source: batch and streaming reads of queues into DataFrames, and a sink.
+"""A PySpark data source named ``rocketmq``: batch and Structured Streaming reads of
+queues into DataFrames, and batch and streaming writes of DataFrames to topics.
+
+    import spark
+    spark.register(session)
+    df = session.read.format("rocketmq").option("nameServer", "127.0.0.1:9876") \
+        .option("subscribe", "TopicA").load()
 
 May import: client (plus pyspark and pyarrow), never remoting, namesrv or broker directly.
-Not yet built; see the Spark connector issue.
 """
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def register(session: Any) -> None:
+    """Make ``format("rocketmq")`` known to ``session`` (spark.dataSource.register)."""
+    from spark.source import RocketMQDataSource
+
+    session.dataSource.register(RocketMQDataSource)
+
+
+__all__ = ["register"]

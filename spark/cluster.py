@@ -1,0 +1,206 @@
+"""The connector's way to the cluster, through the SDK only: queue discovery, queue bounds,
+offsets by time, group commits (driver side) and reading a queue range into Arrow batches
+(executor side).
+
+Nothing here lives on the objects Spark pickles: each process keeps one started
+``client.PullConsumer`` per name-server list in a module-level cache, run on the SDK's
+shared event-loop thread (spark-connector.md §4: executors are reused across tasks and
+batches, as Kafka's consumer cache).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections.abc import Iterable, Iterator
+
+import pyarrow as pa
+
+from client import MessageQueue, MQClientError, PullConsumer, RemotingError
+from client.lite_raw import Columns, PullStatus, decode_columns
+from client.offsets import RemoteOffsetStore
+from client.sync import run
+from spark.offsets import Offsets, QueueRange, canonical
+from spark.options import ReadOptions
+from spark.schema import to_batch
+
+log = logging.getLogger(__name__)
+RETRY_SECONDS = 60.0  # a pull failing this long in a row fails the task
+READER_GROUP = "spark_rocketmq_reader"  # pulls say a group; nothing is committed under it
+BATCH_ROWS = 32_768  # rows per Arrow batch (spark-connector.md §6: 10k-64k)
+_SYSTEM_PREFIXES = ("%RETRY%", "%DLQ%", "rmq_sys_", "RMQ_SYS_", "SCHEDULE_TOPIC", "TBW102")
+
+_lock = threading.Lock()
+_consumers: dict[str, PullConsumer] = {}
+
+
+class DataLossError(RuntimeError):
+    """Offsets the query needs are gone (aged out, or the queue shrank) and failOnDataLoss."""
+
+
+def consumer(name_server: str) -> PullConsumer:
+    """This process's started consumer for ``name_server`` (created on first use)."""
+    with _lock:
+        c = _consumers.get(name_server)
+        if c is None:
+            c = PullConsumer(READER_GROUP, namesrv_addr=name_server, instance_name="spark",
+                             auto_commit=False)  # fmt: skip
+            run(c.start())
+            _consumers[name_server] = c
+        return c
+
+
+# ------------------------------------------------------------------ driver side
+
+
+def topics(opts: ReadOptions) -> list[str]:
+    """The topics the options name: the list, the assigned ones, or every topic matching
+    ``subscribePattern`` (system topics left out)."""
+    if opts.assign is not None:
+        return sorted(opts.assign)
+    if opts.pattern is None:
+        return list(opts.topics)
+    found = run(consumer(opts.name_server).instance.topic_list(), 30)
+    rx = re.compile(opts.pattern)
+    return sorted(t for t in found if rx.fullmatch(t) and not t.startswith(_SYSTEM_PREFIXES))
+
+
+def queues(opts: ReadOptions) -> list[MessageQueue]:
+    """Every readable queue of the topics (assign: the listed ones that exist)."""
+    c = consumer(opts.name_server)
+    out: list[MessageQueue] = []
+    for topic in topics(opts):
+        try:
+            found = run(c.fetch_message_queues(topic), 30)
+        except MQClientError:
+            if opts.pattern is not None:
+                continue  # deleted between listing and routing
+            raise
+        if opts.assign is not None:
+            wanted = opts.assign[topic]
+            found = [mq for mq in found if mq.queue_id in wanted.get(mq.broker_name, ())]
+        out += found
+    return sorted(out)
+
+
+def _table(pairs: Iterable[tuple[MessageQueue, int]]) -> Offsets:
+    table: Offsets = {}
+    for mq, off in pairs:
+        table.setdefault(mq.topic, {}).setdefault(mq.broker_name, {})[str(mq.queue_id)] = off
+    return canonical(table)
+
+
+def max_offsets(
+    opts: ReadOptions, mqs: Iterable[MessageQueue], *, partial: bool = False
+) -> Offsets:
+    """Each queue's max offset; with ``partial`` a queue whose broker does not answer is left
+    out (a streaming query then keeps it where it was until its broker is back)."""
+    c = consumer(opts.name_server)
+    found = []
+    for mq in mqs:
+        try:
+            found.append((mq, run(c.max_offset(mq), 30)))
+        except (MQClientError, RemotingError, TimeoutError) as exc:
+            if not partial:
+                raise
+            log.warning("max offset of %s unknown: %s", mq, exc)
+    return _table(found)
+
+
+def min_offsets(opts: ReadOptions, mqs: Iterable[MessageQueue]) -> Offsets:
+    c = consumer(opts.name_server)
+    return _table((mq, run(c.min_offset(mq), 30)) for mq in mqs)
+
+
+def offsets_at(opts: ReadOptions, mqs: Iterable[MessageQueue], timestamp_ms: int) -> Offsets:
+    """The first offset stored at or after the time, per queue (SEARCH_OFFSET_BY_TIMESTAMP)."""
+    c = consumer(opts.name_server)
+    return _table((mq, run(c.offset_for_timestamp(mq, timestamp_ms), 30)) for mq in mqs)
+
+
+def commit_group(opts: ReadOptions, end: Offsets) -> None:
+    """The ``group`` option: the processed offsets as that group's consumer offsets, so
+    admin tools show the lag (never read back: the checkpoint is the truth)."""
+    if opts.group is None:
+        return
+    c = consumer(opts.name_server)
+
+    async def write() -> None:
+        store = RemoteOffsetStore(c.instance, opts.group or "")
+        mqs = [
+            MessageQueue(topic, broker, int(qid))
+            for topic, brokers in end.items()
+            for broker, qids in brokers.items()
+            for qid in qids
+        ]
+        for mq in mqs:
+            store.update(mq, end[mq.topic][mq.broker_name][str(mq.queue_id)], False)
+        await store.persist_all(mqs)
+
+    run(write(), 30)
+
+
+# ------------------------------------------------------------------ executor side
+
+
+def read_range(opts: ReadOptions, r: QueueRange) -> Iterator[pa.RecordBatch]:
+    """Rows of queue offsets [start, end), exactly (a replay reads the same rows), as Arrow
+    batches; tags filtered exactly; gaps follow ``failOnDataLoss``."""
+    c = consumer(opts.name_server)
+    mq = MessageQueue(r.topic, r.broker_name, r.queue_id)
+    tags = _tag_set(opts.sub_expression)
+    cols, offset = Columns(), r.start
+    timeout = opts.pull_timeout_ms / 1000
+    patience = time.monotonic() + RETRY_SECONDS
+    while offset < r.end:
+        nums = min(opts.pull_batch_size, r.end - offset)
+        try:
+            raw = run(c.pull_raw(mq, offset, nums, timeout, expression=opts.sub_expression),
+                      timeout + 5)  # fmt: skip
+        except (MQClientError, RemotingError, TimeoutError) as exc:
+            if time.monotonic() > patience:  # a broker restarting gets this long
+                raise
+            log.warning("pull of %s at %d failed, retrying: %s", mq, offset, exc)
+            time.sleep(0.5)
+            continue
+        patience = time.monotonic() + RETRY_SECONDS
+        if raw.status is PullStatus.FOUND:
+            seen = cols.scanned
+            decode_columns(raw.body, cols, tags=tags, include_properties=opts.include_properties,
+                           stop_at=r.end)  # fmt: skip
+            if cols.scanned > seen and cols.last_offset < offset:
+                raise MQClientError(f"{mq}: the broker answered offsets before {offset}")
+            nxt = raw.next_begin_offset
+        elif raw.status is PullStatus.NO_MATCHED_MSG:
+            nxt = raw.next_begin_offset
+        elif raw.status is PullStatus.OFFSET_ILLEGAL and raw.min_offset > offset:
+            _lost(opts, f"{mq}: offsets {offset}..{raw.min_offset - 1} are gone (aged out)")
+            nxt = raw.min_offset
+        else:  # NO_NEW_MSG / beyond the max: the range asks for messages that do not exist
+            _lost(opts, f"{mq}: offsets {offset}..{r.end - 1} are not there "
+                        f"(the queue's max offset is {raw.max_offset})")  # fmt: skip
+            return
+        if nxt <= offset:
+            raise MQClientError(f"{mq}: the broker gave no progress at offset {offset}")
+        offset = nxt
+        if len(cols) >= BATCH_ROWS:
+            yield to_batch(cols, r.broker_name)
+            cols = Columns()
+    if len(cols):
+        yield to_batch(cols, r.broker_name)
+
+
+def _lost(opts: ReadOptions, what: str) -> None:
+    if opts.fail_on_data_loss:
+        raise DataLossError(
+            f"{what}. Some data may have been lost; set failOnDataLoss=false to go on"
+        )
+
+
+def _tag_set(expression: str) -> frozenset[str] | None:
+    text = expression.strip()
+    if not text or text == "*":
+        return None
+    return frozenset(t.strip() for t in text.split("||") if t.strip())

@@ -1,0 +1,34 @@
+"""Issue 16 "Done when": examples/spark_windows.py runs as the README says (against this
+test cluster's name server instead of make run's :9876), twice: the second run counts only
+what arrived since (its checkpoint)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.cluster import Cluster
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.timeout(600)
+def test_spark_windows_example_runs(cluster: Cluster, tmp_path: Path) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert ".venv/bin/python examples/spark_windows.py" in readme
+    script = str(ROOT / "examples" / "spark_windows.py")
+    for run in (1, 2):
+        done = subprocess.run([sys.executable, script, cluster.namesrv_addr], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=240)  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        batches = [line for line in done.stdout.splitlines() if line.startswith("batch ")]
+        clicks = sum(int(line.split(": ")[1].split()[0]) for line in batches)
+        assert clicks == 200, (run, done.stdout)  # each run: only the clicks it sent
+        counts = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+        assert counts and all({"windowStart", "tags", "count"} <= set(c) for c in counts)
