@@ -3,6 +3,8 @@ record batches into messages, batch cutting, option parsing."""
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 
 pa = pytest.importorskip("pyarrow")
@@ -97,3 +99,19 @@ def test_options_lower_cased_keys_and_defaults() -> None:
         _write_options({"nameServer": "h:1", "checkpointlocation": "/c"}, False)
     with pytest.raises(ValueError, match="option topic is empty"):
         _write_options({"nameServer": "h:1", "topic": " "}, False)
+
+
+def test_writers_pickle_without_clients() -> None:
+    """Item 6 / spark-connector.md §4: what Spark pickles holds options and column names
+    only; clients are made in ``write()`` on the executor."""
+    types = pytest.importorskip("pyspark.sql.types")
+    from spark.sink import BatchWriter, StreamWriter, make_writer
+
+    schema = types.StructType([types.StructField("Body", types.StringType())])
+    for streaming, cls in ((False, BatchWriter), (True, StreamWriter)):
+        writer = make_writer(
+            {"nameserver": "h:1", "topic": "T"}, schema, False, streaming=streaming
+        )
+        copy = pickle.loads(pickle.dumps(writer))
+        assert type(copy) is cls
+        assert (copy.options, copy.columns) == (writer.options, Columns("Body"))
