@@ -1,0 +1,166 @@
+"""Spark sink throughput: ``df.write.format("rocketmq")`` of N x 100-byte rows vs the SDK.
+
+Run ``python -m benchmarks.spark_write [--messages N] [--repeat R] [--quick]``.
+
+A name server and one ASYNC_FLUSH broker run as processes, with an 8-queue topic. Spark
+(``local[2]``, the test suite's settings) writes a DataFrame of N rows (``spark.range`` with
+a 100-byte binary ``body``, two partitions) with ``mode("append")``: rows/s from the start
+of ``save()`` until it returns (every row stored). Baseline in the same run, in this
+process: the SDK's ``Producer.send_batch`` of the same N bodies, in batches of the sink's
+default ``batchSize`` with as many batches in flight as the sink keeps. Each run checks that
+the topic grew by N. Prints both, their ratio, and a JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from typing import Any
+
+import uvloop
+
+from benchmarks.common import listening_process, quiet_logging
+from client import Message, Producer, PullConsumer, api
+from remoting.client import RemotingClient
+from spark.sink import WriteOptions
+from spark.sink_send import WINDOW
+
+TOPIC, QUEUES, SIZE = "BenchSparkWrite", 8, 100
+BATCH = WriteOptions("").batch_size
+
+
+async def create_topic(namesrv: str, broker: str) -> None:
+    async with RemotingClient() as cli:
+        assert (await cli.invoke(broker, api.create_topic(TOPIC, QUEUES))).code == 0
+        for _ in range(200):
+            if (await cli.invoke(namesrv, api.get_route(TOPIC))).code == 0:
+                return
+            await asyncio.sleep(0.05)
+    raise RuntimeError(f"{TOPIC} never routed")
+
+
+async def stored(namesrv: str) -> int:
+    """Messages in the topic (the sum of its queues' max offsets)."""
+    consumer = PullConsumer("bench_spark_write_count", namesrv)
+    async with consumer:
+        queues = await consumer.fetch_message_queues(TOPIC)
+        return sum([await consumer.max_offset(mq) for mq in queues])
+
+
+async def sdk_rate(namesrv: str, bodies: list[bytes]) -> float:
+    """Rows/s of send_batch runs of BATCH bodies, WINDOW in flight (the sink's shape)."""
+    async with Producer("bench_sdk_batch", namesrv_addr=namesrv) as producer:
+        slots = asyncio.Semaphore(WINDOW)
+
+        async def one(start: int) -> None:
+            async with slots:
+                await producer.send_batch(
+                    [Message(TOPIC, body) for body in bodies[start : start + BATCH]]
+                )
+
+        await producer.send_batch([Message(TOPIC, b"warm-up")])
+        t0 = time.perf_counter()
+        await asyncio.gather(*(one(i) for i in range(0, len(bodies), BATCH)))
+        return len(bodies) / (time.perf_counter() - t0)
+
+
+def start_spark() -> Any:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need this venv's pyarrow
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("aiorocketmq-bench-spark-write")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    from spark import register
+
+    register(session)
+    return session
+
+
+def spark_rate(session: Any, namesrv: str, n: int) -> float:
+    """Rows/s of one ``df.write`` of n rows (the rows are generated as the job runs)."""
+    body = f"cast(rpad(cast(id as string), {SIZE}, 'x') as binary) as body"
+    df = session.range(0, n, 1, 2).selectExpr(body)
+    writer = df.write.format("rocketmq").mode("append").option("nameServer", namesrv)
+    t0 = time.perf_counter()
+    writer.option("topic", TOPIC).save()
+    return n / (time.perf_counter() - t0)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--messages", type=int, default=200_000, help="rows per write")
+    parser.add_argument("--repeat", type=int, default=3, help="report the median of N")
+    parser.add_argument("--quick", action="store_true", help="smoke run: 20,000 rows, once")
+    args = parser.parse_args()
+    if args.quick:
+        args.messages, args.repeat = 20_000, 1
+    quiet_logging()
+    bodies = [str(i).encode().ljust(SIZE, b"x") for i in range(args.messages)]
+    rates: dict[str, list[float]] = {"spark": [], "sdk": []}
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        listening_process(["-m", "namesrv", "--listen-port", "0"]) as ns,
+    ):
+        namesrv = f"127.0.0.1:{ns.port}"
+        sets = [f"storePathRootDir={tmp}", "brokerIP1=127.0.0.1"]
+        argv = ["-m", "broker", "-n", namesrv, "--listen-port", "0"]
+        argv += [arg for kv in sets for arg in ("--set", kv)]
+        with listening_process(argv) as broker:
+            uvloop.run(create_topic(namesrv, f"127.0.0.1:{broker.port}"))
+            session = start_spark()
+            try:
+                spark_rate(session, namesrv, 1000)  # warm-up: JVM, Python workers, routes
+                for _ in range(args.repeat):
+                    for who in ("spark", "sdk"):
+                        before = uvloop.run(stored(namesrv))
+                        rate = (
+                            spark_rate(session, namesrv, args.messages)
+                            if who == "spark"
+                            else uvloop.run(sdk_rate(namesrv, bodies))
+                        )
+                        grew = uvloop.run(stored(namesrv)) - before
+                        assert grew >= args.messages, (who, grew)
+                        rates[who].append(rate)
+            finally:
+                session.stop()
+    report({who: statistics.median(r) for who, r in rates.items()}, args.messages)
+    return 0
+
+
+def report(med: dict[str, float], n: int) -> None:
+    ratio = med["spark"] / med["sdk"]
+    print(f"\n{'writer':<34}{'rows/s':>12}")
+    print(f"{'spark df.write (local[2])':<34}{med['spark']:>12,.0f}")
+    print(f"{f'sdk send_batch {BATCH} x {WINDOW} in flight':<34}{med['sdk']:>12,.0f}")
+    print(f"spark / sdk: {ratio:.2f}  ({n:,} x {SIZE}-byte rows)")
+    print(
+        json.dumps(
+            {
+                "bench": "spark_write",
+                "rows": n,
+                "rows_per_s": {k: round(v) for k, v in med.items()},
+                "ratio": round(ratio, 3),
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
