@@ -18,12 +18,12 @@ from pathlib import Path
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers use this venv
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
-from pyspark.sql import DataFrame, SparkSession  # noqa: E402
-from pyspark.sql import functions as F  # noqa: E402
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
-import spark  # noqa: E402
-from client import Message  # noqa: E402
-from client.sync import Producer  # noqa: E402
+import spark
+from client import Message
+from client.sync import Producer
 
 
 def main(namesrv: str) -> None:

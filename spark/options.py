@@ -55,9 +55,9 @@ class WriteOptions:
 
     name_server: str
     topic: str | None = None
-    producer_group: str = "spark_rocketmq_writer"
-    send_timeout_ms: int = 3000
-    batch_size: int = 32  # messages per batch send, where a batch is allowed
+    producer_group: str = "spark-rocketmq-sink"
+    send_timeout_ms: int = 3000  # DefaultMQProducer.sendMsgTimeout
+    batch_size: int = 128  # messages per SEND_BATCH_MESSAGE, where a batch is allowed
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ WRITE_OPTIONS: dict[str, _Spec] = {
     "topic": _Spec("topic", v.one_topic),
     "producerGroup": _Spec("producer_group", v.non_blank),
     "sendTimeoutMs": _Spec("send_timeout_ms", v.positive),
-    "sendBatchSize": _Spec("batch_size", v.positive),
+    "batchSize": _Spec("batch_size", v.positive),
 }
 
 _SUBSCRIPTIONS = ("topic", "subscribe", "subscribePattern", "assign")

@@ -60,65 +60,13 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from spark.options import WriteOptions, write_options
 from spark.sink_rows import Columns, route
 from spark.sink_send import Sender, producer
 
 log = logging.getLogger(__name__)
 
 __all__ = ["BatchWriter", "SinkCommit", "StreamWriter", "WriteOptions", "make_writer"]
-
-
-@dataclass(frozen=True, slots=True)
-class WriteOptions:
-    name_server: str
-    topic: str | None = None
-    producer_group: str = "spark-rocketmq-sink"
-    send_timeout_ms: int = 3000  # DefaultMQProducer.sendMsgTimeout
-    batch_size: int = 128  # messages per SEND_BATCH_MESSAGE
-
-
-_OPTIONS = ("nameServer", "topic", "producerGroup", "sendTimeoutMs", "batchSize")
-# Spark hands a stream's sink its own options too
-_SPARK_STREAM_OPTIONS = frozenset({"checkpointlocation"})
-
-
-def _write_options(options: Mapping[str, str], streaming: bool) -> WriteOptions:
-    """The sink's options; Spark passes keys lower-cased, errors name them in camelCase."""
-    given = {k.lower(): v for k, v in options.items()}
-    known = {name.lower() for name in _OPTIONS} | (_SPARK_STREAM_OPTIONS if streaming else set())
-    unknown = sorted(k for k in given if k not in known)
-    if unknown:
-        raise ValueError(
-            f"rocketmq sink: unknown option(s) {', '.join(unknown)}; the sink takes "
-            f"{', '.join(_OPTIONS)}"
-        )
-    name_server = given.get("nameserver", "").strip()
-    if not name_server:
-        raise ValueError("rocketmq sink: option nameServer is required (host:port[;host:port])")
-    topic = given.get("topic")
-    if topic is not None and not topic.strip():
-        raise ValueError("rocketmq sink: option topic is empty")
-    defaults = WriteOptions(name_server)
-    return WriteOptions(
-        name_server=name_server,
-        topic=topic.strip() if topic is not None else None,
-        producer_group=given.get("producergroup", defaults.producer_group),
-        send_timeout_ms=_positive(given, "sendTimeoutMs", defaults.send_timeout_ms),
-        batch_size=_positive(given, "batchSize", defaults.batch_size),
-    )
-
-
-def _positive(given: Mapping[str, str], name: str, default: int) -> int:
-    text = given.get(name.lower())
-    if text is None:
-        return default
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value <= 0:
-        raise ValueError(f"rocketmq sink: option {name} must be a positive integer, not {text!r}")
-    return value
 
 
 _INTEGRAL = (ByteType, ShortType, IntegerType, LongType)
@@ -270,6 +218,6 @@ def make_writer(
         raise ValueError(
             f"rocketmq sink: only {what} is supported: a topic cannot be overwritten or truncated"
         )
-    opts = _write_options(options, streaming)
+    opts = write_options(options, streaming=streaming)
     cols = _columns(schema, opts.topic)
     return StreamWriter(opts, cols) if streaming else BatchWriter(opts, cols)

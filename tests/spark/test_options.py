@@ -361,13 +361,13 @@ def test_write_options() -> None:
             "topic": " out ",
             "producergroup": "pg",
             "sendtimeoutms": "5000",
-            "sendbatchsize": "64",
+            "batchsize": "64",
         },
         streaming=False,
     )
     assert w == WriteOptions("h:1", "out", "pg", 5000, 64)
     assert sorted(WRITE_OPTIONS) == sorted(
-        ["nameServer", "topic", "producerGroup", "sendTimeoutMs", "sendBatchSize"]
+        ["nameServer", "topic", "producerGroup", "sendTimeoutMs", "batchSize"]
     )
 
 
@@ -390,11 +390,11 @@ def test_stream_sink_ignores_spark_own_keys() -> None:
         (NS | {"topic": ""}, "topic: '' is not a valid topic name"),
         (NS | {"producergroup": " "}, "producerGroup must not be blank"),
         (NS | {"sendtimeoutms": "0"}, "sendTimeoutMs must be a positive integer, got '0'"),
-        (NS | {"sendbatchsize": "many"}, "sendBatchSize must be a positive integer, got 'many'"),
+        (NS | {"batchsize": "many"}, "batchSize must be a positive integer, got 'many'"),
         (
             NS | {"subscribe": "t"},
             "unknown option 'subscribe' for the rocketmq sink; the options are nameServer, topic, "
-            "producerGroup, sendTimeoutMs, sendBatchSize",
+            "producerGroup, sendTimeoutMs, batchSize",
         ),
         (
             NS | {"path": "/out"},

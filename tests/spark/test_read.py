@@ -135,3 +135,16 @@ def test_max_offsets_per_trigger(spark: Any, cluster: Cluster, tmp_path: Path) -
     counts = [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
     assert sum(counts) == 40 and max(counts) <= 10 + 4, counts  # 4 queues round a share up
     assert len(bodies(spark, tmp_path / "out")) == 40
+
+
+def test_sink_round_trip_through_the_source(spark: Any, cluster: Cluster) -> None:
+    """Issue 16 "Tests": DataFrame -> topic (sink) -> DataFrame (source), equal."""
+    asyncio.run(create_everywhere(cluster, "SparkTrip", 2))
+    rows = [(f"r{i}".encode(), f"T{i % 3}", f"k{i}", {"n": str(i)}) for i in range(50)]
+    df = spark.createDataFrame(rows, "body binary, tags string, keys string, "
+                                     "properties map<string,string>")  # fmt: skip
+    (df.write.format("rocketmq").mode("append").option("nameServer", cluster.namesrv_addr)
+     .option("topic", "SparkTrip").save())  # fmt: skip
+    back = source(spark, cluster, "SparkTrip").select("body", "tags", "keys", "properties")
+    got = sorted((r.body, r.tags, r.keys, r.properties["n"]) for r in back.collect())
+    assert got == sorted((b, t, k, p["n"]) for b, t, k, p in rows)

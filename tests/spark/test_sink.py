@@ -113,10 +113,10 @@ def test_queue_id_that_does_not_exist_fails_the_task(spark: Any, cluster: Cluste
 
 
 BAD_OPTIONS = [
-    ({"nameServer": None}, "option nameServer is required"),
+    ({"nameServer": None}, "nameServer is required"),
     ({"startingOffsets": "earliest"}, "unknown option.*startingoffsets"),
-    ({"batchSize": "0"}, "option batchSize must be a positive integer, not '0'"),
-    ({"sendTimeoutMs": "soon"}, "option sendTimeoutMs must be a positive integer"),
+    ({"batchSize": "0"}, "batchSize must be a positive integer, got '0'"),
+    ({"sendTimeoutMs": "soon"}, "sendTimeoutMs must be a positive integer"),
 ]
 
 

@@ -10,7 +10,7 @@ import pytest
 pa = pytest.importorskip("pyarrow")
 
 from client import Message  # noqa: E402
-from spark.sink import _write_options  # noqa: E402
+from spark.options import write_options  # noqa: E402
 from spark.sink_rows import Columns, chunks, route  # noqa: E402
 
 
@@ -91,14 +91,15 @@ def test_chunks_cut_by_count_and_bytes() -> None:
 def test_options_lower_cased_keys_and_defaults() -> None:
     """Item 6 / issue 16 item 3: keys arrive lower-cased from Spark; checkpointLocation is
     Spark's own, passed to a stream's sink only."""
-    opts = _write_options({"nameserver": "h:1", "batchsize": "7", "topic": " T "}, False)
+    opts = write_options({"nameserver": "h:1", "batchsize": "7", "topic": " T "}, streaming=False)
     assert (opts.name_server, opts.batch_size, opts.topic) == ("h:1", 7, "T")
     assert opts.send_timeout_ms == 3000
-    assert _write_options({"nameServer": "h:1", "checkpointlocation": "/c"}, True).topic is None
+    streamed = write_options({"nameServer": "h:1", "checkpointlocation": "/c"}, streaming=True)
+    assert streamed.topic is None
     with pytest.raises(ValueError, match=r"unknown option.*checkpointlocation"):
-        _write_options({"nameServer": "h:1", "checkpointlocation": "/c"}, False)
-    with pytest.raises(ValueError, match="option topic is empty"):
-        _write_options({"nameServer": "h:1", "topic": " "}, False)
+        write_options({"nameServer": "h:1", "checkpointlocation": "/c"}, streaming=False)
+    with pytest.raises(ValueError, match="not a valid topic name"):
+        write_options({"nameServer": "h:1", "topic": " "}, streaming=False)
 
 
 def test_writers_pickle_without_clients() -> None:
