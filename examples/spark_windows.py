@@ -36,7 +36,8 @@ def main(namesrv: str) -> None:
     session = (
         SparkSession.builder.master("local[2]").appName("rocketmq-windows")
         .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
         .getOrCreate()
     )  # fmt: skip
     session.sparkContext.setLogLevel("ERROR")
