@@ -10,11 +10,13 @@ batches, as Kafka's consumer cache).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Coroutine, Iterable, Iterator
+from typing import Any
 
 import pyarrow as pa
 
@@ -95,29 +97,48 @@ def _table(pairs: Iterable[tuple[MessageQueue, int]]) -> Offsets:
 def max_offsets(
     opts: ReadOptions, mqs: Iterable[MessageQueue], *, partial: bool = False
 ) -> Offsets:
-    """Each queue's max offset; with ``partial`` a queue whose broker does not answer is left
-    out (a streaming query then keeps it where it was until its broker is back)."""
+    """Each queue's max offset, asked of the brokers at once; with ``partial`` a queue whose
+    broker does not answer is left out (a streaming query then keeps it where it was until
+    its broker is back)."""
     c = consumer(opts.name_server)
+    queues = list(mqs)
+    answers = run(_gather([c.max_offset(mq) for mq in queues]), 60)
     found = []
-    for mq in mqs:
-        try:
-            found.append((mq, run(c.max_offset(mq), 30)))
-        except (MQClientError, RemotingError, TimeoutError) as exc:
-            if not partial:
-                raise
-            log.warning("max offset of %s unknown: %s", mq, exc)
+    for mq, answer in zip(queues, answers, strict=True):
+        if isinstance(answer, BaseException):
+            if not partial or not isinstance(answer, (MQClientError, RemotingError, TimeoutError)):
+                raise answer
+            log.warning("max offset of %s unknown: %s", mq, answer)
+        else:
+            found.append((mq, answer))
     return _table(found)
+
+
+async def _gather(calls: list[Coroutine[Any, Any, int]]) -> list[int | BaseException]:
+    return await asyncio.gather(*calls, return_exceptions=True)
+
+
+def _all(calls: list[Coroutine[Any, Any, int]]) -> list[int]:
+    out = []
+    for answer in run(_gather(calls), 60):
+        if isinstance(answer, BaseException):
+            raise answer
+        out.append(answer)
+    return out
 
 
 def min_offsets(opts: ReadOptions, mqs: Iterable[MessageQueue]) -> Offsets:
     c = consumer(opts.name_server)
-    return _table((mq, run(c.min_offset(mq), 30)) for mq in mqs)
+    queues = list(mqs)
+    return _table(zip(queues, _all([c.min_offset(mq) for mq in queues]), strict=True))
 
 
 def offsets_at(opts: ReadOptions, mqs: Iterable[MessageQueue], timestamp_ms: int) -> Offsets:
     """The first offset stored at or after the time, per queue (SEARCH_OFFSET_BY_TIMESTAMP)."""
     c = consumer(opts.name_server)
-    return _table((mq, run(c.offset_for_timestamp(mq, timestamp_ms), 30)) for mq in mqs)
+    queues = list(mqs)
+    calls = [c.offset_for_timestamp(mq, timestamp_ms) for mq in queues]
+    return _table(zip(queues, _all(calls), strict=True))
 
 
 def commit_group(opts: ReadOptions, end: Offsets) -> None:
