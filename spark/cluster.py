@@ -21,7 +21,7 @@ from typing import Any
 import pyarrow as pa
 
 from client import MessageQueue, MQClientError, PullConsumer, RemotingError
-from client.lite_raw import Columns, PullStatus, decode_columns
+from client.lite_raw import Columns, PullStatus, RawPull, decode_columns
 from client.offsets import RemoteOffsetStore
 from client.sync import run
 from spark.offsets import Offsets, QueueRange, canonical
@@ -166,51 +166,79 @@ def commit_group(opts: ReadOptions, end: Offsets) -> None:
 # ------------------------------------------------------------------ executor side
 
 
+PULLS_IN_FLIGHT = 4  # per partition: pulls of the next offsets go out before the first returns
+
+
 def read_range(opts: ReadOptions, r: QueueRange) -> Iterator[pa.RecordBatch]:
     """Rows of queue offsets [start, end), exactly (a replay reads the same rows), as Arrow
-    batches; tags filtered exactly; gaps follow ``failOnDataLoss``."""
+    batches; tags filtered exactly; gaps follow ``failOnDataLoss``. Up to
+    ``PULLS_IN_FLIGHT`` pulls of consecutive offsets are in flight; an answer is used only if
+    it starts where the previous one ended (a filtered or short answer discards the rest)."""
     c = consumer(opts.name_server)
     mq = MessageQueue(r.topic, r.broker_name, r.queue_id)
-    tags = _tag_set(opts.sub_expression)
     cols, offset = Columns(), r.start
-    timeout = opts.pull_timeout_ms / 1000
     patience = time.monotonic() + RETRY_SECONDS
     while offset < r.end:
-        nums = min(opts.pull_batch_size, r.end - offset)
-        try:
-            raw = run(c.pull_raw(mq, offset, nums, timeout, expression=opts.sub_expression),
-                      timeout + 5)  # fmt: skip
-        except (MQClientError, RemotingError, TimeoutError) as exc:
-            if time.monotonic() > patience:  # a broker restarting gets this long
-                raise
-            log.warning("pull of %s at %d failed, retrying: %s", mq, offset, exc)
-            time.sleep(0.5)
-            continue
-        patience = time.monotonic() + RETRY_SECONDS
-        if raw.status is PullStatus.FOUND:
-            seen = cols.scanned
-            decode_columns(raw.body, cols, tags=tags, include_properties=opts.include_properties,
-                           stop_at=r.end)  # fmt: skip
-            if cols.scanned > seen and cols.last_offset < offset:
-                raise MQClientError(f"{mq}: the broker answered offsets before {offset}")
-            nxt = raw.next_begin_offset
-        elif raw.status is PullStatus.NO_MATCHED_MSG:
-            nxt = raw.next_begin_offset
-        elif raw.status is PullStatus.OFFSET_ILLEGAL and raw.min_offset > offset:
-            _lost(opts, f"{mq}: offsets {offset}..{raw.min_offset - 1} are gone (aged out)")
-            nxt = raw.min_offset
-        else:  # NO_NEW_MSG / beyond the max: the range asks for messages that do not exist
-            _lost(opts, f"{mq}: offsets {offset}..{r.end - 1} are not there "
-                        f"(the queue's max offset is {raw.max_offset})")  # fmt: skip
-            return
-        if nxt <= offset:
-            raise MQClientError(f"{mq}: the broker gave no progress at offset {offset}")
-        offset = nxt
+        answers = run(_window(c, mq, opts, offset, r.end), opts.pull_timeout_ms / 1000 + 5)
+        for at, raw in answers:
+            if at != offset:
+                break  # the previous answer ended elsewhere: ask again from there
+            if isinstance(raw, BaseException):
+                if not isinstance(raw, (MQClientError, RemotingError, TimeoutError)):
+                    raise raw
+                if time.monotonic() > patience:  # a broker restarting gets this long
+                    raise raw
+                log.warning("pull of %s at %d failed, retrying: %s", mq, offset, raw)
+                time.sleep(0.5)
+                break
+            patience = time.monotonic() + RETRY_SECONDS
+            nxt = _take(opts, mq, raw, offset, r.end, cols)
+            if nxt is None:
+                return
+            offset = nxt
         if len(cols) >= BATCH_ROWS:
             yield to_batch(cols, r.broker_name)
             cols = Columns()
     if len(cols):
         yield to_batch(cols, r.broker_name)
+
+
+async def _window(
+    c: PullConsumer, mq: MessageQueue, opts: ReadOptions, offset: int, end: int
+) -> list[tuple[int, RawPull | BaseException]]:
+    n, timeout = opts.pull_batch_size, opts.pull_timeout_ms / 1000
+    starts = [at for at in range(offset, end, n)][:PULLS_IN_FLIGHT]
+    calls = [
+        c.pull_raw(mq, at, min(n, end - at), timeout, expression=opts.sub_expression)
+        for at in starts
+    ]
+    answers = await asyncio.gather(*calls, return_exceptions=True)
+    return list(zip(starts, answers, strict=True))
+
+
+def _take(
+    opts: ReadOptions, mq: MessageQueue, raw: RawPull, offset: int, end: int, cols: Columns
+) -> int | None:
+    """One answer's rows into ``cols``; the next offset, or None to stop (data not there)."""
+    if raw.status is PullStatus.FOUND:
+        seen = cols.scanned
+        decode_columns(raw.body, cols, tags=_tag_set(opts.sub_expression),
+                       include_properties=opts.include_properties, stop_at=end)  # fmt: skip
+        if cols.scanned > seen and cols.last_offset < offset:
+            raise MQClientError(f"{mq}: the broker answered offsets before {offset}")
+        nxt = raw.next_begin_offset
+    elif raw.status is PullStatus.NO_MATCHED_MSG:
+        nxt = raw.next_begin_offset
+    elif raw.status is PullStatus.OFFSET_ILLEGAL and raw.min_offset > offset:
+        _lost(opts, f"{mq}: offsets {offset}..{raw.min_offset - 1} are gone (aged out)")
+        nxt = raw.min_offset
+    else:  # NO_NEW_MSG / beyond the max: the range asks for messages that do not exist
+        _lost(opts, f"{mq}: offsets {offset}..{end - 1} are not there "
+                    f"(the queue's max offset is {raw.max_offset})")  # fmt: skip
+        return None
+    if nxt <= offset:
+        raise MQClientError(f"{mq}: the broker gave no progress at offset {offset}")
+    return nxt
 
 
 def _lost(opts: ReadOptions, what: str) -> None:
