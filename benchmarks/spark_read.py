@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
 import sys
 import tempfile
@@ -51,6 +50,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from benchmarks.common import listening_process, quiet_logging
+from benchmarks.spark_common import start_spark as start_shared_spark
 from client import Message, MessageQueue, Producer, PullConsumer, api
 from client.lite_raw import Columns, PullStatus, decode_columns
 from remoting.client import RemotingClient
@@ -143,27 +143,13 @@ class MemoryReader(DataSourceReader):
 
 
 def start_spark() -> Any:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need this venv's pyarrow
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pyspark.sql import SparkSession
-
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("aiorocketmq-bench-spark-read")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.sql.streaming.noDataProgressEventInterval", "0")
-        .config("spark.sql.streaming.numRecentProgressUpdates", "100000")
-        .getOrCreate()
+    session = start_shared_spark(
+        "aiorocketmq-bench-spark-read",
+        **{
+            "spark.sql.streaming.noDataProgressEventInterval": "0",
+            "spark.sql.streaming.numRecentProgressUpdates": "100000",
+        },
     )
-    session.sparkContext.setLogLevel("ERROR")
-    from spark import register
-
-    register(session)
     session.dataSource.register(MemorySource)
     return session
 

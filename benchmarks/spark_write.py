@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
 import sys
 import tempfile
@@ -26,6 +25,7 @@ from typing import Any
 import uvloop
 
 from benchmarks.common import listening_process, quiet_logging
+from benchmarks.spark_common import start_spark as start_shared_spark
 from client import Message, Producer, PullConsumer, api
 from remoting.client import RemotingClient
 from spark.sink import WriteOptions
@@ -70,29 +70,6 @@ async def sdk_rate(namesrv: str, bodies: list[bytes]) -> float:
         return len(bodies) / (time.perf_counter() - t0)
 
 
-def start_spark() -> Any:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need this venv's pyarrow
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pyspark.sql import SparkSession
-
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("aiorocketmq-bench-spark-write")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    from spark import register
-
-    register(session)
-    return session
-
-
 def spark_rate(session: Any, namesrv: str, n: int) -> float:
     """Rows/s of one ``df.write`` of n rows (the rows are generated as the job runs)."""
     body = f"cast(rpad(cast(id as string), {SIZE}, 'x') as binary) as body"
@@ -124,7 +101,7 @@ def main() -> int:
         argv += [arg for kv in sets for arg in ("--set", kv)]
         with listening_process(argv) as broker:
             uvloop.run(create_topic(namesrv, f"127.0.0.1:{broker.port}"))
-            session = start_spark()
+            session = start_shared_spark("aiorocketmq-bench-spark-write")
             try:
                 spark_rate(session, namesrv, 1000)  # warm-up: JVM, Python workers, routes
                 for _ in range(args.repeat):
