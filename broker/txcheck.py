@@ -49,7 +49,8 @@ class RoundReport:
     discarded: int = 0  # moved to TRANS_CHECK_MAX_TIME_TOPIC
     passed: int = 0  # ended already
     offset: int = 0  # the half queue offset the round stopped at
-    yields: int = 0
+    yields: int = 0  # how often it gave the loop way
+    ms: float = 0.0  # how long it took
 
 
 class TransactionCheck:
@@ -70,8 +71,8 @@ class TransactionCheck:
                 log.exception("transaction_check_failed")
                 continue
             if report.checked or report.discarded:
-                log.info("transaction_check", checked=report.checked,
-                         discarded=report.discarded, offset=report.offset)  # fmt: skip
+                log.info("transaction_check", checked=report.checked, discarded=report.discarded,
+                         offset=report.offset, yields=report.yields, ms=report.ms)  # fmt: skip
 
     async def round(self) -> RoundReport:
         start, report, turn = now_ms(), RoundReport(), TimeSlice()
@@ -93,6 +94,7 @@ class TransactionCheck:
                 break
         await self._finish(offset, op_offset, turn)
         report.offset, report.yields = offset, turn.yields
+        report.ms = round(now_ms() - start, 1)
         self.rounds += 1
         return report
 
