@@ -75,12 +75,16 @@ class Transactions:
     async def half_topic(self) -> None:
         """TransactionalMessageBridge.selectTopicConfig: created on first use, 1 queue, RW."""
         if self.ctx.topics.get(TRANS_HALF_TOPIC) is None:
-            await self.ctx.topics.create_plain(TRANS_HALF_TOPIC, 1, Perm.READ | Perm.WRITE)
+            await self.ctx.topics.create_plain(
+                TRANS_HALF_TOPIC, 1, Perm.READ | Perm.WRITE, wait_registered=False
+            )
 
     async def add_op(self, half_offset: int) -> bool:
         """addRemoveTagInTransactionOp: an op message for the half at ``half_offset``."""
         if self.ctx.topics.get(TRANS_OP_HALF_TOPIC) is None:
-            await self.ctx.topics.create_plain(TRANS_OP_HALF_TOPIC, 1, Perm.READ | Perm.WRITE)
+            await self.ctx.topics.create_plain(
+                TRANS_OP_HALF_TOPIC, 1, Perm.READ | Perm.WRITE, wait_registered=False
+            )
         op = MessageExt(
             topic=TRANS_OP_HALF_TOPIC,
             body=str(half_offset).encode(),

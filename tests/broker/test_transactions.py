@@ -289,6 +289,8 @@ async def test_state_survives_a_broker_restart(cluster: Cluster, producer: Produ
 
 async def _after_restart(producer: Producer, addr: str, done: RemotingCommand) -> None:
     cli = producer.cli
+    ops = await messages(cli, addr, TRANS_OP_HALF_TOPIC, 0)  # written though the stop came
+    assert [op.body for op in ops] == [b"0"]  # at once (its topic's creation awaits no one)
     await producer.register(addr)
     again = await producer.end(addr, done, "UNIQ0000000000000000000005", 8, oneway=False)
     assert again is not None and again.code == 0
