@@ -71,6 +71,7 @@ class TransactionProducer(Producer):
         self._checks: asyncio.Queue[_Check] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._pool: ThreadPoolExecutor | None = None
+        self.dropped_checks = 0  # check-backs dropped because the queue was full
 
     async def start(self) -> None:
         """Start, register for check-backs, and make the group known to every master now
@@ -214,6 +215,7 @@ class TransactionProducer(Producer):
         try:
             self._checks.put_nowait((header, msg, ch))
         except asyncio.QueueFull:
+            self.dropped_checks += 1
             log.warning("check_transaction_state_dropped", group=self.group, broker=ch.peer,
                         msg_id=header.msg_id, waiting=self._hold_max)  # fmt: skip
 
