@@ -47,6 +47,9 @@ class BrokerConfig:
         "client_channel_scan_interval": (1, None),
         "rebalance_lock_max_live_time": (1, None),
         "ha_listen_port": (0, 65535),
+        "transaction_time_out": (0, None),
+        "transaction_check_max": (0, None),
+        "transaction_check_interval": (1, None),
     }
 
     broker_cluster_name: str = "DefaultCluster"
@@ -65,6 +68,9 @@ class BrokerConfig:
     broker_topic_enable: bool = True
     default_topic_queue_nums: int = 8
     reject_transaction_message: bool = False
+    transaction_time_out: int = 6_000  # ms: a half younger than this is not checked yet
+    transaction_check_max: int = 15  # checks before a half moves to TRANS_CHECK_MAX_TIME_TOPIC
+    transaction_check_interval: int = 60_000  # ms between check rounds
     start_accept_send_request_time_stamp: int = 0
     register_name_server_period: int = 30_000  # ms; RocketMQ clamps 10-60 s, we allow 1-60 s
     register_broker_timeout_mills: int = 6_000

@@ -8,6 +8,7 @@ from broker.config import BrokerConfig
 from broker.processors.admin import AdminProcessor
 from broker.processors.callclient import CallClientProcessor
 from broker.processors.client import ClientProcessor
+from broker.processors.endtx import EndTransactionProcessor
 from broker.processors.groups import GroupAdminProcessor
 from broker.processors.pull import PullProcessor
 from broker.processors.query import QueryProcessor
@@ -32,6 +33,7 @@ class Processors:
     query: QueryProcessor
     runtime: RuntimeProcessor
     callclient: CallClientProcessor
+    endtx: EndTransactionProcessor
 
 
 def routes(p: Processors) -> Routes:
@@ -40,6 +42,7 @@ def routes(p: Processors) -> Routes:
         C.SEND_MESSAGE_V2: Route(p.send.send, group="send"),
         C.SEND_BATCH_MESSAGE: Route(p.send.send_batch, group="send"),
         C.CONSUMER_SEND_MSG_BACK: Route(p.client.send_back, group="send"),
+        C.END_TRANSACTION: Route(p.endtx.end),
         C.PULL_MESSAGE: Route(p.pull.pull),
         C.HEART_BEAT: Route(p.client.heartbeat),
         C.UNREGISTER_CLIENT: Route(p.client.unregister_client),

@@ -24,6 +24,7 @@ from broker.namesrv_api import BrokerIdentity, NamesrvAPI
 from broker.processors.admin import AdminProcessor
 from broker.processors.callclient import CallClientProcessor
 from broker.processors.client import ClientProcessor
+from broker.processors.endtx import EndTransactionProcessor
 from broker.processors.groups import GroupAdminProcessor
 from broker.processors.pull import PullProcessor
 from broker.processors.query import QueryProcessor
@@ -34,6 +35,8 @@ from broker.stats import SAMPLE_SECONDS, BrokerStats
 from broker.store import MessageStore
 from broker.store.config import StoreConfig
 from broker.topics import TopicTable, system_topics
+from broker.transactions import Transactions
+from broker.txcheck import TransactionCheck
 from remoting.client import RemotingClient
 from remoting.config import ServerConfig
 from remoting.lifecycle import Service
@@ -91,6 +94,11 @@ class Broker(Service):
         ctx = self.ctx
         self.consumers = Consumers(ctx, self._files())
         self.consumers.load()
+        self.transactions = Transactions(ctx, self.consumers.offsets)
+        ops = self.transactions.rebuild()
+        self.tx_check = TransactionCheck(self.transactions, self.consumers.registry)
+        if ops:
+            log.info("transaction_ops_read", ops=ops, low=self.transactions.ops.low)
         table, limits = routes(self._processors()), bulkheads(cfg)  # shared by both ports
         self.servers = [
             RemotingServer(tbl, server_cfg, bulkheads=limits, announce=False, sock=s)
@@ -171,7 +179,7 @@ class Broker(Service):
         )
         c.hold.wake = pull.wake
         return Processors(
-            send=SendProcessor(ctx),
+            send=SendProcessor(ctx, self.transactions),
             pull=pull,
             client=ClientProcessor(ctx, c.registry, c.offsets, c.locks, c.notify_ids_changed),
             admin=AdminProcessor(ctx),
@@ -179,6 +187,7 @@ class Broker(Service):
             query=QueryProcessor(ctx),
             runtime=RuntimeProcessor(ctx, c.registry, c.offsets, c.schedule),
             callclient=CallClientProcessor(ctx, c.registry),
+            endtx=EndTransactionProcessor(self.transactions),
         )
 
     @property
@@ -206,6 +215,7 @@ class Broker(Service):
         for interval, name, job in jobs:
             self._loops.append(loop.create_task(every(interval, job, name=name), name=name))
         self._loops.append(loop.create_task(self.consumers.schedule.run(), name="schedule"))
+        self._loops.append(loop.create_task(self.tx_check.run(), name="transaction_check"))
 
     async def _sample_stats(self) -> None:
         self.ctx.stats.sample()

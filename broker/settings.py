@@ -52,7 +52,8 @@ KNOWN: Final = frozenset().union(*(config_keys(c) for c in CLASSES))
 LIVE_KEYS: Final = frozenset({
     # BrokerConfig, read through BrokerContext.config by each request and registration
     "brokerPermission", "regionId", "traceOn", "startAcceptSendRequestTimeStamp",
-    "rejectTransactionMessage",
+    "rejectTransactionMessage", "transactionTimeOut", "transactionCheckMax",
+    "transactionCheckInterval",
     # StoreConfig, read by the running store at each put, read or retention round
     "maxMessageSize", "syncFlushTimeout", "fileReservedTime", "deleteWhen",
     "diskMaxUsedSpaceRatio", "maxTransferBytesOnMessageInMemory",

@@ -22,8 +22,6 @@ from remoting.protocol.topic import (
     OFFSET_MOVED_EVENT,
     SCHEDULE_TOPIC,
     SELF_TEST_TOPIC,
-    TRANS_HALF_TOPIC,
-    TRANS_OP_HALF_TOPIC,
     Perm,
     TopicConfig,
     reply_topic,
@@ -64,8 +62,6 @@ def system_topics(
         ),
         TopicConfig(topic_name=BENCHMARK_TOPIC, read_queue_nums=1024, write_queue_nums=1024),
         TopicConfig(topic_name=reply_topic(cluster), read_queue_nums=1, write_queue_nums=1),
-        TopicConfig(topic_name=TRANS_HALF_TOPIC, read_queue_nums=1, write_queue_nums=1),
-        TopicConfig(topic_name=TRANS_OP_HALF_TOPIC, read_queue_nums=1, write_queue_nums=1),
     ]
     if auto_create:
         topics.append(

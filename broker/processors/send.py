@@ -20,6 +20,7 @@ from broker.context import BrokerContext
 from broker.delay import apply_delay
 from broker.store import PutResult, PutStatus
 from broker.topics import describe
+from broker.transactions import Transactions
 from remoting.channel import Channel
 from remoting.errors import MessageDecodeError
 from remoting.protocol.codes import MQVersion, RequestCode, ResponseCode
@@ -88,8 +89,9 @@ class Refused(Exception):
 
 
 class SendProcessor:
-    def __init__(self, ctx: BrokerContext) -> None:
+    def __init__(self, ctx: BrokerContext, transactions: Transactions) -> None:
         self.ctx = ctx
+        self.transactions = transactions
         self.store = ctx.store
         self.topics = ctx.topics
         self.groups = ctx.groups
@@ -113,7 +115,9 @@ class SendProcessor:
             msg, wait = self._build(hdr, req.body, queue_id, ch)
             await self._retry_or_dlq(req, hdr, msg)
             self._tag_filter_flag(msg, config)
-            if not self._prepare_transaction(msg):
+            if self._prepare_transaction(msg):
+                await self.transactions.half_topic()
+            else:
                 apply_delay(msg, len(self.store.delays))
         except Refused as exc:
             return response_to(req, exc.code, exc.remark, self._base_ext())

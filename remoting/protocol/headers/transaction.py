@@ -4,8 +4,14 @@ fidelity.md 3.1). Wire keys are Java's field names."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Final
 
 from remoting.protocol.headers.base import Header, Int32, wire
+
+# MessageSysFlag.TRANSACTION_*_TYPE: the values of commitOrRollback
+TRANSACTION_NOT_TYPE: Final = 0
+TRANSACTION_COMMIT_TYPE: Final = 8
+TRANSACTION_ROLLBACK_TYPE: Final = 12
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -15,7 +21,6 @@ class EndTransactionRequestHeader(Header):
     producer_group: str = field(metadata=wire("producerGroup"))
     tran_state_table_offset: int = field(metadata=wire("tranStateTableOffset"))
     commit_log_offset: int = field(metadata=wire("commitLogOffset"))
-    # MessageSysFlag: 0 not type (unknown), 8 commit, 12 rollback (message.SysFlag.TRANSACTION_*)
     commit_or_rollback: Int32 = field(metadata=wire("commitOrRollback"))
     from_transaction_check: bool = field(default=False, metadata=wire("fromTransactionCheck"))
     msg_id: str = field(metadata=wire("msgId"))

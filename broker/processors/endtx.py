@@ -1,0 +1,42 @@
+"""END_TRANSACTION (37): commit or roll back a half message (EndTransactionProcessor;
+protocol.md 5.6, fidelity.md 3.1). Clients send it oneway, so its answer is mostly for
+two-way callers and tests."""
+
+from __future__ import annotations
+
+import structlog
+
+from broker.config import BrokerRole
+from broker.transactions import Transactions
+from remoting.channel import Channel
+from remoting.protocol.codes import ResponseCode as R
+from remoting.protocol.command import RemotingCommand, response_to
+from remoting.protocol.headers.transaction import (
+    TRANSACTION_COMMIT_TYPE,
+    TRANSACTION_ROLLBACK_TYPE,
+    EndTransactionRequestHeader,
+)
+
+log = structlog.get_logger(__name__)
+
+
+class EndTransactionProcessor:
+    def __init__(self, tx: Transactions) -> None:
+        self.tx = tx
+
+    async def end(self, req: RemotingCommand, ch: Channel) -> RemotingCommand | None:
+        hdr = EndTransactionRequestHeader.from_ext(req.ext_fields)
+        if self.tx.ctx.config.broker_role is BrokerRole.SLAVE:
+            log.warning("end_transaction_on_slave", peer=ch.peer)
+            return response_to(req, R.SLAVE_NOT_AVAILABLE)
+        if hdr.commit_or_rollback not in (TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE):
+            # 0 (UNKNOW) or anything else: logged, not answered, as in Java
+            log.info("end_transaction_pending", peer=ch.peer, msg_id=hdr.msg_id,
+                     from_check=hdr.from_transaction_check, remark=req.remark)  # fmt: skip
+            return None
+        if hdr.from_transaction_check or hdr.commit_or_rollback == TRANSACTION_ROLLBACK_TYPE:
+            log.info("end_transaction", peer=ch.peer, msg_id=hdr.msg_id,
+                     commit=hdr.commit_or_rollback == TRANSACTION_COMMIT_TYPE,
+                     from_check=hdr.from_transaction_check, remark=req.remark)  # fmt: skip
+        outcome = await self.tx.end(hdr)
+        return response_to(req, outcome.code, outcome.remark)

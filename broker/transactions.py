@@ -1,0 +1,241 @@
+"""Transactions: half messages, END_TRANSACTION's commit and rollback, op messages
+(protocol.md 12.4, fidelity.md 3.1; Java's TransactionalMessageServiceImpl,
+TransactionalMessageBridge and EndTransactionProcessor).
+
+A half message waits in RMQ_SYS_TRANS_HALF_TOPIC queue 0. Committing stores a copy under its
+REAL_TOPIC / REAL_QID with the half's properties unchanged; committing or rolling back then
+appends an op message (tag ``d``, body: the half's queue offset as text) to
+RMQ_SYS_TRANS_OP_HALF_TOPIC queue 0. Both topics are created on first use, as 4.9.8 does.
+Everything lives in those two queues and in the offsets of group CID_RMQ_SYS_TRANS, so a
+restarted broker rebuilds its state by reading the op queue (``rebuild``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Final, NamedTuple
+
+import structlog
+
+from broker.context import BrokerContext
+from broker.delay import apply_delay
+from broker.offsets import ConsumerOffsets
+from broker.store import GetStatus, PutStatus
+from broker.transaction_state import HalfOps, chain_root
+from remoting.errors import MessageDecodeError
+from remoting.protocol.codes import ResponseCode as R
+from remoting.protocol.headers.transaction import (
+    TRANSACTION_COMMIT_TYPE,
+    EndTransactionRequestHeader,
+)
+from remoting.protocol.message import MessageExt, Prop, SysFlag, decode_record, now_ms
+from remoting.protocol.msgid import UniqKeyGenerator
+from remoting.protocol.topic import TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, Perm
+from remoting.tasks import TimeSlice
+
+log = structlog.get_logger(__name__)
+
+CHECK_GROUP: Final = "CID_RMQ_SYS_TRANS"  # TransactionalMessageUtil.buildConsumerGroup
+REMOVE_TAG: Final = "d"  # TransactionalMessageUtil.REMOVETAG
+READ_BATCH: Final = 32
+
+# EndTransactionProcessor.sendFinalMessage: put status -> (code, remark)
+FINAL_FAILED: Final[dict[PutStatus, tuple[int, str]]] = {
+    PutStatus.CREATE_MAPPED_FILE_FAILED: (R.SYSTEM_ERROR, "Create mapped file failed."),
+    PutStatus.MESSAGE_ILLEGAL: (R.MESSAGE_ILLEGAL, "The message is illegal, maybe msg body or "
+        "properties length not matched. msg body length limit {body}B, msg properties length "
+        "limit 32KB."),
+    PutStatus.SERVICE_NOT_AVAILABLE: (R.SERVICE_NOT_AVAILABLE, "Service not available now."),
+    PutStatus.OS_PAGECACHE_BUSY: (R.SYSTEM_ERROR, "OS page cache busy, please try another machine"),
+    PutStatus.UNKNOWN_ERROR: (R.SYSTEM_ERROR, "UNKNOWN_ERROR"),
+}  # fmt: skip
+FINAL_FAILED[PutStatus.PROPERTIES_SIZE_EXCEEDED] = FINAL_FAILED[PutStatus.MESSAGE_ILLEGAL]
+STORED: Final = frozenset(
+    {PutStatus.PUT_OK, PutStatus.FLUSH_DISK_TIMEOUT, PutStatus.FLUSH_SLAVE_TIMEOUT,
+     PutStatus.SLAVE_NOT_AVAILABLE}
+)  # fmt: skip
+
+
+class Outcome(NamedTuple):
+    code: int
+    remark: str | None = None
+
+
+class Transactions:
+    def __init__(self, ctx: BrokerContext, offsets: ConsumerOffsets) -> None:
+        self.ctx = ctx
+        self.store = ctx.store
+        self.offsets = offsets
+        self.ops = HalfOps()
+        self._ids = UniqKeyGenerator()
+        self._ending: set[int] = set()  # chains (first record's offset) being ended now
+
+    # ------------------------------------------------------------ half and op topics
+
+    async def half_topic(self) -> None:
+        """TransactionalMessageBridge.selectTopicConfig: created on first use, 1 queue, RW."""
+        if self.ctx.topics.get(TRANS_HALF_TOPIC) is None:
+            await self.ctx.topics.create_plain(TRANS_HALF_TOPIC, 1, Perm.READ | Perm.WRITE)
+
+    async def add_op(self, half_offset: int) -> bool:
+        """addRemoveTagInTransactionOp: an op message for the half at ``half_offset``."""
+        if self.ctx.topics.get(TRANS_OP_HALF_TOPIC) is None:
+            await self.ctx.topics.create_plain(TRANS_OP_HALF_TOPIC, 1, Perm.READ | Perm.WRITE)
+        op = MessageExt(
+            topic=TRANS_OP_HALF_TOPIC,
+            body=str(half_offset).encode(),
+            properties={Prop.TAGS: REMOVE_TAG, Prop.UNIQ_KEY: self._ids.next()},
+            queue_id=0,
+            born_timestamp=now_ms(),
+            born_host=self.ctx.addr,
+        )
+        result = await self.store.put(op, wait_flush=False)
+        if result.status not in STORED:
+            log.error("transaction_op_failed", half_offset=half_offset, status=result.status.name)
+            return False
+        self.ops.add(half_offset)
+        return True
+
+    async def close_chain(self, half: MessageExt) -> bool:
+        """Ops for ``half`` and, when it is a check copy, for its chain's first record."""
+        root = chain_root(half)
+        done = await self.add_op(half.queue_offset)
+        if root != half.queue_offset:
+            done = await self.add_op(root) and done
+        return done
+
+    # ------------------------------------------------------------ END_TRANSACTION
+
+    def find_half(self, commit_log_offset: int) -> MessageExt | None:
+        """getHalfMessageByOffset: the half message stored at that CommitLog offset."""
+        record = self.store.read(commit_log_offset)
+        if record is None:
+            return None
+        try:
+            half = decode_record(record)
+        except MessageDecodeError:
+            return None
+        return half if half.topic == TRANS_HALF_TOPIC else None
+
+    async def end(self, hdr: EndTransactionRequestHeader) -> Outcome:
+        """Commit (8) or rollback (12) the half message ``hdr`` names (checkPrepareMessage's
+        three checks first); a second END for a half, or for another record of its chain, is
+        answered SUCCESS and changes nothing (stricter than 4.9.8: protocol.md 12.4)."""
+        half = self.find_half(hdr.commit_log_offset)
+        if half is None:
+            return Outcome(R.SYSTEM_ERROR, "Find prepared transaction message failed")
+        if half.properties.get(Prop.PGROUP) != hdr.producer_group:
+            return Outcome(R.SYSTEM_ERROR, "The producer group wrong")
+        if half.queue_offset != hdr.tran_state_table_offset:
+            return Outcome(R.SYSTEM_ERROR, "The transaction state table offset wrong")
+        if half.commit_log_offset != hdr.commit_log_offset:
+            return Outcome(R.SYSTEM_ERROR, "The commit log offset wrong")
+        root = chain_root(half)
+        if self.ops.ended(half) or root in self._ending:
+            log.info("transaction_already_ended", msg_id=hdr.msg_id, offset=half.queue_offset)
+            return Outcome(R.SUCCESS)
+        self._ending.add(root)  # an END for another record of the chain waits for none
+        try:
+            if hdr.commit_or_rollback == TRANSACTION_COMMIT_TYPE:
+                outcome = await self._deliver(half, hdr.commit_log_offset)
+                if outcome.code != R.SUCCESS:
+                    return outcome
+            await self.close_chain(half)
+        finally:
+            self._ending.discard(root)
+        return Outcome(R.SUCCESS)
+
+    async def _deliver(self, half: MessageExt, commit_log_offset: int) -> Outcome:
+        """endMessageTransaction + sendFinalMessage: the half, under its real topic and queue,
+        with its properties string as stored (TRAN_MSG=true and REAL_* kept, as 4.9.8's
+        CommitLog writes them: fidelity.md 3.1)."""
+        props = half.properties
+        try:
+            topic, queue_id = props[Prop.REAL_TOPIC], int(props[Prop.REAL_QID])
+        except (KeyError, ValueError):
+            return Outcome(R.SYSTEM_ERROR, "Find prepared transaction message failed")
+        msg = MessageExt(
+            topic=topic,
+            body=half.body,
+            flag=half.flag,
+            properties=dict(props),
+            queue_id=queue_id,
+            sys_flag=(half.sys_flag & ~SysFlag.TRANSACTION_MASK) | SysFlag.TRANSACTION_COMMIT,
+            born_timestamp=half.born_timestamp,
+            born_host=half.born_host,
+            reconsume_times=half.reconsume_times,
+            prepared_transaction_offset=commit_log_offset,
+        )
+        apply_delay(msg, len(self.store.delays))
+        result = await self.store.put(msg)
+        if result.status in STORED:
+            self.ctx.stats.on_put(topic, 1, result.wrote_bytes)
+            return Outcome(R.SUCCESS)
+        code, remark = FINAL_FAILED.get(result.status, (R.SYSTEM_ERROR, "UNKNOWN_ERROR DEFAULT"))
+        log.warning("transaction_commit_not_stored", topic=topic, status=result.status.name)
+        return Outcome(code, remark.format(body=self.ctx.store_config.max_message_size))
+
+    # ------------------------------------------------------------ restart
+
+    def progress(self) -> tuple[int, int]:
+        """The check rounds' offsets in the half and op queues (fetchConsumeOffset: the
+        queue's min offset when none is stored)."""
+        half = self.offsets.query(CHECK_GROUP, TRANS_HALF_TOPIC, 0)
+        op = self.offsets.query(CHECK_GROUP, TRANS_OP_HALF_TOPIC, 0)
+        half = max(half, self.store.min_offset(TRANS_HALF_TOPIC, 0))
+        op = max(op, self.store.min_offset(TRANS_OP_HALF_TOPIC, 0))
+        return half, op
+
+    def rebuild(self) -> int:
+        """At start: every op from the check rounds' op offset on marks its half; returns
+        how many ops were read. The rounds move the op offset only past ops naming halves
+        below their window (``advance_ops``), so the marks are complete from the first op's
+        half, or from the half offset, whichever is lower."""
+        half, offset = self.progress()
+        marks: list[int] = []
+        seen = 0
+        for record in self._ops_from(offset):
+            marks.extend(op_half_offsets(record)[1])
+            if seen == 0:
+                half = min([half, *marks])
+            seen += 1
+        self.ops = HalfOps(half)
+        for mark in marks:
+            self.ops.add(mark)
+        return seen
+
+    def _ops_from(self, offset: int) -> Iterator[bytes]:
+        while True:
+            result = self.store.get(TRANS_OP_HALF_TOPIC, 0, offset, READ_BATCH)
+            if result.status is not GetStatus.FOUND:
+                if result.status in (GetStatus.OFFSET_TOO_SMALL, GetStatus.OFFSET_FOUND_NULL):
+                    offset = result.next_begin_offset
+                    continue
+                return
+            yield from result.messages
+            offset = result.next_begin_offset
+
+    async def advance_ops(self, offset: int, turn: TimeSlice) -> int:
+        """calculateOpOffset, by the window: past every op that names a half below it."""
+        for record in self._ops_from(offset):
+            await turn.tick()
+            at, named = op_half_offsets(record)
+            if named and max(named) >= self.ops.low:
+                break
+            offset = max(offset, at + 1)  # a malformed op is passed over too
+        return offset
+
+
+def op_half_offsets(record: bytes) -> tuple[int, list[int]]:
+    """The op's own queue offset and the half queue offsets it names (5.x may join several
+    with commas; 4.9.8 writes one); none for a malformed or foreign record."""
+    try:
+        op = decode_record(record)
+    except MessageDecodeError:
+        return -1, []
+    try:
+        if op.properties.get(Prop.TAGS) != REMOVE_TAG:
+            return op.queue_offset, []
+        return op.queue_offset, [int(part) for part in op.body.decode().split(",") if part]
+    except (ValueError, UnicodeDecodeError):
+        return op.queue_offset, []

@@ -1,0 +1,252 @@
+"""TransactionCheck: the check-back rounds (TransactionalMessageCheckService every
+``transactionCheckInterval``; TransactionalMessageServiceImpl.check; fidelity.md 3.1).
+
+A round walks the half queue from the group CID_RMQ_SYS_TRANS's offset. A half with an op
+(or whose chain has one) is passed. One checked ``transactionCheckMax`` times already, or
+older than the files are kept, moves to TRANS_CHECK_MAX_TIME_TOPIC, never delivered, and its
+chain is closed. One younger than its immunity (``transactionTimeOut``, or its
+CHECK_IMMUNITY_TIME_IN_SECONDS) ends the round, or, with that property, is re-appended
+unchecked. Any other is re-appended with TRANSACTION_CHECK_TIMES + 1 and
+CHECK_TRANSACTION_STATE (39) about the copy goes, oneway, to a live producer of its PGROUP.
+The round yields to the loop every time slice, so thousands of pending halves stall nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import itertools
+from dataclasses import dataclass
+from typing import Final
+
+import structlog
+
+from broker.registry import ClientRegistry
+from broker.store import GetStatus
+from broker.transactions import CHECK_GROUP, READ_BATCH, STORED, Transactions
+from remoting.channel import Channel
+from remoting.errors import MessageDecodeError
+from remoting.protocol.codes import RequestCode
+from remoting.protocol.command import RemotingCommand
+from remoting.protocol.headers.transaction import CheckTransactionStateRequestHeader
+from remoting.protocol.message import MessageExt, Prop, decode_record, encode_record, now_ms
+from remoting.protocol.topic import (
+    TRANS_CHECK_MAX_TIME_TOPIC,
+    TRANS_HALF_TOPIC,
+    TRANS_OP_HALF_TOPIC,
+    Perm,
+)
+from remoting.tasks import TimeSlice
+
+log = structlog.get_logger(__name__)
+
+MAX_ROUND_SECONDS: Final = 60.0  # TransactionalMessageServiceImpl.MAX_PROCESS_TIME_LIMIT
+
+
+@dataclass(slots=True)
+class RoundReport:
+    checked: int = 0  # CHECK_TRANSACTION_STATE sent (or due, with no producer to ask)
+    discarded: int = 0  # moved to TRANS_CHECK_MAX_TIME_TOPIC
+    passed: int = 0  # ended already
+    offset: int = 0  # the half queue offset the round stopped at
+    yields: int = 0  # how often it gave the loop way
+    ms: float = 0.0  # how long it took
+
+
+class TransactionCheck:
+    def __init__(self, tx: Transactions, registry: ClientRegistry) -> None:
+        self.tx = tx
+        self.store = tx.store
+        self.registry = registry
+        self._turn = itertools.count()
+        self.rounds = 0
+
+    async def run(self) -> None:
+        """Every transactionCheckInterval, one round (read afresh: it may be updated)."""
+        while True:
+            await asyncio.sleep(self.tx.ctx.config.transaction_check_interval / 1000)
+            try:
+                report = await self.round()
+            except Exception:  # a bug here must not end the rounds for good
+                log.exception("transaction_check_failed")
+                continue
+            if report.checked or report.discarded:
+                log.info("transaction_check", checked=report.checked, discarded=report.discarded,
+                         offset=report.offset, yields=report.yields, ms=report.ms)  # fmt: skip
+
+    async def round(self) -> RoundReport:
+        start, report, turn = now_ms(), RoundReport(), TimeSlice()
+        base, op_offset = self.tx.progress()
+        end = self.store.max_offset(TRANS_HALF_TOPIC, 0)
+        offset = base
+        while offset < end and now_ms() - start < MAX_ROUND_SECONDS * 1000:
+            batch, offset = self._read(offset, end)
+            if not batch:
+                break
+            stopped = False
+            for half in batch:
+                if not await self._one(half, start, report):
+                    offset, stopped = half.queue_offset, True
+                    break
+                offset = half.queue_offset + 1
+                await turn.tick()
+            if stopped:
+                break
+        await self._finish(offset, op_offset, turn)
+        report.offset, report.yields = offset, turn.yields
+        report.ms = round(now_ms() - start, 1)
+        self.rounds += 1
+        return report
+
+    def _read(self, offset: int, end: int) -> tuple[list[MessageExt], int]:
+        """Up to READ_BATCH halves from ``offset`` (stepping over a gap)."""
+        while offset < end:
+            result = self.store.get(TRANS_HALF_TOPIC, 0, offset, READ_BATCH)
+            if result.status in (GetStatus.OFFSET_TOO_SMALL, GetStatus.OFFSET_FOUND_NULL):
+                offset = max(offset + 1, result.next_begin_offset)
+                continue
+            if result.status is not GetStatus.FOUND:
+                return [], offset
+            batch = []
+            for record in result.messages:
+                try:
+                    batch.append(decode_record(record))
+                except MessageDecodeError:  # the store verifies records: not expected
+                    log.error("transaction_half_unreadable", offset=offset)
+            if batch:
+                return batch, offset
+            offset = result.next_begin_offset
+        return [], offset
+
+    async def _one(self, half: MessageExt, start: int, report: RoundReport) -> bool:
+        """Handle one half; False ends the round before it (it is looked at next round)."""
+        if self.tx.ops.ended(half):
+            report.passed += 1
+            return True
+        if half.store_timestamp >= start:
+            return False  # stored since the round began
+        cfg = self.tx.ctx.config
+        times = _int(half.properties.get(Prop.TRANSACTION_CHECK_TIMES), 0)
+        kept_ms = self.tx.ctx.store_config.file_reserved_time * 3600 * 1000
+        if times >= cfg.transaction_check_max or now_ms() - half.born_timestamp > kept_ms:
+            await self._discard(half)
+            report.discarded += 1
+            return True
+        immunity = self._immunity(half)
+        age = now_ms() - half.born_timestamp
+        if 0 <= age < immunity:
+            if Prop.CHECK_IMMUNITY_TIME_IN_SECONDS not in half.properties:
+                return False
+            return await self._copy(half, times) is not None  # putImmunityMsgBackToHalfQueue
+        copy = await self._copy(half, times + 1)
+        if copy is None:
+            return False
+        self._send_check(copy)
+        report.checked += 1
+        return True
+
+    def _immunity(self, half: MessageExt) -> int:
+        """getImmunityTime: CHECK_IMMUNITY_TIME_IN_SECONDS x 1000, -1 or unset: the timeout."""
+        timeout = self.tx.ctx.config.transaction_time_out
+        seconds = _int(half.properties.get(Prop.CHECK_IMMUNITY_TIME_IN_SECONDS), -1)
+        return timeout if seconds == -1 else seconds * 1000
+
+    async def _copy(self, half: MessageExt, times: int) -> MessageExt | None:
+        """renewHalfMessageInner: the half again at the queue's end, with the check count;
+        every copy names its chain's first record (our TRAN_PREPARED_QUEUE_OFFSET use)."""
+        props = dict(half.properties)
+        props.setdefault(Prop.TRAN_PREPARED_QUEUE_OFFSET, str(half.queue_offset))
+        if times > 0:
+            props[Prop.TRANSACTION_CHECK_TIMES] = str(times)
+        copy = MessageExt(
+            topic=TRANS_HALF_TOPIC,
+            body=half.body,
+            flag=half.flag,
+            properties=props,
+            queue_id=0,
+            sys_flag=half.sys_flag,
+            born_timestamp=half.born_timestamp,
+            born_host=half.born_host,
+            reconsume_times=half.reconsume_times,
+        )
+        result = await self.store.put(copy, wait_flush=False)
+        if result.status not in STORED:
+            log.error("transaction_half_put_back_failed", status=result.status.name)
+            return None
+        return copy  # the store filled in its queue and CommitLog offsets
+
+    async def _discard(self, half: MessageExt) -> None:
+        """resolveDiscardMsg: a copy in TRANS_CHECK_MAX_TIME_TOPIC (1 queue, perm 6); ours
+        also closes the chain, so a late END cannot deliver it."""
+        topics = self.tx.ctx.topics
+        if topics.get(TRANS_CHECK_MAX_TIME_TOPIC) is None:
+            await topics.create_plain(TRANS_CHECK_MAX_TIME_TOPIC, 1, Perm.READ | Perm.WRITE)
+        moved = MessageExt(
+            topic=TRANS_CHECK_MAX_TIME_TOPIC,
+            body=half.body,
+            flag=half.flag,
+            properties=dict(half.properties),
+            queue_id=0,
+            sys_flag=half.sys_flag,
+            born_timestamp=half.born_timestamp,
+            born_host=half.born_host,
+            reconsume_times=half.reconsume_times,
+        )
+        result = await self.store.put(moved, wait_flush=False)
+        props = half.properties
+        log.error("transaction_checked_too_often", msg_id=props.get(Prop.UNIQ_KEY),
+                  real_topic=props.get(Prop.REAL_TOPIC), moved=result.status.name)  # fmt: skip
+        await self.tx.close_chain(half)
+
+    def _send_check(self, copy: MessageExt) -> None:
+        """AbstractTransactionalMessageCheckListener.sendCheckMessage: the copy, its topic and
+        queue restored, to one live producer channel of its group (round robin)."""
+        group = copy.properties.get(Prop.PGROUP, "")
+        channel = self._channel(group)
+        if channel is None:
+            log.warning("transaction_check_no_producer", group=group)
+            return
+        uniq = copy.properties.get(Prop.UNIQ_KEY)
+        header = CheckTransactionStateRequestHeader(
+            tran_state_table_offset=copy.queue_offset,
+            commit_log_offset=copy.commit_log_offset,
+            msg_id=uniq,
+            transaction_id=uniq,
+            offset_msg_id=copy.msg_id,
+        )
+        body = dataclasses.replace(
+            copy,
+            topic=copy.properties.get(Prop.REAL_TOPIC, copy.topic),
+            queue_id=_int(copy.properties.get(Prop.REAL_QID), copy.queue_id),
+        )
+        request = RemotingCommand.request(
+            RequestCode.CHECK_TRANSACTION_STATE, header.to_ext(), encode_record(body), oneway=True
+        )
+        if not channel.send_oneway(request):
+            log.warning("transaction_check_not_sent", group=group, peer=channel.peer)
+
+    def _channel(self, group: str) -> Channel | None:
+        """ProducerManager.getAvailableChannel: the group's open, writable channels in turn."""
+        live = [
+            ch
+            for ch in self.registry.producers.get(group, {})
+            if isinstance(ch, Channel) and ch.ready
+        ]
+        return live[next(self._turn) % len(live)] if live else None
+
+    async def _finish(self, offset: int, op_offset: int, turn: TimeSlice) -> None:
+        """Save the round's progress; the op window moves and the op offset with it."""
+        offsets = self.tx.offsets
+        if offset != offsets.query(CHECK_GROUP, TRANS_HALF_TOPIC, 0):
+            offsets.commit(CHECK_GROUP, TRANS_HALF_TOPIC, 0, offset)
+        self.tx.ops.round_done(offset)
+        new_op = await self.tx.advance_ops(op_offset, turn)
+        if new_op != offsets.query(CHECK_GROUP, TRANS_OP_HALF_TOPIC, 0):
+            offsets.commit(CHECK_GROUP, TRANS_OP_HALF_TOPIC, 0, new_op)
+
+
+def _int(text: str | None, default: int) -> int:
+    try:
+        return int(text) if text is not None else default
+    except ValueError:
+        return default
