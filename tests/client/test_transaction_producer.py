@@ -131,14 +131,14 @@ async def test_commit_is_delivered_once_with_the_transaction_id(cluster: Cluster
     ):
         results = [
             await p.send_message_in_transaction(Message("TxCommit", b"c%d" % i), arg=i)
-            for i in range(4)
+            for i in range(8)  # round robin over 8 queues: both brokers
         ]
-        await wait_until(lambda: len(got.msgs) >= 4, 10)
+        await wait_until(lambda: len(got.msgs) >= 8, 10)
         await asyncio.sleep(2.0)  # four check rounds: nothing more arrives
     assert all(isinstance(r, TransactionSendResult) for r in results)
     assert {r.local_transaction_state for r in results} == {COMMIT}
     assert {r.queue.broker_name for r in results} == {"broker-a", "broker-b"}
-    assert Counter(got.bodies) == {b"c%d" % i: 1 for i in range(4)}
+    assert Counter(got.bodies) == {b"c%d" % i: 1 for i in range(8)}
     by_body = {m.body: m for m in got.msgs}
     for i, r in enumerate(results):
         m = by_body[b"c%d" % i]
@@ -219,7 +219,8 @@ async def test_a_killed_producer_is_answered_for_by_another_of_its_group(
     every master from its start and answers the check: the message is delivered."""
     await create_everywhere(cluster, "TxKilled")
     tx, got = Tx(check=COMMIT), Collect()
-    survivor = producer(cluster, "pg_tx_killed", tx)
+    # its own client instance: the consumer's heartbeats must not be what registers the group
+    survivor = producer(cluster, "pg_tx_killed", tx, instance_name="survivor")
     await survivor.start()
     worker = ServerProcess(["-m", "tests.client.tx_worker", cluster.namesrv_addr,
                             "pg_tx_killed", "TxKilled"])  # fmt: skip
