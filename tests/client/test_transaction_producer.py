@@ -195,8 +195,8 @@ async def test_an_exception_is_unknow_and_the_check_commits(cluster: Cluster) ->
 
 
 async def test_plain_listener_methods_run_off_the_loop(cluster: Cluster) -> None:
-    """Issue 17 item 3: plain listener methods run in worker threads; UNKNOW is checked and
-    the plain check's COMMIT delivers it."""
+    """fidelity D2 (client side); issue 17 item 3: plain listener methods run in worker threads;
+    UNKNOW is checked and the plain check's COMMIT delivers it."""
     await create_everywhere(cluster, "TxPlain")
     tx, got = PlainTx(UNKNOW, check=COMMIT), Collect()
     loop_thread = threading.get_ident()
@@ -214,9 +214,10 @@ async def test_plain_listener_methods_run_off_the_loop(cluster: Cluster) -> None
 async def test_a_killed_producer_is_answered_for_by_another_of_its_group(
     cluster: Cluster,
 ) -> None:
-    """Issue 17 tests: the producer process is killed (SIGKILL) between its half message and
-    END_TRANSACTION; a second producer of the group, which never sent anything, is known to
-    every master from its start and answers the check: the message is delivered."""
+    """fidelity 3.1 (request 39 goes to a live channel of the PGROUP): the producer process is
+    killed (SIGKILL) between its half message and END_TRANSACTION; a second producer of the
+    group, which never sent anything, is known to every master from its start and answers the
+    check: the message is delivered."""
     await create_everywhere(cluster, "TxKilled")
     tx, got = Tx(check=COMMIT), Collect()
     # its own client instance: the consumer's heartbeats must not be what registers the group
@@ -242,8 +243,9 @@ async def test_a_killed_producer_is_answered_for_by_another_of_its_group(
 async def test_checks_beyond_the_hold_queue_are_dropped_then_asked_again(
     cluster: Cluster,
 ) -> None:
-    """checkRequestHoldMax: with one check worker busy and a queue of 1, further checks are
-    dropped (counted); the broker asks again in a later round and all are delivered."""
+    """fidelity 3.1, TransactionMQProducer.checkRequestHoldMax: with one check worker busy and a
+    queue of 1, further checks are dropped (counted); the broker asks again in a later round and
+    all are delivered."""
     await create_everywhere(cluster, "TxHold", 1)
     gate = asyncio.Event()
 
@@ -267,8 +269,9 @@ async def test_checks_beyond_the_hold_queue_are_dropped_then_asked_again(
 
 
 def test_sync_facade(cluster: Cluster) -> None:
-    """client.sync.TransactionProducer: a plain local transaction runs in the calling thread
-    (as Java's does); an async listener works too; UNKNOW is settled by the check."""
+    """fidelity D2 (client side), client.sync.TransactionProducer: a plain local transaction
+    runs in the calling thread (as Java's does); an async listener works too; UNKNOW is settled
+    by the check."""
     asyncio.run(create_everywhere(cluster, "TxSync"))
     plain, coro, got = PlainTx(COMMIT, check=COMMIT), Tx(UNKNOW, check=COMMIT), Collect()
     c = blocking.PushConsumer("cg_tx_sync", namesrv_addr=cluster.namesrv_addr, **FAST)
@@ -292,9 +295,9 @@ def test_sync_facade(cluster: Cluster) -> None:
 
 
 async def test_readme_transaction_examples_run_as_written(two_brokers: Cluster) -> None:
-    """Issue 17 "Done when": the README's async and sync transaction examples run as written
-    (only the name-server address is this test cluster's, not make run's :9876), and what
-    they commit is delivered."""
+    """fidelity D2; issue 17 "Done when": the README's async and sync transaction examples run
+    as written (only the name-server address is this test cluster's, not make run's :9876), and
+    what they commit is delivered."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = readme.split("## Python transactions", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```python\n(.*?)```", section, re.S)
