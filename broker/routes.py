@@ -43,6 +43,7 @@ def routes(p: Processors) -> Routes:
         C.SEND_BATCH_MESSAGE: Route(p.send.send_batch, group="send"),
         C.CONSUMER_SEND_MSG_BACK: Route(p.client.send_back, group="send"),
         C.END_TRANSACTION: Route(p.endtx.end),
+        C.RESUME_CHECK_HALF_MESSAGE: Route(p.endtx.resume_check),
         C.PULL_MESSAGE: Route(p.pull.pull),
         C.HEART_BEAT: Route(p.client.heartbeat),
         C.UNREGISTER_CLIENT: Route(p.client.unregister_client),

@@ -189,9 +189,17 @@ class TopicTable:
         return template, perm
 
     async def create_plain(
-        self, topic: str, queue_nums: int, perm: int, topic_sys_flag: int = 0
+        self,
+        topic: str,
+        queue_nums: int,
+        perm: int,
+        topic_sys_flag: int = 0,
+        *,
+        wait_registered: bool = True,
     ) -> TopicConfig:
-        """createTopicInSendMessageBackMethod: retry and DLQ topics, no template."""
+        """createTopicInSendMessageBackMethod: retry and DLQ topics, no template. Without
+        ``wait_registered`` the registration it starts is not awaited (the transaction
+        topics: no client routes to them, and an op must not wait on a name server)."""
         async with self._lock:
             existing = self.topics.get(topic)
             if existing is not None:
@@ -206,7 +214,8 @@ class TopicTable:
             self.topics[topic] = config
             log.info("topic_created", topic=topic, queues=queue_nums, perm=perm)
             await self._changed()
-        await self.registered()  # registered inline, as createTopicInSendMessageBackMethod does
+        if wait_registered:  # registered inline, as createTopicInSendMessageBackMethod does
+            await self.registered()
         return config
 
 

@@ -75,12 +75,16 @@ class Transactions:
     async def half_topic(self) -> None:
         """TransactionalMessageBridge.selectTopicConfig: created on first use, 1 queue, RW."""
         if self.ctx.topics.get(TRANS_HALF_TOPIC) is None:
-            await self.ctx.topics.create_plain(TRANS_HALF_TOPIC, 1, Perm.READ | Perm.WRITE)
+            await self.ctx.topics.create_plain(
+                TRANS_HALF_TOPIC, 1, Perm.READ | Perm.WRITE, wait_registered=False
+            )
 
     async def add_op(self, half_offset: int) -> bool:
         """addRemoveTagInTransactionOp: an op message for the half at ``half_offset``."""
         if self.ctx.topics.get(TRANS_OP_HALF_TOPIC) is None:
-            await self.ctx.topics.create_plain(TRANS_OP_HALF_TOPIC, 1, Perm.READ | Perm.WRITE)
+            await self.ctx.topics.create_plain(
+                TRANS_OP_HALF_TOPIC, 1, Perm.READ | Perm.WRITE, wait_registered=False
+            )
         op = MessageExt(
             topic=TRANS_OP_HALF_TOPIC,
             body=str(half_offset).encode(),
@@ -174,6 +178,31 @@ class Transactions:
         code, remark = FINAL_FAILED.get(result.status, (R.SYSTEM_ERROR, "UNKNOWN_ERROR DEFAULT"))
         log.warning("transaction_commit_not_stored", topic=topic, status=result.status.name)
         return Outcome(code, remark.format(body=self.ctx.store_config.max_message_size))
+
+    async def resume(self, commit_log_offset: int) -> bool:
+        """RESUME_CHECK_HALF_MESSAGE: the message at that offset (a half, or one moved to
+        TRANS_CHECK_MAX_TIME_TOPIC) as a new half, checked from zero; ours starts a new chain
+        (TRAN_PREPARED_QUEUE_OFFSET dropped), so the old chain's op does not end it."""
+        record = self.store.read(commit_log_offset)
+        if record is None:
+            return False
+        try:
+            msg = decode_record(record)
+        except MessageDecodeError:
+            return False
+        props = dict(msg.properties)
+        props[Prop.TRANSACTION_CHECK_TIMES] = "0"
+        props.pop(Prop.TRAN_PREPARED_QUEUE_OFFSET, None)
+        await self.half_topic()
+        half = MessageExt(
+            topic=TRANS_HALF_TOPIC, body=msg.body, flag=msg.flag, properties=props, queue_id=0,
+            sys_flag=msg.sys_flag, born_timestamp=msg.born_timestamp, born_host=msg.born_host,
+            reconsume_times=msg.reconsume_times,
+        )  # fmt: skip
+        result = await self.store.put(half, wait_flush=False)
+        log.info("transaction_half_resumed", real_topic=props.get(Prop.REAL_TOPIC),
+                 status=result.status.name)  # fmt: skip
+        return result.status is PutStatus.PUT_OK
 
     # ------------------------------------------------------------ restart
 

@@ -180,7 +180,9 @@ class TransactionCheck:
         also closes the chain, so a late END cannot deliver it."""
         topics = self.tx.ctx.topics
         if topics.get(TRANS_CHECK_MAX_TIME_TOPIC) is None:
-            await topics.create_plain(TRANS_CHECK_MAX_TIME_TOPIC, 1, Perm.READ | Perm.WRITE)
+            await topics.create_plain(
+                TRANS_CHECK_MAX_TIME_TOPIC, 1, Perm.READ | Perm.WRITE, wait_registered=False
+            )
         moved = MessageExt(
             topic=TRANS_CHECK_MAX_TIME_TOPIC,
             body=half.body,

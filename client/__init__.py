@@ -2,7 +2,8 @@
 
 May import: remoting. ``client.api`` is the request layer every sender uses (Java's
 MQClientAPIImpl); ``Producer`` sends with RocketMQ's retries and fault avoidance. The
-``PushConsumer`` consumes with listeners (or ``async for``), rebalancing with its group.
+``PushConsumer`` consumes with listeners (or ``async for``), rebalancing with its group;
+``TransactionProducer`` sends half messages and commits them with the local transaction.
 """
 
 from client.consumer_types import (
@@ -19,6 +20,12 @@ from client.lite_pull import PullConsumer
 from client.message import Message, MessageQueue, SendResult, SendStatus
 from client.producer import Producer, ProducerOptions, select_by_hash
 from client.push import PushConsumer
+from client.transaction import TransactionProducer
+from client.transaction_types import (
+    LocalTransactionState,
+    TransactionListener,
+    TransactionSendResult,
+)
 from remoting.errors import RemotingError
 from remoting.protocol.message import MessageExt
 
@@ -29,6 +36,7 @@ __all__ = [
     "ConsumeOrderlyStatus",
     "ConsumeStatus",
     "Delivery",
+    "LocalTransactionState",
     "MQBrokerError",
     "MQClientError",
     "Message",
@@ -42,5 +50,8 @@ __all__ = [
     "RemotingError",
     "SendResult",
     "SendStatus",
+    "TransactionListener",
+    "TransactionProducer",
+    "TransactionSendResult",
     "select_by_hash",
 ]

@@ -36,6 +36,14 @@ class Message:
         props.setdefault(Prop.WAIT, "true")  # WAIT_STORE_MSG_OK: the broker answers once stored
         return props
 
+    @property
+    def transaction_id(self) -> str | None:
+        """The id of a half message (its UNIQ_KEY, TRAN_MSG=true): what
+        ``execute_local_transaction`` sees as Java's Message.getTransactionId()."""
+        if self.properties.get(Prop.TRAN_MSG) != "true":
+            return None
+        return self.properties.get(Prop.UNIQ_KEY)
+
 
 @dataclass(frozen=True, slots=True)
 class SendResult:

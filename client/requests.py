@@ -18,12 +18,14 @@ from remoting.log import get_logger
 from remoting.protocol.codes import RequestCode as C
 from remoting.protocol.codes import ResponseCode as R
 from remoting.protocol.command import RemotingCommand, response_to
-from remoting.protocol.message import Prop, decode_record
+from remoting.protocol.message import MessageExt, Prop, decode_record
 
 log = get_logger(__name__)
 
 Notice = Callable[[RemotingCommand], None]
 Answer = Callable[[RemotingCommand], RemotingCommand | Awaitable[RemotingCommand]]
+# a check-back: the request, its decoded body, and the channel the answer goes back on
+CheckNotice = Callable[[RemotingCommand, MessageExt, Channel], None]
 
 
 @dataclass(slots=True)
@@ -35,7 +37,7 @@ class ClientRequests:
     consumer_ids_changed: dict[str, Callable[[], None]] = field(default_factory=dict)
     reset_offset: dict[str, Notice] = field(default_factory=dict)
     answers: dict[tuple[int, str], Answer] = field(default_factory=dict)
-    check_transaction: dict[str, Notice] = field(default_factory=dict)
+    check_transaction: dict[str, CheckNotice] = field(default_factory=dict)
 
     def routes(self) -> Routes:
         return {
@@ -66,15 +68,16 @@ class ClientRequests:
     def _check(self, req: RemotingCommand, ch: Channel) -> None:
         """checkTransactionState: the producer group is the message's PGROUP property."""
         try:
-            group = decode_record(req.body).properties.get(Prop.PGROUP)
+            msg = decode_record(req.body, inflate=True)  # MessageDecoder.decode inflates
         except ValueError as exc:
             log.warning("check_transaction_state_bad_message", broker=ch.peer, error=str(exc))
             return
+        group = msg.properties.get(Prop.PGROUP)
         check = self.check_transaction.get(group or "")
         if check is None:
             log.info("check_transaction_state_no_producer", group=group, broker=ch.peer)
             return
-        check(req)
+        check(req, msg, ch)
 
     async def _consumer_call(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
         key = "group" if req.code == C.GET_CONSUMER_STATUS_FROM_CLIENT else "consumerGroup"

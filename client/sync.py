@@ -1,7 +1,7 @@
-"""Blocking facades for programs without asyncio: ``client.sync.Producer`` and
-``client.sync.PushConsumer`` / ``client.sync.PullConsumer`` have the async classes'
-methods, run on one event-loop thread this module starts on first use and shares between
-every facade of the process.
+"""Blocking facades for programs without asyncio: ``client.sync.Producer``,
+``client.sync.TransactionProducer`` and ``client.sync.PushConsumer`` /
+``client.sync.PullConsumer`` have the async classes' methods, run on one event-loop thread
+this module starts on first use and shares between every facade of the process.
 
     with client.sync.Producer("my_group", namesrv_addr="127.0.0.1:9876") as producer:
         producer.send(Message("Topic", b"hello"))
@@ -24,6 +24,8 @@ from collections.abc import (
 )
 from typing import Any, TypeVar
 
+from client.api import SendStatus
+from client.consume import is_async
 from client.iteration import Delivery
 from client.lite_pull import PullConsumer as AsyncPullConsumer
 from client.lite_raw import RawPull
@@ -31,6 +33,13 @@ from client.message import Message, MessageQueue, SendResult
 from client.producer import Producer as AsyncProducer
 from client.producer import Selector
 from client.push import PushConsumer as AsyncPushConsumer
+from client.transaction import TransactionProducer as AsyncTransactionProducer
+from client.transaction_types import (
+    LocalTransactionState,
+    TransactionListener,
+    TransactionSendResult,
+    as_state,
+)
 from remoting.protocol.message import MessageExt
 
 T = TypeVar("T")
@@ -95,6 +104,38 @@ class Producer:
 
     def send_batch(self, msgs: Sequence[Message]) -> SendResult:
         return run(self._producer.send_batch(msgs))
+
+
+class TransactionProducer(Producer):
+    """The async TransactionProducer, blocking. A plain ``execute_local_transaction`` runs
+    in the thread that calls ``send_message_in_transaction`` (as in Java), an ``async def``
+    one on the shared loop; check-backs are answered as the async class does."""
+
+    def __init__(
+        self, group: str, listener: TransactionListener, namesrv_addr: str | None = None,
+        **options: Any,
+    ) -> None:  # fmt: skip
+        self._tx = AsyncTransactionProducer(group, listener, namesrv_addr, **options)
+        self._producer = self._tx
+
+    def __enter__(self) -> TransactionProducer:
+        self.start()
+        return self
+
+    def send_message_in_transaction(
+        self, msg: Message, arg: object = None
+    ) -> TransactionSendResult:
+        fn = self._tx.listener.execute_local_transaction
+        if is_async(fn):
+            return run(self._tx.send_message_in_transaction(msg, arg))
+        half, sent = run(self._tx.send_half(msg))
+        state, error = LocalTransactionState.ROLLBACK_MESSAGE, None
+        if sent.status is SendStatus.SEND_OK:
+            try:
+                state = as_state(fn(half, arg))
+            except Exception as exc:  # noqa: BLE001 - Java catches Throwable: UNKNOW
+                state, error = LocalTransactionState.UNKNOW, exc
+        return run(self._tx.finish(half, sent, state, error))
 
 
 class PushConsumer:

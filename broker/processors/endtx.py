@@ -1,6 +1,6 @@
 """END_TRANSACTION (37): commit or roll back a half message (EndTransactionProcessor;
 protocol.md 5.6, fidelity.md 3.1). Clients send it oneway, so its answer is mostly for
-two-way callers and tests."""
+two-way callers and tests. And the admin's RESUME_CHECK_HALF_MESSAGE (323)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import structlog
 from broker.config import BrokerRole
 from broker.transactions import Transactions
 from remoting.channel import Channel
+from remoting.errors import MessageDecodeError
 from remoting.protocol.codes import ResponseCode as R
 from remoting.protocol.command import RemotingCommand, response_to
 from remoting.protocol.headers.transaction import (
@@ -16,6 +17,7 @@ from remoting.protocol.headers.transaction import (
     TRANSACTION_ROLLBACK_TYPE,
     EndTransactionRequestHeader,
 )
+from remoting.protocol.msgid import parse_offset_msg_id
 
 log = structlog.get_logger(__name__)
 
@@ -40,3 +42,16 @@ class EndTransactionProcessor:
                      from_check=hdr.from_transaction_check, remark=req.remark)  # fmt: skip
         outcome = await self.tx.end(hdr)
         return response_to(req, outcome.code, outcome.remark)
+
+    async def resume_check(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
+        """AdminBrokerProcessor.resumeCheckHalfMessage: the record behind ``msgId`` (an
+        offsetMsgId) goes back to the half queue with TRANSACTION_CHECK_TIMES=0."""
+        try:
+            _host, offset = parse_offset_msg_id(req.ext_fields.get("msgId", ""))
+        except MessageDecodeError:
+            offset = -1
+        if offset < 0 or not await self.tx.resume(offset):
+            return response_to(
+                req, R.SYSTEM_ERROR, "Put message back to RMQ_SYS_TRANS_HALF_TOPIC failed."
+            )
+        return response_to(req, R.SUCCESS)

@@ -147,6 +147,14 @@ class MessageExt:
     def keys(self) -> list[str]:
         return self.properties.get(Prop.KEYS, "").split()
 
+    @property
+    def transaction_id(self) -> str | None:
+        """The UNIQ_KEY of a transactional message (TRAN_MSG=true), else None: what
+        PullAPIWrapper.processPullResult and ClientRemotingProcessor set on a Java MessageExt."""
+        if self.properties.get(Prop.TRAN_MSG) != "true":
+            return None
+        return self.properties.get(Prop.UNIQ_KEY)
+
 
 # totalSize, magic, bodyCRC, queueId, flag, queueOffset, physicalOffset, sysFlag, bornTimestamp
 _HEAD = struct.Struct(">iIiiiqqiq")

@@ -289,6 +289,8 @@ async def test_state_survives_a_broker_restart(cluster: Cluster, producer: Produ
 
 async def _after_restart(producer: Producer, addr: str, done: RemotingCommand) -> None:
     cli = producer.cli
+    ops = await messages(cli, addr, TRANS_OP_HALF_TOPIC, 0)  # written though the stop came
+    assert [op.body for op in ops] == [b"0"]  # at once (its topic's creation awaits no one)
     await producer.register(addr)
     again = await producer.end(addr, done, "UNIQ0000000000000000000005", 8, oneway=False)
     assert again is not None and again.code == 0
@@ -299,3 +301,28 @@ async def _after_restart(producer: Producer, addr: str, done: RemotingCommand) -
     assert sorted(m.body for m in got) == [b"ended", b"pending"]
     await asyncio.sleep(1.0)
     assert producer.checks.empty() and len(await messages(cli, addr, "TxT")) == 2
+
+
+async def test_resume_check_half_message_checks_a_moved_half_again(
+    cluster: Cluster, producer: Producer
+) -> None:
+    """fidelity §3.1 RESUME_CHECK_HALF_MESSAGE (323): the record behind an offsetMsgId goes
+    back to the half queue with TRANSACTION_CHECK_TIMES=0 and is checked again (here after
+    it was moved to TRANS_CHECK_MAX_TIME_TOPIC); a bad id gets Java's remark."""
+    broker = await setup(cluster, producer, transactionCheckMax="1")
+    cli, addr = producer.cli, broker.addr
+    await producer.register(addr)
+    await producer.half(addr, "TxT", b"again", "UNIQ0000000000000000000007")
+    await producer.answer(addr, await asyncio.wait_for(producer.checks.get(), 10), 0)
+    moved = await until(lambda: messages(cli, addr, TRANS_CHECK_MAX_TIME_TOPIC, 0), bool)
+    resume = RemotingCommand.request(C.RESUME_CHECK_HALF_MESSAGE, {"msgId": moved[0].msg_id})
+    assert (await cli.invoke(addr, resume)).code == 0
+    check = await asyncio.wait_for(producer.checks.get(), 10)
+    assert decode_record(check.body).properties["TRANSACTION_CHECK_TIMES"] == "1"
+    await producer.answer(addr, check, 8)
+    got = await until(lambda: messages(cli, addr, "TxT"), bool)
+    assert [m.body for m in got] == [b"again"]
+    bad = RemotingCommand.request(C.RESUME_CHECK_HALF_MESSAGE, {"msgId": "00"})
+    answer = await cli.invoke(addr, bad)
+    assert (answer.code, answer.remark) == (
+        1, "Put message back to RMQ_SYS_TRANS_HALF_TOPIC failed.")  # fmt: skip
