@@ -20,7 +20,7 @@ import structlog
 from broker.context import BrokerContext
 from broker.delay import apply_delay
 from broker.offsets import ConsumerOffsets
-from broker.store import GetStatus, PutStatus
+from broker.store import GetStatus, PutResult, PutStatus
 from broker.transaction_state import HalfOps, chain_root
 from remoting.errors import MessageDecodeError
 from remoting.protocol.codes import ResponseCode as R
@@ -79,13 +79,9 @@ class Transactions:
                 TRANS_HALF_TOPIC, 1, Perm.READ | Perm.WRITE, wait_registered=False
             )
 
-    async def add_op(self, half_offset: int) -> bool:
-        """addRemoveTagInTransactionOp: an op message for the half at ``half_offset``."""
-        if self.ctx.topics.get(TRANS_OP_HALF_TOPIC) is None:
-            await self.ctx.topics.create_plain(
-                TRANS_OP_HALF_TOPIC, 1, Perm.READ | Perm.WRITE, wait_registered=False
-            )
-        op = MessageExt(
+    def _op(self, half_offset: int) -> MessageExt:
+        """makeOpMessageInner: an op message for the half at ``half_offset``."""
+        return MessageExt(
             topic=TRANS_OP_HALF_TOPIC,
             body=str(half_offset).encode(),
             properties={Prop.TAGS: REMOVE_TAG, Prop.UNIQ_KEY: self._ids.next()},
@@ -93,20 +89,30 @@ class Transactions:
             born_timestamp=now_ms(),
             born_host=self.ctx.addr,
         )
-        result = await self.store.put(op, wait_flush=False)
-        if result.status not in STORED:
-            log.error("transaction_op_failed", half_offset=half_offset, status=result.status.name)
-            return False
-        self.ops.add(half_offset)
-        return True
 
-    async def close_chain(self, half: MessageExt) -> bool:
-        """Ops for ``half`` and, when it is a check copy, for its chain's first record."""
+    async def put_with_ops(
+        self, msgs: list[MessageExt], half: MessageExt, *, wait_flush: bool = False
+    ) -> PutResult:
+        """``msgs`` and the ops that end ``half``'s chain (``half`` itself and, for a check
+        copy, the chain's first record) in one append: all stored, or none. Java writes the
+        final message and the op one after the other; a crash between them re-checks, and
+        a producer answering COMMIT again delivered twice."""
+        if self.ctx.topics.get(TRANS_OP_HALF_TOPIC) is None:
+            await self.ctx.topics.create_plain(
+                TRANS_OP_HALF_TOPIC, 1, Perm.READ | Perm.WRITE, wait_registered=False
+            )
         root = chain_root(half)
-        done = await self.add_op(half.queue_offset)
-        if root != half.queue_offset:
-            done = await self.add_op(root) and done
-        return done
+        ended = [half.queue_offset] if root == half.queue_offset else [half.queue_offset, root]
+        result = await self.store.put_batch(
+            [*msgs, *(self._op(offset) for offset in ended)], wait_flush=wait_flush
+        )
+        if result.status in STORED:
+            for offset in ended:
+                self.ops.add(offset)
+        else:
+            log.error("transaction_end_not_stored", half_offset=half.queue_offset,
+                      status=result.status.name)  # fmt: skip
+        return result
 
     # ------------------------------------------------------------ END_TRANSACTION
 
@@ -140,19 +146,18 @@ class Transactions:
             return Outcome(R.SUCCESS)
         self._ending.add(root)  # an END for another record of the chain waits for none
         try:
-            if hdr.commit_or_rollback == TRANSACTION_COMMIT_TYPE:
-                outcome = await self._deliver(half, hdr.commit_log_offset)
-                if outcome.code != R.SUCCESS:
-                    return outcome
-            await self.close_chain(half)
+            if hdr.commit_or_rollback != TRANSACTION_COMMIT_TYPE:
+                # rollbackMessage: the op alone; a failure is logged (the half is checked again)
+                await self.put_with_ops([], half)
+                return Outcome(R.SUCCESS)
+            return await self._commit(half, hdr.commit_log_offset)
         finally:
             self._ending.discard(root)
-        return Outcome(R.SUCCESS)
 
-    async def _deliver(self, half: MessageExt, commit_log_offset: int) -> Outcome:
+    async def _commit(self, half: MessageExt, commit_log_offset: int) -> Outcome:
         """endMessageTransaction + sendFinalMessage: the half, under its real topic and queue,
         with its properties string as stored (TRAN_MSG=true and REAL_* kept, as 4.9.8's
-        CommitLog writes them: fidelity.md 3.1)."""
+        CommitLog writes them: fidelity.md 3.1), stored with its ops."""
         props = half.properties
         try:
             topic, queue_id = props[Prop.REAL_TOPIC], int(props[Prop.REAL_QID])
@@ -171,12 +176,11 @@ class Transactions:
             prepared_transaction_offset=commit_log_offset,
         )
         apply_delay(msg, len(self.store.delays))
-        result = await self.store.put(msg)
+        result = await self.put_with_ops([msg], half, wait_flush=True)
         if result.status in STORED:
-            self.ctx.stats.on_put(topic, 1, result.wrote_bytes)
+            self.ctx.stats.on_put(msg.topic, 1, result.wrote_bytes)
             return Outcome(R.SUCCESS)
         code, remark = FINAL_FAILED.get(result.status, (R.SYSTEM_ERROR, "UNKNOWN_ERROR DEFAULT"))
-        log.warning("transaction_commit_not_stored", topic=topic, status=result.status.name)
         return Outcome(code, remark.format(body=self.ctx.store_config.max_message_size))
 
     async def resume(self, commit_log_offset: int) -> bool:
