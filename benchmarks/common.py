@@ -113,12 +113,17 @@ def listening_process(argv: Sequence[str], timeout: float = 30.0) -> Iterator[Li
             threading.Thread(target=proc.stdout.read, daemon=True).start()  # type: ignore[union-attr]
             yield Listening(port, proc.pid)
         finally:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop_process(proc)
+
+
+def stop_process(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL after 10 s: a benchmark leaves nothing running."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
 
 
 def _wait_listening(proc: subprocess.Popen[bytes], timeout: float) -> int:

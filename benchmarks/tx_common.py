@@ -8,7 +8,6 @@ import contextlib
 import json
 import multiprocessing
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -22,7 +21,7 @@ from typing import Any
 
 import uvloop
 
-from benchmarks.common import ROOT, Listening, quiet_logging
+from benchmarks.common import ROOT, Listening, quiet_logging, stop_process
 from client import api
 from remoting.client import RemotingClient
 from remoting.config import ClientConfig
@@ -98,12 +97,7 @@ def logged_broker(sets: Sequence[str]) -> Iterator[BrokerLog]:
             try:
                 yield BrokerLog(proc)
             finally:
-                if proc.poll() is None:
-                    proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+                stop_process(proc)
 
 
 # ------------------------------------------------------------ the lean producer's requests

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -110,6 +111,25 @@ class Cluster:
             *((n, b.proc) for n, b in self.brokers.items()),
         ]
         return "\n".join(f"===== {n}\n{p.dump()}" for n, p in procs if p is not None)
+
+
+@contextlib.contextmanager
+def running(
+    root: Path, brokers: Iterable[str] = (), sets: Mapping[str, str] | None = None
+) -> Iterator[Cluster]:
+    """A name server and ``brokers`` (each with ``sets``) until the block ends; then every
+    process is stopped by its PID, their logs printed, and each must have exited cleanly
+    (0, or -9 for one a test killed)."""
+    cluster = Cluster(root)
+    cluster.start_namesrv()
+    try:
+        for name in brokers:
+            cluster.add_broker(name, sets=sets)
+        yield cluster
+    finally:
+        codes = cluster.stop()
+        print(cluster.dump())
+    assert all(code in (0, -9) for code in codes.values()), codes
 
 
 def _sets(sets: dict[str, str]) -> list[str]:

@@ -10,19 +10,13 @@ import pytest
 from remoting.client import RemotingClient
 from remoting.config import ClientConfig
 from remoting.protocol.codes import SerializeType
-from tests.cluster import Cluster
+from tests.cluster import Cluster, running
 
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    c = Cluster(tmp_path)
-    c.start_namesrv()
-    try:
+    with running(tmp_path) as c:
         yield c
-    finally:
-        codes = c.stop()
-        print(c.dump())
-    assert all(code in (0, -9) for code in codes.values()), codes
 
 
 @pytest.fixture

@@ -12,21 +12,13 @@ from client import api
 from remoting.client import RemotingClient
 from remoting.config import ClientConfig
 from remoting.protocol.codes import SerializeType
-from tests.cluster import Cluster
+from tests.cluster import Cluster, running
 
 
 @pytest.fixture
 def two_brokers(tmp_path: Path) -> Iterator[Cluster]:
-    cluster = Cluster(tmp_path)
-    cluster.start_namesrv()
-    try:
-        cluster.add_broker("broker-a")
-        cluster.add_broker("broker-b")
+    with running(tmp_path, ("broker-a", "broker-b")) as cluster:
         yield cluster
-    finally:
-        codes = cluster.stop()
-        print(cluster.dump())
-    assert all(code in (0, -9) for code in codes.values()), codes
 
 
 async def create_everywhere(cluster: Cluster, topic: str, queues: int = 4) -> None:

@@ -25,7 +25,7 @@ from remoting.client import RemotingClient
 from remoting.protocol.codes import ResponseCode as R
 from remoting.protocol.message import MessageExt
 from tests.client.conftest import create_everywhere
-from tests.cluster import Cluster
+from tests.cluster import Cluster, running
 from tests.harness import ServerProcess
 from tests.util import wait_until
 
@@ -40,16 +40,9 @@ FAST = {
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    c = Cluster(tmp_path)
-    c.start_namesrv()
-    try:
-        for name in ("broker-a", "broker-b"):
-            c.add_broker(name, messageDelayLevel=FAST_DELAYS, rebalanceLockMaxLiveTime="3000")
+    sets = {"messageDelayLevel": FAST_DELAYS, "rebalanceLockMaxLiveTime": "3000"}
+    with running(tmp_path, ("broker-a", "broker-b"), sets) as c:
         yield c
-    finally:
-        codes = c.stop()
-        print(c.dump())
-    assert all(code in (0, -9) for code in codes.values()), codes
 
 
 class Collect:

@@ -28,7 +28,7 @@ from client import (
 )
 from client import sync as blocking
 from tests.client.conftest import create_everywhere
-from tests.cluster import Cluster
+from tests.cluster import Cluster, running
 from tests.harness import ServerProcess
 from tests.util import wait_until
 
@@ -48,16 +48,8 @@ FAST = {
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    c = Cluster(tmp_path)
-    c.start_namesrv()
-    try:
-        for name in ("broker-a", "broker-b"):
-            c.add_broker(name, sets=TX_SETS)
+    with running(tmp_path, ("broker-a", "broker-b"), TX_SETS) as c:
         yield c
-    finally:
-        codes = c.stop()
-        print(c.dump())
-    assert all(code in (0, -9) for code in codes.values()), codes
 
 
 class Tx:

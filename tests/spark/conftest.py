@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.cluster import Cluster
+from tests.cluster import Cluster, running
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need this venv's pyarrow
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -49,13 +49,5 @@ def spark() -> Iterator[Any]:
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """A name server and two brokers shared by a module's tests (each test uses its own
     topics)."""
-    c = Cluster(Path(tmp_path_factory.mktemp("spark-cluster")))
-    c.start_namesrv()
-    try:
-        c.add_broker("broker-a")
-        c.add_broker("broker-b")
+    with running(Path(tmp_path_factory.mktemp("spark-cluster")), ("broker-a", "broker-b")) as c:
         yield c
-    finally:
-        codes = c.stop()
-        print(c.dump())
-    assert all(code in (0, -9) for code in codes.values()), codes
