@@ -35,16 +35,11 @@ from broker.store.queues import INDEX, QueueTable
 from broker.store.reader import Reader
 from broker.store.reads import StoreReads
 from broker.store.recovery import ScanReport, scan
+from broker.store.replica import Replica
 from broker.store.results import GetResult, GetStatus, PutResult, PutStatus
 from broker.store.retention import Retention
 from broker.store.segment import FsyncDeferred
-from remoting.protocol.message import (
-    MessageExt,
-    PropertiesTooLong,
-    decode_record,
-    encode_record,
-    now_ms,
-)
+from remoting.protocol.message import MessageExt, PropertiesTooLong, encode_record, now_ms
 from remoting.protocol.msgid import offset_msg_id, pack_host
 from remoting.tasks import every
 
@@ -55,7 +50,7 @@ log = structlog.get_logger(__name__)
 DispatchListener = Callable[[str, int, int, int, int], None]
 
 
-class MessageStore(StoreReads):
+class MessageStore(StoreReads, Replica):
     def __init__(self, config: StoreConfig, *, store_host: str) -> None:
         self.config = config
         self.store_host = store_host
@@ -84,7 +79,10 @@ class MessageStore(StoreReads):
         )
         self._tasks: list[asyncio.Task[None]] = []
         self._running = False
-        self._read_only = False
+        self._slave = False
+        self._pending_from: int | None = None
+        self._stalled_at = -1
+        self._cuts = 0
         self.io_error: str | None = None  # a write or fsync failed: no put until a restart
         self._create_error = ""  # the last file-creation failure logged (once per change)
         self._checkpoint_error = ""
@@ -136,12 +134,6 @@ class MessageStore(StoreReads):
             cq.correct_min(low)
         return report
 
-    def _replay(self, phys: int, size: int) -> None:
-        seg = self.commitlog.queue.find(phys)
-        assert seg is not None
-        msg = decode_record(seg.mm, phys - seg.start)
-        self.table.dispatch(dispatch_of(msg, phys, size, self.delays), notify=False)
-
     def _start_loops(self) -> None:
         loop = asyncio.get_running_loop()
         cfg = self.config
@@ -176,7 +168,7 @@ class MessageStore(StoreReads):
         await self._stop_loops()
         await self.flusher.flush()
         await self._flush_queues()
-        end = self.commitlog.max_offset
+        end = self.dispatched_phys_offset  # a record raw bytes end inside is cut at start
         if self.io_error is None and not self.table.behind:
             try:
                 await asyncio.to_thread(write_checkpoint, self.root, Checkpoint(end, end, now_ms()))
@@ -214,7 +206,7 @@ class MessageStore(StoreReads):
         (never past a record a target still has to get, nor after an I/O error)."""
         if self.io_error is not None:
             return
-        target = self.commitlog.max_offset
+        target, cuts = self.dispatched_phys_offset, self._cuts
         dirty = self.table.dirty_segments()
         try:
             await asyncio.to_thread(fsync_all, [seg for _cq, _mark, segs in dirty for seg in segs])
@@ -225,6 +217,8 @@ class MessageStore(StoreReads):
             return
         except OSError as exc:
             self._io_failed("consume_queue_fsync", exc)
+            return
+        if cuts != self._cuts:  # truncate_to ran meanwhile: these marks are stale
             return
         for cq, mark, _segs in dirty:
             cq.flushed = max(cq.flushed, mark)
@@ -253,12 +247,15 @@ class MessageStore(StoreReads):
         timeouts, retention: broker.settings.LIVE_KEYS); what it took at start stays."""
         self.config = self.reader.config = self.retention.config = config
 
-    def set_read_only(self, flag: bool) -> None:
-        """A slave's store: sends are refused with SERVICE_NOT_AVAILABLE."""
-        self._read_only = flag
+    def set_slave(self, flag: bool) -> None:
+        """A slave's store: puts are refused with SERVICE_NOT_AVAILABLE, nothing written
+        (DefaultMessageStore.checkStoreStatus); reads and raw appends go on."""
+        self._slave = flag
 
     def _refusal(self, msgs: list[MessageExt]) -> PutStatus | None:
-        if not self._running or self._read_only or self.io_error is not None:
+        if not self._running or self._slave or self.io_error is not None:
+            return PutStatus.SERVICE_NOT_AVAILABLE
+        if self._pending_from is not None:  # raw bytes end inside a record: none goes after
             return PutStatus.SERVICE_NOT_AVAILABLE
         if self.disk.full and self.disk.still_full():
             return PutStatus.SERVICE_NOT_AVAILABLE

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Final, NamedTuple
 
 from broker.store.segment import Segment, SegmentQueue, SpaceCheck
+from remoting.files import fsync_dir
 from remoting.protocol.message import (
     BLANK_MAGIC,
     MAGIC_V1,
@@ -39,6 +40,7 @@ class Scan(Enum):
     END_OF_SEGMENT = 2  # the blank trailer: the next record starts the next segment
     END = 3  # zeros: nothing was ever written here
     INVALID = 4  # bytes that are not a valid record
+    INCOMPLETE = 5  # the bytes received so far end inside it (a slave's raw appends)
 
 
 class Found(NamedTuple):
@@ -131,24 +133,87 @@ class CommitLog:
                     return None
         return record
 
+    def read_raw(self, phys: int, max_bytes: int) -> bytes:
+        """The bytes from ``phys``: at most ``max_bytes``, never past the end of the log nor
+        of the segment (CommitLog.getData, cut at haTransferBatchSize by HAConnection); they
+        may end inside a record, and a segment's blank trailer comes whole with its zeros."""
+        end = self.max_offset
+        if not self.min_offset <= phys <= end:
+            raise ValueError(f"offset {phys} is outside the log [{self.min_offset}, {end}]")
+        if phys == end or max_bytes <= 0:
+            return b""
+        seg = self.queue.find(phys)
+        if seg is None:
+            raise ValueError(f"no segment holds offset {phys}")
+        stop = min(end, seg.end, phys + max_bytes)
+        return seg.read(phys - seg.start, stop - phys)
+
+    def append_raw(self, phys: int, data: bytes | bytearray | memoryview) -> None:
+        """Copy bytes a master sent in at ``phys``, byte for byte (CommitLog.appendData).
+        ``phys`` is the end of the log, or any segment start while the log holds no segment
+        (HAClient takes the master's offset while its own is 0). The bytes stay in one
+        segment (MappedFile.appendMessage refuses what does not fit). Raises ValueError, or
+        OSError when the segment cannot be created, having written nothing."""
+        seg, size = self.queue.last(), self.segment_size
+        if seg is not None and phys != self.max_offset:
+            raise ValueError(f"offset {phys} is not the end of the log ({self.max_offset})")
+        new = seg is None or phys >= seg.end
+        if new and phys % size:
+            raise ValueError(f"offset {phys} is not a segment start; its segment is missing")
+        n = len(data)
+        if phys % size + n > size:
+            raise ValueError(f"{n} bytes at {phys} cross the end of a {size}-byte segment")
+        if n == 0:
+            return
+        if seg is None or new:
+            seg = self.queue.create(phys)
+        at = phys - seg.start
+        if at + n > seg.faulted:
+            seg.prefault(at)
+        seg.mm[at : at + n] = data
+        self.max_offset = phys + n
+
+    def cut(self, phys: int) -> None:
+        """End the log at ``phys`` (a slave ahead of its master): the bytes from there to the
+        end are zeroed and later segments deleted (MappedFileQueue.truncateDirtyFiles).
+        Below the first segment the log is emptied and starts over at 0."""
+        seg = self.queue.find(phys)
+        if seg is not None:
+            seg.zero(phys - seg.start, min(self.max_offset, seg.end) - seg.start)
+            self.queue.truncate_after(seg.end)
+            self.max_offset = phys
+        elif phys < self.max_offset:  # before the first segment: none is kept
+            self.queue.truncate_after(phys)
+            self.max_offset = phys if self.queue.segments else 0
+        if not self.queue.segments and self.queue.directory.is_dir():
+            fsync_dir(self.queue.directory)
+
     def segments_between(self, start: int, end: int) -> list[Segment]:
         return [s for s in self.queue.segments if s.end > start and s.start < end]
 
     # ------------------------------------------------------------ recovery checks
 
-    def check(self, seg: Segment, pos: int) -> Found:
-        """Classify what lies at segment position ``pos`` (recovery; verifies the body CRC)."""
+    def check(self, seg: Segment, pos: int, end: int | None = None) -> Found:
+        """Classify what lies at segment position ``pos`` (verifies the body CRC). ``end``:
+        the log offset where the bytes received so far end (a slave's raw appends); what
+        would reach past it is INCOMPLETE. None: the segment holds all there is (recovery)."""
         mm, left = seg.mm, seg.size - pos
-        if left < BLANK_MIN:
+        avail = left if end is None else min(left, end - seg.start - pos)
+        if avail < BLANK_MIN:
+            if avail < left:
+                return Found(Scan.INCOMPLETE)
             return Found(Scan.END if not any(mm[pos:]) else Scan.INVALID)
         size, magic = _HEAD.unpack_from(mm, pos)
         if magic == BLANK_MAGIC:
-            ok = size == left
-            return Found(Scan.END_OF_SEGMENT if ok else Scan.INVALID)
+            if size != left:
+                return Found(Scan.INVALID)
+            return Found(Scan.END_OF_SEGMENT if size <= avail else Scan.INCOMPLETE)
         if size == 0 and magic == 0:
             return Found(Scan.END if not any(mm[pos : pos + 64]) else Scan.INVALID)
         if magic not in (MAGIC_V1, MAGIC_V2) or not MIN_RECORD <= size <= left - BLANK_MIN:
             return Found(Scan.INVALID)
+        if size > avail:
+            return Found(Scan.INCOMPLETE)
         record = memoryview(mm)[pos : pos + size]
         try:
             valid = _valid(record, seg.start + pos)

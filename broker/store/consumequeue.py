@@ -92,9 +92,14 @@ class ConsumeQueue:
         Raises OSError when a segment cannot be created."""
         if offset < self.max_offset:
             return  # already dispatched (a recovery replaying what survived)
-        while self.max_offset < offset:
+        first = offset > self.max_offset and not self.queue.segments
+        if first:  # a slave's first transfer starts mid-history: so does its queue
+            self.max_offset = offset - offset % self.units_per_segment
+        while self.max_offset < offset:  # fillPreBlank: within that file only
             self._write(self.max_offset, 0, BLANK_SIZE, 0)
         self._write(offset, phys, size, tags_code)
+        if first:
+            self.min_offset = offset  # ConsumeQueue.putMessagePositionInfo: setMinLogicOffset
 
     def reserve(self, last: int) -> None:
         """Make every unit up to queue offset ``last`` writable -- segments created, blocks

@@ -45,6 +45,7 @@ class Flusher:
         self._on_error = on_error
         self._waiters: list[tuple[int, asyncio.Future[bool]]] = []
         self._wake = asyncio.Event()
+        self._cuts = 0  # bumped when the log is cut back: a flush running across it is stale
 
     async def wait(self, end: int, timeout: float) -> bool:
         """Until the CommitLog is durable up to ``end``; False after ``timeout`` seconds or
@@ -74,7 +75,7 @@ class Flusher:
             await self.flush()
 
     async def flush(self) -> None:
-        target = self.commitlog.max_offset
+        target, cuts = self.commitlog.max_offset, self._cuts
         if self.failed is None and target > self.flushed:
             segments = self.commitlog.segments_between(self.flushed, target)
             try:
@@ -83,8 +84,21 @@ class Flusher:
                 self.failed = exc
                 self._on_error("commitlog_fsync", exc)
             else:
-                self.flushed = max(self.flushed, target)
+                if cuts == self._cuts:
+                    self.flushed = max(self.flushed, target)
         self._answer_waiters()
+
+    def kick(self) -> None:
+        """Bytes were appended that no writer waits for (a slave's raw appends): SYNC_FLUSH
+        flushes them now, as GroupCommitService flushes every 10 ms with no request; with
+        ASYNC_FLUSH the next round does."""
+        if self.sync:
+            self._wake.set()
+
+    def cut(self, end: int) -> None:
+        """The log was cut back to ``end``: what is flushed is at most that much."""
+        self.flushed = min(self.flushed, end)
+        self._cuts += 1
 
     def _answer_waiters(self) -> None:
         if not self._waiters:

@@ -129,6 +129,29 @@ class IndexFile:
                 break
             index, seen = prev, seen + 1
 
+    def truncate_from(self, cut: int) -> None:
+        """Undo the newest entries pointing at ``cut`` or later, newest first, so each slot
+        points where it did before them (entries a recovery's re-dispatch added out of order
+        may stay: queries verify every record they return)."""
+        mm, entries_at, removed = self.mm, HEADER + self.slots * 4, False
+        while self.count > 1:
+            at = entries_at + (self.count - 1) * 20
+            h, phys, _diff, prev = _ENTRY.unpack_from(mm, at)
+            if phys < cut:
+                break
+            _SLOT.pack_into(mm, HEADER + (h % self.slots) * 4, prev)
+            if prev == 0:  # the entry had taken a free slot
+                self.used -= 1
+            mm[at : at + 20] = bytes(20)
+            self.count, removed = self.count - 1, True
+        if not removed:
+            return
+        if self.count > 1:  # the entry now last: its time to the second, rounded up
+            _h, phys, diff, _prev = _ENTRY.unpack_from(mm, entries_at + (self.count - 1) * 20)
+            self.end_ts, self.end_phys = self.begin_ts + diff * 1000 + 999, phys
+        _HEADER.pack_into(mm, 0, self.begin_ts, self.end_ts, self.begin_phys, self.end_phys,
+                          self.used, self.count)  # fmt: skip
+
     def flush(self) -> None:
         try:
             os.fsync(self.fd)  # releases the GIL, unlike mmap.flush
@@ -222,6 +245,16 @@ class Index:
             self.files.pop(0).delete()
             deleted += 1
         return deleted
+
+    def truncate_from(self, cut: int) -> None:
+        """Forget the entries pointing at ``cut`` or later (a slave cut back to its master's
+        log); files left empty are deleted."""
+        while self.files:
+            file = self.files[-1]
+            file.truncate_from(cut)
+            if file.count > 1:
+                return
+            self.files.pop().delete()
 
     def flush(self) -> None:
         for file in self.files[-2:]:

@@ -245,12 +245,12 @@ class Segment:
     def read(self, pos: int, length: int) -> bytes:
         return self.mm[pos : pos + length]
 
-    def zero(self, pos: int) -> None:
-        """Zero from ``pos`` to the end (a truncated tail), a chunk at a time; beyond the
-        backed part the file holds no data, so nothing is written there."""
-        mm = self.mm
-        for at in range(pos, self.backed, _CHUNK):
-            end = min(at + _CHUNK, self.backed)
+    def zero(self, pos: int, upto: int | None = None) -> None:
+        """Zero from ``pos`` to ``upto`` (default: the end; a truncated tail), a chunk at a
+        time; beyond the backed part the file holds no data, so nothing is written there."""
+        mm, stop = self.mm, self.backed if upto is None else min(upto, self.backed)
+        for at in range(pos, stop, _CHUNK):
+            end = min(at + _CHUNK, stop)
             mm[at:end] = _ZERO_CHUNK[: end - at]
 
     def zeroed_from(self, pos: int) -> bool:

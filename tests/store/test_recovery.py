@@ -167,9 +167,9 @@ async def test_refusals_write_nothing(open_store: StoreFactory, tmp_path: Path) 
     assert (await store.put(message(body=b"x" * 1001))).status is PutStatus.MESSAGE_ILLEGAL
     big_props = message(body=b"x", big="v" * 33_000)
     assert (await store.put(big_props)).status is PutStatus.PROPERTIES_SIZE_EXCEEDED
-    store.set_read_only(True)
+    store.set_slave(True)
     assert (await store.put(message())).status is PutStatus.SERVICE_NOT_AVAILABLE
-    store.set_read_only(False)
+    store.set_slave(False)
     assert store.max_phys_offset == before
     full = await open_store(tmp_path / "full", disk_space_warning_level_ratio=0)
     assert (await full.put(message())).status is PutStatus.SERVICE_NOT_AVAILABLE
