@@ -47,6 +47,11 @@ class BrokerConfig:
         "client_channel_scan_interval": (1, None),
         "rebalance_lock_max_live_time": (1, None),
         "ha_listen_port": (0, 65535),
+        "ha_send_heartbeat_interval": (1, None),
+        "ha_housekeeping_interval": (1, None),
+        "ha_transfer_batch_size": (1, 4 * 1024 * 1024),
+        "ha_slave_fallbehind_max": (0, None),
+        "slave_sync_interval": (1, None),
         "transaction_time_out": (0, None),
         "transaction_check_max": (0, None),
         "transaction_check_interval": (1, None),
@@ -83,7 +88,13 @@ class BrokerConfig:
     client_channel_expired_time: int = 120_000  # ours (Java's constant): silent clients dropped
     client_channel_scan_interval: int = 10_000  # ours (Java's constant): how often to look
     rebalance_lock_max_live_time: int = 60_000  # ms (rocketmq.broker.rebalance.lockMaxLiveTime)
-    ha_listen_port: int = 10912  # listenPort + 1 when listenPort is 0 (then ephemeral)
+    ha_listen_port: int = 10912  # ignored: forced to listenPort + 1, as BrokerStartup does
+    ha_master_address: str = ""  # a slave's master HA "host:port"; "" = from registration
+    ha_send_heartbeat_interval: int = 5_000  # ms: a report / an empty frame when idle
+    ha_housekeeping_interval: int = 20_000  # ms: an HA connection silent this long closes
+    ha_transfer_batch_size: int = 32 * 1024  # bytes per master -> slave frame
+    ha_slave_fallbehind_max: int = 256 * 1024 * 1024  # SYNC_MASTER: further behind = no slave
+    slave_sync_interval: int = 10_000  # ours (Java's constant): a slave copies metadata, ms
     # keys UPDATE_BROKER_CONFIG refuses, ";"-separated (brokerConfigPath, rocketmqHome and
     # configBlackList always are: AdminBrokerProcessor.initConfigBlackList)
     config_black_list: str = "configBlackList;brokerConfigPath"

@@ -14,6 +14,7 @@ from broker.processors.pull import PullProcessor
 from broker.processors.query import QueryProcessor
 from broker.processors.runtime import RuntimeProcessor
 from broker.processors.send import SendProcessor
+from broker.slave_sync import SyncProcessor
 from remoting.dispatch import Bulkhead, Route, Routes
 from remoting.protocol.codes import RequestCode as C
 
@@ -34,6 +35,7 @@ class Processors:
     runtime: RuntimeProcessor
     callclient: CallClientProcessor
     endtx: EndTransactionProcessor
+    sync: SyncProcessor
 
 
 def routes(p: Processors) -> Routes:
@@ -44,6 +46,8 @@ def routes(p: Processors) -> Routes:
         C.CONSUMER_SEND_MSG_BACK: Route(p.client.send_back, group="send"),
         C.END_TRANSACTION: Route(p.endtx.end),
         C.RESUME_CHECK_HALF_MESSAGE: Route(p.endtx.resume_check),
+        C.GET_ALL_CONSUMER_OFFSET: Route(p.sync.all_consumer_offsets),
+        C.GET_ALL_DELAY_OFFSET: Route(p.sync.all_delay_offsets),
         C.PULL_MESSAGE: Route(p.pull.pull),
         C.HEART_BEAT: Route(p.client.heartbeat),
         C.UNREGISTER_CLIENT: Route(p.client.unregister_client),

@@ -19,7 +19,7 @@ from broker.configfile import ConfigFile
 from broker.consumers import Consumers
 from broker.context import BrokerContext
 from broker.groups import SubscriptionGroups
-from broker.listen import bind_listeners, vip_routes
+from broker.listen import HA_OFFSET, bind_listeners, vip_routes
 from broker.namesrv_api import BrokerIdentity, NamesrvAPI
 from broker.processors.admin import AdminProcessor
 from broker.processors.callclient import CallClientProcessor
@@ -30,7 +30,9 @@ from broker.processors.pull import PullProcessor
 from broker.processors.query import QueryProcessor
 from broker.processors.runtime import RuntimeProcessor
 from broker.processors.send import SendProcessor
+from broker.replication import Replication, check_role
 from broker.routes import Processors, bulkheads, routes
+from broker.slave_sync import SlaveSync, SyncProcessor
 from broker.stats import SAMPLE_SECONDS, BrokerStats
 from broker.store import MessageStore
 from broker.store.config import StoreConfig
@@ -82,21 +84,26 @@ class Broker(Service):
     async def start(self) -> None:
         cfg, server_cfg = self.config, self.server_config
         prepare_server_process()  # before the store: its file limits depend on it
-        sock, vip_sock = bind_listeners(server_cfg.bind_address, server_cfg.listen_port)
+        self.broker_id = check_role(cfg.broker_role, cfg.broker_id)
+        listeners = bind_listeners(server_cfg.bind_address, server_cfg.listen_port)
+        sock, vip_sock = listeners.main, listeners.vip
         self.port = sock.getsockname()[1]
         try:
             self.ctx = await self._open(f"{cfg.broker_ip1}:{self.port}")
         except BaseException:
-            for s in (sock, vip_sock):
-                if s is not None:
-                    s.close()
+            listeners.close()
             raise
         ctx = self.ctx
+        self.replication = Replication(ctx, self.namesrv)
+        await self.replication.start(listeners.ha)
         self.consumers = Consumers(ctx, self._files())
         self.consumers.load()
         self.transactions = Transactions(ctx, self.consumers.offsets)
         ops = self.transactions.rebuild()
         self.tx_check = TransactionCheck(self.transactions, self.consumers.registry)
+        self.slave_sync = SlaveSync(
+            ctx, self.consumers.offsets, self.consumers.schedule, self._master_addr
+        )
         if ops:
             log.info("transaction_ops_read", ops=ops, low=self.transactions.ops.low)
         table, limits = routes(self._processors()), bulkheads(cfg)  # shared by both ports
@@ -188,18 +195,22 @@ class Broker(Service):
             runtime=RuntimeProcessor(ctx, c.registry, c.offsets, c.schedule),
             callclient=CallClientProcessor(ctx, c.registry),
             endtx=EndTransactionProcessor(self.transactions),
+            sync=SyncProcessor(c.offsets, c.schedule),
         )
+
+    def _master_addr(self) -> str | None:
+        master = self.namesrv.master
+        return master.master_addr if master is not None else None
 
     @property
     def identity(self) -> BrokerIdentity:
         cfg = self.ctx.config
-        ha_port = cfg.ha_listen_port if self.server_config.listen_port else self.port + 1
         return BrokerIdentity(
             cfg.broker_cluster_name,
             cfg.broker_name,
-            cfg.broker_id,
+            self.broker_id,
             self.ctx.addr,
-            f"{cfg.broker_ip2 or cfg.broker_ip1}:{ha_port}",
+            f"{cfg.broker_ip2 or cfg.broker_ip1}:{self.port + HA_OFFSET}",  # BrokerStartup
         )
 
     def _start_loops(self) -> None:
@@ -212,10 +223,14 @@ class Broker(Service):
              self._retry_config_files),
             *self.consumers.jobs(self.config),
         ]  # fmt: skip
+        if self.replication.is_slave:  # SlaveSynchronize; a slave delivers and checks nothing
+            every_ms = self.config.slave_sync_interval
+            jobs.append((every_ms / 1000, "slave_synchronize", self.slave_sync.sync_all))
         for interval, name, job in jobs:
             self._loops.append(loop.create_task(every(interval, job, name=name), name=name))
-        self._loops.append(loop.create_task(self.consumers.schedule.run(), name="schedule"))
-        self._loops.append(loop.create_task(self.tx_check.run(), name="transaction_check"))
+        if not self.replication.is_slave:  # BrokerController.startProcessorByHa
+            self._loops.append(loop.create_task(self.consumers.schedule.run(), name="schedule"))
+            self._loops.append(loop.create_task(self.tx_check.run(), name="transaction_check"))
 
     async def _sample_stats(self) -> None:
         self.ctx.stats.sample()
@@ -270,6 +285,8 @@ class Broker(Service):
         self.consumers.persist_now()
         await self.ctx.groups.flush()
         await self._retry_config_files()
+        await self.replication.close()
+        await self.slave_sync.close()
         await self.ctx.store.shutdown()
         await self.namesrv.close()
         log.info("broker_stopped", broker=self.config.broker_name)

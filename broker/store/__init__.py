@@ -11,7 +11,7 @@ import contextlib
 import errno
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import structlog
 
@@ -80,6 +80,9 @@ class MessageStore(StoreReads, Replica):
         self._tasks: list[asyncio.Task[None]] = []
         self._running = False
         self._slave = False
+        # SYNC_MASTER (the broker's replication sets it): awaited after a put that waits,
+        # with the put's end offset; a status replaces PUT_OK (CommitLog.handleHA)
+        self.replicate: Callable[[int], Awaitable[PutStatus | None]] | None = None
         self._pending_from: int | None = None
         self._stalled_at = -1
         self._cuts = 0
@@ -294,6 +297,10 @@ class MessageStore(StoreReads, Replica):
             if not await self.flusher.wait(end, self.config.sync_flush_timeout / 1000):
                 log.warning("flush_disk_timeout", end=end, io_error=self.flusher.failed)
                 return result._replace(status=PutStatus.FLUSH_DISK_TIMEOUT)
+        if wait_flush and self.replicate is not None and result.wrote_bytes:
+            status = await self.replicate(result.phys_offset + result.wrote_bytes)
+            if status is not None:
+                return result._replace(status=status)
         return result
 
     def _create_failed(self, exc: OSError) -> PutStatus:

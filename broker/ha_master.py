@@ -1,0 +1,189 @@
+"""HAService, master side: stream CommitLog bytes to slaves, track what they have
+(HAService, HAConnection; protocol.md 12.8, fidelity.md 3.2).
+
+Each slave connection reads the slave's reports (its CommitLog max offset) and writes the
+CommitLog from where the first report said, in frames of at most ``haTransferBatchSize``
+bytes, with an empty frame as a heartbeat after ``haSendHeartbeatInterval`` idle. What the
+slaves acknowledged is what a SYNC_MASTER send waits for (``wait_acked``).
+
+compat: a first report of 0 (an empty slave) starts at the master's first CommitLog byte, so
+the slave's copy is whole (4.9.8 starts at its last file); a report beyond the master's end
+gets an empty frame naming the master's end (4.9.8 closes the connection), so a slave that
+diverged can cut back to it and report again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import time
+from collections.abc import Callable
+
+import structlog
+
+from broker.ha_frames import encode_transfer, take_last_report
+from broker.store import MessageStore
+
+log = structlog.get_logger(__name__)
+
+READ_CHUNK = 64 * 1024
+
+
+class HAMaster:
+    """The slaves' connections and the highest offset any of them acknowledged."""
+
+    def __init__(self, store: MessageStore, settings: Callable[[], tuple[int, int, int]]) -> None:
+        self.store = store
+        # (haTransferBatchSize, haSendHeartbeatInterval ms, haHousekeepingInterval ms)
+        self.settings = settings
+        self.connections: set[HAConnection] = set()
+        self.acked = 0  # push2SlaveMaxOffset: the most any slave has
+        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self._server: asyncio.Server | None = None
+        store.add_dispatch_listener(self._arrived)
+
+    async def start(self, sock: socket.socket) -> None:
+        self._server = await asyncio.start_server(self._accept, sock=sock)
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for conn in list(self.connections):
+            conn.close()
+        for _end, fut in self._waiters:
+            if not fut.done():
+                fut.cancel()
+        self._waiters.clear()
+
+    def _arrived(self, *_args: object) -> None:
+        for conn in self.connections:
+            conn.wake.set()
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        conn = HAConnection(self, reader, writer)
+        self.connections.add(conn)
+        log.info("ha_slave_connected", peer=conn.peer)
+        try:
+            await conn.run()
+        finally:
+            self.connections.discard(conn)
+            conn.close()
+            log.info("ha_slave_disconnected", peer=conn.peer, acked=conn.acked)
+
+    # ------------------------------------------------------------ SYNC_MASTER
+
+    def slave_ok(self, end: int, max_gap: int) -> bool:
+        """HAService.isSlaveOK: a slave connected, and not more than ``max_gap`` behind."""
+        return bool(self.connections) and end - self.acked < max_gap
+
+    def on_ack(self, offset: int) -> None:
+        if offset <= self.acked:
+            return
+        self.acked = offset
+        still = []
+        for end, fut in self._waiters:
+            if end <= offset:
+                if not fut.done():
+                    fut.set_result(None)
+            else:
+                still.append((end, fut))
+        self._waiters = still
+
+    async def wait_acked(self, end: int, timeout: float) -> bool:
+        """GroupTransferService: until a slave has every byte before ``end``."""
+        if self.acked >= end:
+            return True
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append((end, fut))
+        try:
+            async with asyncio.timeout(timeout):
+                await fut
+            return True
+        except TimeoutError:
+            return False
+        finally:
+            self._waiters = [(e, f) for e, f in self._waiters if f is not fut]
+
+
+class HAConnection:
+    def __init__(
+        self, master: HAMaster, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        self.master = master
+        self.reader = reader
+        self.writer = writer
+        self.peer = str(writer.get_extra_info("peername"))
+        self.wake = asyncio.Event()
+        self.requested: int | None = None  # where streaming starts (the first report)
+        self.acked = -1
+        self._started = asyncio.Event()
+
+    def close(self) -> None:
+        self.writer.close()
+
+    async def run(self) -> None:
+        try:
+            async with asyncio.TaskGroup() as tg:
+                reading = tg.create_task(self._read_reports())
+                writing = tg.create_task(self._transfer())
+                reading.add_done_callback(lambda _t: writing.cancel())
+        except* (OSError, ValueError) as group:
+            log.info("ha_connection_closed", peer=self.peer, error=str(group.exceptions[0]))
+
+    async def _read_reports(self) -> None:
+        """The slave's offsets; silent for haHousekeepingInterval, or EOF, ends it."""
+        buf = bytearray()
+        store = self.master.store
+        while True:
+            housekeeping = self.master.settings()[2] / 1000
+            try:
+                async with asyncio.timeout(housekeeping):
+                    data = await self.reader.read(READ_CHUNK)
+            except TimeoutError:
+                log.warning("ha_slave_silent", peer=self.peer, seconds=housekeeping)
+                return
+            if not data:
+                return
+            buf += data
+            offset = take_last_report(buf)
+            if offset is None:
+                continue
+            if offset > store.max_phys_offset:
+                # the slave is ahead: tell it where we end, wait for its next report
+                log.warning("ha_slave_ahead", peer=self.peer, slave=offset,
+                            master=store.max_phys_offset)  # fmt: skip
+                self.requested = None
+                self._started.clear()
+                self.writer.write(encode_transfer(store.max_phys_offset, b""))
+                continue
+            if self.requested is None:
+                self.requested = offset if offset > 0 else store.min_phys_offset
+                self._started.set()
+                self.wake.set()
+            self.acked = offset
+            self.master.on_ack(offset)
+
+    async def _transfer(self) -> None:
+        """CommitLog bytes from the requested offset on; a heartbeat when idle."""
+        store = self.master.store
+        while True:
+            await self._started.wait()
+            assert self.requested is not None
+            position, last_write = self.requested, time.monotonic()
+            while self._started.is_set():
+                batch, heartbeat_ms, _ = self.master.settings()
+                self.wake.clear()
+                data = store.read_raw(position, batch)
+                if data:
+                    self.writer.write(encode_transfer(position, data))
+                    position += len(data)
+                elif time.monotonic() - last_write >= heartbeat_ms / 1000:
+                    self.writer.write(encode_transfer(position, b""))
+                else:
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(heartbeat_ms / 1000):
+                            await self.wake.wait()
+                    continue
+                last_write = time.monotonic()
+                await self.writer.drain()

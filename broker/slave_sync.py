@@ -1,0 +1,121 @@
+"""A slave copies its master's metadata every 10 s (SlaveSynchronize.syncAll; fidelity.md
+3.2): topic config (21), consumer offsets (43), delay offsets (45) and subscription groups
+(201), asked of the master the name server named in its REGISTER_BROKER answer. Tables
+with a data version are replaced only when the master's differs. Also the two codes a
+master answers for it (and for a 4.9.8 slave): GET_ALL_CONSUMER_OFFSET (43) and
+GET_ALL_DELAY_OFFSET (45), whose bodies are consumerOffset.json's and delayOffset.json's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+
+from broker.context import BrokerContext
+from broker.offsets import ConsumerOffsets
+from broker.schedule import ScheduleService
+from remoting.channel import Channel
+from remoting.client import RemotingClient
+from remoting.errors import RemotingError
+from remoting.protocol import fastjson
+from remoting.protocol.codes import RequestCode as C
+from remoting.protocol.codes import ResponseCode as R
+from remoting.protocol.command import RemotingCommand, response_to
+from remoting.protocol.group import SubscriptionGroupConfig
+from remoting.protocol.register import DataVersion, TopicConfigWrapper
+from remoting.protocol.route import dumps
+
+log = structlog.get_logger(__name__)
+
+
+class SyncProcessor:
+    """What a master answers a slave (AdminBrokerProcessor.getAllConsumerOffset /
+    getAllDelayOffset)."""
+
+    def __init__(self, offsets: ConsumerOffsets, schedule: ScheduleService) -> None:
+        self.offsets = offsets
+        self.schedule = schedule
+
+    def all_consumer_offsets(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
+        return response_to(req, R.SUCCESS, body=dumps(self.offsets.to_json()))
+
+    def all_delay_offsets(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
+        return response_to(req, R.SUCCESS, body=dumps(self.schedule.to_json()))
+
+
+class SlaveSync:
+    def __init__(
+        self,
+        ctx: BrokerContext,
+        offsets: ConsumerOffsets,
+        schedule: ScheduleService,
+        master_addr: Callable[[], str | None],
+    ) -> None:
+        self.ctx = ctx
+        self.offsets = offsets
+        self.schedule = schedule
+        self.master_addr = master_addr  # () -> "host:port" of the master, or None
+        self.client = RemotingClient()
+        self.rounds = 0
+
+    async def sync_all(self) -> None:
+        addr = self.master_addr()
+        if not addr or addr == self.ctx.addr:
+            return
+        try:
+            await self._topics(addr)
+            await self._offsets(addr)
+            await self._delay_offsets(addr)
+            await self._groups(addr)
+        except (RemotingError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            log.warning("slave_sync_failed", master=addr, error=str(exc))
+            return
+        self.rounds += 1
+
+    async def _ask(self, addr: str, code: int) -> Any:
+        resp = await self.client.invoke(addr, RemotingCommand.request(code), 3.0)
+        if resp.code != R.SUCCESS:
+            raise ValueError(f"code {code}: {resp.code} {resp.remark}")
+        return fastjson.loads(resp.body)
+
+    async def _topics(self, addr: str) -> None:
+        wrapper = TopicConfigWrapper.from_json(await self._ask(addr, C.GET_ALL_TOPIC_CONFIG))
+        table = self.ctx.topics
+        if wrapper.data_version == table.data_version:
+            return
+        table.topics.clear()
+        table.topics.update(wrapper.topic_config_table)
+        table.data_version = wrapper.data_version
+        await table.file.save(table.wrapper().to_json())
+        log.info("slave_topics_synced", master=addr, topics=len(table.topics))
+
+    async def _offsets(self, addr: str) -> None:
+        obj = await self._ask(addr, C.GET_ALL_CONSUMER_OFFSET)
+        for key, queues in (obj.get("offsetTable") or {}).items():
+            self.offsets.table[str(key)] = {int(q): int(o) for q, o in queues.items()}
+        self.offsets.mark_dirty()
+
+    async def _delay_offsets(self, addr: str) -> None:
+        obj = await self._ask(addr, C.GET_ALL_DELAY_OFFSET)
+        table = obj.get("offsetTable") or {}
+        self.schedule.offsets = {int(level): int(offset) for level, offset in table.items()}
+        self.schedule.mark_dirty()
+
+    async def _groups(self, addr: str) -> None:
+        obj = await self._ask(addr, C.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+        groups = self.ctx.groups
+        version = DataVersion.from_json(obj.get("dataVersion"))
+        if version == groups.data_version:
+            return
+        table = obj.get("subscriptionGroupTable") or {}
+        fresh = {str(name): SubscriptionGroupConfig.from_json(raw) for name, raw in table.items()}
+        groups.groups.clear()
+        groups.groups.update(fresh)
+        groups.data_version = version
+        await groups.file.save(groups.to_json())
+        log.info("slave_groups_synced", master=addr, groups=len(groups.groups))
+
+    async def close(self) -> None:
+        await self.client.close()
