@@ -108,6 +108,8 @@ class Replica:
         self.table.dispatch(dispatch_of(msg, phys, size, self.delays), notify=notify)
 
     def _replay_notify(self, phys: int, size: int) -> None:
+        # compat: 4.9.8's ReputMessageService tells no arrival on a SLAVE (parked pulls wait
+        # for the hold service's next check); we tell them, so a slave's pulls wake at once
         self._replay(phys, size, notify=True)
 
     def truncate_to(self, phys: int) -> None:
