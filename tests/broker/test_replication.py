@@ -6,8 +6,10 @@ SYNC_MASTER's promise, slaves refusing sends and serving pulls, catching up afte
 from __future__ import annotations
 
 import asyncio
+import shutil
 import signal
 import time
+from pathlib import Path
 
 from client import api
 from remoting.client import RemotingClient
@@ -234,3 +236,31 @@ async def test_a_slave_copies_topics_offsets_and_groups_from_its_master(
         slave.addr, RemotingCommand.request(C.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
     )
     assert b'"retryMaxTimes":3' in groups.body
+
+
+async def test_a_slave_ahead_of_its_master_cuts_back_and_copies_again(
+    cluster: Cluster, client: RemotingClient, tmp_path: Path
+) -> None:
+    """Issue 18 item 3: a slave whose CommitLog runs past its master's (here: the master came
+    back from an older copy of its disk) truncates to the master's end, says so
+    (``ha_slave_truncated``), and copies from there: byte-identical again."""
+    master, slave = pair(cluster)
+    assert (await client.invoke(master.addr, create_topic("HaT", QUEUES))).code == 0
+    await send_many(client, master.addr, "HaT", 300)
+    await caught_up(client, master.addr, slave.addr)
+    assert cluster.stop_broker("broker-a") == 0
+    shutil.copytree(master.store, tmp_path / "older")
+    cluster.start_broker("broker-a")
+    async with RemotingClient() as fresh:  # the old connection went with the old process
+        await send_many(fresh, master.addr, "HaT", 100)
+        ahead = await caught_up(fresh, master.addr, slave.addr)  # the slave has the 100 too
+    assert cluster.stop_broker("broker-a") == 0
+    shutil.rmtree(master.store)
+    shutil.copytree(tmp_path / "older", master.store)  # the master forgets the 100
+    cluster.start_broker("broker-a")
+    assert slave.proc is not None and slave.proc.wait_for("ha_slave_truncated", 10)
+    async with RemotingClient() as fresh:
+        assert await caught_up(fresh, master.addr, slave.addr) < ahead
+        await send_many(fresh, master.addr, "HaT", 40)
+        await caught_up(fresh, master.addr, slave.addr)
+    assert commitlog_bytes(slave) == commitlog_bytes(master)
