@@ -94,6 +94,7 @@ class BrokerConfig:
     ha_housekeeping_interval: int = 20_000  # ms: an HA connection silent this long closes
     ha_transfer_batch_size: int = 32 * 1024  # bytes per master -> slave frame
     ha_slave_fallbehind_max: int = 256 * 1024 * 1024  # SYNC_MASTER: further behind = no slave
+    slave_read_enable: bool = False  # the master may send consumers of cold data to a slave
     slave_sync_interval: int = 10_000  # ours (Java's constant): a slave copies metadata, ms
     # keys UPDATE_BROKER_CONFIG refuses, ";"-separated (brokerConfigPath, rocketmqHome and
     # configBlackList always are: AdminBrokerProcessor.initConfigBlackList)

@@ -21,6 +21,7 @@ from client.message import MessageQueue
 from remoting.errors import RemotingError
 from remoting.log import get_logger
 from remoting.protocol.codes import ResponseCode as R
+from remoting.protocol.route import MASTER_ID
 
 if TYPE_CHECKING:
     from client.instance import ClientInstance
@@ -81,7 +82,15 @@ class RemoteOffsetStore(_Table):
         return offset
 
     async def fetch(self, mq: MessageQueue) -> int:
-        addr = await self.instance.master_addr(mq.broker_name, mq.topic)
+        """fetchConsumeOffsetFromBroker: from the master, else (gone from the route) from a
+        slave, which holds the offsets it copied from its master."""
+        try:
+            addr = await self.instance.master_addr(mq.broker_name, mq.topic)
+        except MQClientError:
+            found = self.instance.subscribe_addr(mq.broker_name, MASTER_ID)
+            if found is None:
+                raise
+            addr = found[0]
         request = api.query_consumer_offset(self.group, mq.topic, mq.queue_id)
         return api.parse_offset(await self.instance.remoting.invoke(addr, request, 5.0), addr)
 

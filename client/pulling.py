@@ -144,17 +144,22 @@ class Puller:
             return PULL_DELAY_WHEN_FLOW_CONTROL
         return 0.0
 
-    def _broker(self, mq: MessageQueue) -> str:
+    def _broker(self, mq: MessageQueue) -> tuple[str, bool]:
+        """The broker the queue last suggested, else its master, else a slave (the master
+        is gone from the route): ``(addr, is_slave)``."""
         found = self.instance.subscribe_addr(mq.broker_name, self.suggested.get(mq, MASTER_ID))
         if found is None:
             raise MQClientError(f"The broker[{mq.broker_name}] not exist")
-        return found[0]
+        return found
 
-    def _request(self, mq: MessageQueue, offset: int, sub: SubscriptionData) -> RemotingCommand:
+    def _request(
+        self, mq: MessageQueue, offset: int, sub: SubscriptionData, slave: bool = False
+    ) -> RemotingCommand:
         o = self.options
         flag = api.FLAG_SUSPEND
         commit = 0
-        if o.message_model is MessageModel.CLUSTERING:
+        # pullKernelImpl: a slave keeps no offsets, so no commit rides on a pull to one
+        if o.message_model is MessageModel.CLUSTERING and not slave:
             commit = self.rebalance.offsets.table.get(mq, 0)
             if commit > 0:
                 flag |= api.FLAG_COMMIT_OFFSET
@@ -175,9 +180,9 @@ class Puller:
         """One pull; the next offset, None to retry after a pause, -1 when dropped."""
         timeout = self.options.consumer_timeout_millis_when_suspend / 1000
         try:
-            addr = self._broker(mq)
+            addr, slave = self._broker(mq)
             resp = await self.instance.remoting.invoke(
-                addr, self._request(mq, offset, sub), timeout
+                addr, self._request(mq, offset, sub, slave), timeout
             )
             reply = api.parse_pull(resp, addr)
             msgs = filter_messages(reply.body, sub, reply, mq.broker_name) if reply.body else []

@@ -110,7 +110,7 @@ class PullProcessor:
         self, req: RemotingCommand, hdr: PullMessageRequestHeader, result: GetResult, code: R
     ) -> RemotingCommand:
         ext = PullMessageResponseHeader(
-            suggest_which_broker_id=MASTER_ID,
+            suggest_which_broker_id=self._suggest(hdr, result),
             next_begin_offset=result.next_begin_offset,
             min_offset=result.min_offset,
             max_offset=result.max_offset,
@@ -125,6 +125,17 @@ class PullProcessor:
                 "pull_offset_moved", status=result.status.name, next=result.next_begin_offset
             )
         return response_to(req, code, result.status.name, ext, body)
+
+    def _suggest(self, hdr: PullMessageRequestHeader, result: GetResult) -> int:
+        """PullMessageProcessor: with slaveReadEnable, the group's whichBrokerWhenConsumeSlowly
+        (a slave, 1 by default) when the data read has left memory, else its brokerId;
+        without it, the master."""
+        if not self.ctx.config.slave_read_enable:
+            return MASTER_ID
+        group = self.ctx.groups.groups.get(hdr.consumer_group)
+        if group is None:
+            return MASTER_ID
+        return group.which_broker_when_consume_slowly if result.suggest_slave else group.broker_id
 
     def _check(self, hdr: PullMessageRequestHeader, ch: Channel) -> frozenset[int] | None:
         """The 4.9.8 checks, in order; returns the tag codes to match (None = all)."""
