@@ -4,6 +4,10 @@ into a slave store, and the checks that the slave holds the same log and serves 
 from __future__ import annotations
 
 import random
+import signal
+import subprocess
+import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -11,6 +15,7 @@ from broker.store import GetStatus, MessageStore, PutStatus
 from broker.store.replay import ScanReport, replay
 from remoting.protocol.message import MessageExt, SysFlag
 from remoting.protocol.topic import SCHEDULE_TOPIC
+from tests.harness import ROOT
 
 SEGMENT = 64 * 1024  # CommitLog segment: thousands of records cross ~90 segment ends
 CHUNK = 32 * 1024  # haTransferBatchSize
@@ -127,3 +132,21 @@ def assert_same(master: MessageStore, slave: MessageStore, filled: Filled) -> No
     for topic, word in filled.keys[::7] + [(t, f"shared{i}") for t in TOPICS for i in range(7)]:
         mine = master.query(topic, word, 64, 0, 2**62)
         assert slave.query(topic, word, 64, 0, 2**62) == mine, (topic, word)
+
+
+def killed_writer_lines(module: str, *args: str, kill_after: float) -> list[str]:
+    """Run ``python -m module args``, SIGKILL it ``kill_after`` seconds after it printed
+    "ready"; the whole lines it printed before dying (a kill may cut the last one)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", module, *args], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        time.sleep(kill_after)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    lines = proc.stdout.read().split("\n")[:-1]
+    proc.stdout.close()
+    return lines

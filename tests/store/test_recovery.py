@@ -7,10 +7,6 @@ from __future__ import annotations
 import hashlib
 import random
 import shutil
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -20,8 +16,8 @@ from broker.store import GetStatus, MessageStore, PutStatus
 from broker.store.config import FlushDiskType
 from broker.store.segment import Segment
 from remoting.protocol.message import decode_record
-from tests.harness import ROOT
 from tests.store.conftest import HOST, StoreFactory, message, small_config
+from tests.store.replication import killed_writer_lines
 
 Acked = tuple[int, int, str, int, str]  # phys, queue offset, topic, queue id, body digest
 
@@ -29,27 +25,16 @@ Acked = tuple[int, int, str, int, str]  # phys, queue offset, topic, queue id, b
 def run_writer(root: Path, round_: int, kill_after: float) -> list[Acked]:
     """Run the writer, SIGKILL it after ``kill_after`` seconds of writing, return what it
     acknowledged."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.store.crash_writer", str(root), str(round_)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        text=True,
+    lines = killed_writer_lines(
+        "tests.store.crash_writer", str(root), str(round_), kill_after=kill_after
     )
-    assert proc.stdout is not None
-    try:
-        assert proc.stdout.readline().strip() == "ready"
-        time.sleep(kill_after)
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
     acked = []
     # only whole lines are acknowledgements: the kill may land in the middle of one
-    for line in proc.stdout.read().split("\n")[:-1]:
+    for line in lines:
         fields = line.split()
         assert len(fields) == 5, f"the writer printed something else: {line!r}"
         phys, qoff, topic, qid, digest = fields
         acked.append((int(phys), int(qoff), topic, int(qid), digest))
-    proc.stdout.close()
     return acked
 
 

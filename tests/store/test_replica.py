@@ -5,10 +5,6 @@ index by the stage recovery uses; restarts, wrong offsets, cuts back, the slave 
 from __future__ import annotations
 
 import random
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +13,6 @@ from structlog.testing import capture_logs
 from broker.store import GetStatus, MessageStore, PutStatus
 from broker.store.config import FlushDiskType
 from remoting.protocol.message import decode_record
-from tests.harness import ROOT
 from tests.store.conftest import HOST, StoreFactory, message, small_config
 from tests.store.replication import (
     SEGMENT,
@@ -26,6 +21,7 @@ from tests.store.replication import (
     commitlog_files,
     copy,
     fill,
+    killed_writer_lines,
     queue_contents,
     replica_config,
 )
@@ -248,21 +244,9 @@ async def test_corrupt_record_in_the_stream_is_a_hole_as_in_recovery(
 def run_raw_writer(master: Path, slave: Path, seed: int, kill_after: float) -> list[int]:
     """Run tests.store.raw_writer, SIGKILL it after ``kill_after`` seconds of copying; the
     dispatched offsets it printed after each append returned."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.store.raw_writer", str(master), str(slave), str(seed)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        text=True,
+    lines = killed_writer_lines(
+        "tests.store.raw_writer", str(master), str(slave), str(seed), kill_after=kill_after
     )
-    assert proc.stdout is not None
-    try:
-        assert proc.stdout.readline().strip() == "ready"
-        time.sleep(kill_after)
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
-    lines = proc.stdout.read().split("\n")[:-1]  # a kill may cut the last line
-    proc.stdout.close()
     return [int(line.split()[0]) for line in lines if line != "done"]
 
 
