@@ -35,9 +35,10 @@ lint: $(STAMP)
 test: lint $(COMPAT_STAMP)
 	$(PY) -m pytest
 
-# a local cluster without Docker: namesrv :9876, broker-a :10911, broker-b :10921, data in ./data
+# a local cluster without Docker: namesrv :9876, broker-a :10911, broker-b :10921, data in ./data;
+# launcher options after ARGS=, e.g. `make run ARGS="--slaves 1 --sync"` for a slave per broker
 run: $(STAMP)
-	$(PY) deploy/run_local.py
+	$(PY) deploy/run_local.py $(ARGS)
 
 bench: $(STAMP)
 	@for f in $(BENCHES); do echo "== $$f"; $(PY) -m benchmarks.$$f || exit 1; done

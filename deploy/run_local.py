@@ -1,12 +1,19 @@
 """``make run``: a local cluster without Docker -- a name server on 9876 and brokers broker-a
 (10911) and broker-b (10921), data under ./data, logs to this terminal.
 
+``--slaves N`` adds N slaves to each broker group (``make run ARGS="--slaves 1"``): brokerId 1..N,
+brokerRole SLAVE, the group's brokerName, data under ./data/broker-a-s1 and so on; ``--sync``
+makes the masters SYNC_MASTER (else ASYNC_MASTER). Slave k of the master on port P listens on
+P + 4 + 20 (k - 1): 10915, 10935, ... for broker-a and 10925, 10945, ... for broker-b. A broker
+holds four ports, listenPort - 2 (VIP) to listenPort + 1 (HA, forced), so no two collide.
+"cluster ready" waits until every slave follows its master.
+
 Stop it with Ctrl-C, ``kill <launcher pid>`` (SIGTERM) or by closing the terminal (SIGHUP): the
-brokers stop first, then the name server (each: SIGTERM, up to 10 s, then SIGKILL), and the
-launcher exits 0. Each process is started with this interpreter, in its own session (only the
-launcher sees Ctrl-C, so the order holds) and with PR_SET_PDEATHSIG: if the launcher dies, even
-by SIGKILL, the kernel sends every server SIGTERM. The launcher asks the same for itself, so it
-stops the cluster when ``make`` dies.
+slaves stop first, then the masters, then the name server (each group: SIGTERM, up to 10 s,
+then SIGKILL), and the launcher exits 0. Each process is started with this interpreter, in its
+own session (only the launcher sees Ctrl-C, so the order holds) and with PR_SET_PDEATHSIG: if
+the launcher dies, even by SIGKILL, the kernel sends every server SIGTERM. The launcher asks
+the same for itself, so it stops the cluster when ``make`` dies.
 
 ``--data DIR`` puts all state under DIR; ``--ephemeral`` runs every process on a free port (the
 brokers find the name server through its ``listening`` line). Tests use both.
@@ -27,17 +34,20 @@ import sys
 import time
 from pathlib import Path
 from types import FrameType
-from typing import Any, TextIO
+from typing import Any, NamedTuple, TextIO
 
 ROOT = Path(__file__).resolve().parent.parent
-SERVERS = [  # name, module, config file, the --set that puts its data under --data
-    ("namesrv", "namesrv", "namesrv.conf", "kvConfigPath={}/namesrv/kvConfig.json"),
-    ("broker-a", "broker", "broker-a.conf", "storePathRootDir={}/broker-a"),
-    ("broker-b", "broker", "broker-b.conf", "storePathRootDir={}/broker-b"),
-]
+NAMESRV = "namesrv"
+MASTERS = (("broker-a", 10911), ("broker-b", 10921))  # brokerName, listenPort in its conf file
+SLAVE = "SLAVE"
+SLAVE_STRIDE = 20  # ports between slave k and slave k + 1 of the same master
+MAX_SLAVES = 9
+HA_OFFSET = 1  # the HA port is listenPort + 1, forced (broker/listen.py, BrokerStartup)
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 STOP_TIMEOUT = 10.0  # seconds each group of servers gets between SIGTERM and SIGKILL
+FOLLOW_TIMEOUT = 30.0  # seconds a listening slave gets to connect to its master's HA port
 PORT = re.compile(r"\bport=(\d+)")
+VIP_PORT = re.compile(r"\bvip_port=(\d+)")
 PR_SET_PDEATHSIG = 1
 
 
@@ -81,14 +91,61 @@ def say(text: str) -> None:
     emit(sys.stderr, f"run_local: {text}\n")
 
 
+class Spec(NamedTuple):
+    """One server: ``argv`` (after ``python``) starts it by hand from the repository root, as
+    the README shows; the launcher adds its own options (``Cluster.argv``)."""
+
+    name: str
+    role: str  # namesrv, ASYNC_MASTER, SYNC_MASTER or SLAVE
+    group: str  # the brokerName ("" for the name server)
+    port: int  # its listenPort without --ephemeral
+    argv: list[str]
+
+    @property
+    def tier(self) -> int:
+        """0 the name server, 1 a master, 2 a slave: started in this order, stopped in reverse."""
+        return 0 if self.role == NAMESRV else 2 if self.role == SLAVE else 1
+
+
+def slave_port(master_port: int, k: int) -> int:
+    """Slave ``k`` (1..) of the master on ``master_port``. A broker holds listenPort - 2 (VIP)
+    to listenPort + 1 (HA): masters P - 2 .. P + 1, slave 1 P + 2 .. P + 5, slave k 20 ports
+    further on; with masters 10 apart, no two brokers share a port."""
+    return master_port + 4 + SLAVE_STRIDE * (k - 1)
+
+
+def plan(slaves: int = 0, sync: bool = False) -> list[Spec]:
+    """The servers in start order: the name server, the masters, slave 1 of each group, ..."""
+    specs = [Spec(NAMESRV, NAMESRV, "", 9876, ["-m", "namesrv", "-c", "deploy/conf/namesrv.conf"])]
+    role = "SYNC_MASTER" if sync else "ASYNC_MASTER"
+    for name, port in MASTERS:
+        argv = ["-m", "broker", "-c", f"deploy/conf/{name}.conf"]
+        if sync:  # the conf files say ASYNC_MASTER
+            argv += ["--set", f"brokerRole={role}"]
+        specs.append(Spec(name, role, name, port, argv))
+    for k in range(1, slaves + 1):
+        for name, master_port in MASTERS:
+            port = slave_port(master_port, k)
+            argv = ["-m", "broker", "-c", f"deploy/conf/{name}-s.conf"]  # slave 1's file
+            if k > 1:
+                argv += ["--set", f"brokerId={k}", "--set", f"listenPort={port}"]
+            specs.append(Spec(f"{name}-s{k}", SLAVE, name, port, argv))
+    return specs
+
+
 class Server:
     """One child process. Its output reaches ours line by line with its name in front, read by
-    ``Cluster.pump``; its ``listening`` line tells its port."""
+    ``Cluster.pump``; its ``listening`` line tells its ports, and a slave is ready once it also
+    logged ``ha_master_connected`` (it follows its master)."""
 
-    def __init__(self, name: str, argv: list[str]) -> None:
-        self.name = name
+    def __init__(self, spec: Spec, argv: list[str], width: int) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.width = width
         self.port: int | None = None
-        self.ready = False
+        self.vip_port: int | None = None
+        self.listening = False
+        self.following = spec.role != SLAVE
         self.proc = subprocess.Popen(
             [sys.executable, *argv],
             cwd=ROOT,
@@ -101,6 +158,10 @@ class Server:
         self.fd: int | None = self.proc.stdout.fileno()  # None at end of output
         self._partial = b""
 
+    @property
+    def ready(self) -> bool:
+        return self.listening and self.following
+
     def read(self) -> None:
         """Pass on what the server wrote, whatever becomes of our stdout."""
         assert self.fd is not None
@@ -111,14 +172,35 @@ class Server:
         *lines, self._partial = (self._partial + data).split(b"\n")
         for raw in lines:
             line = raw.decode(errors="replace")
-            if not self.ready and (" listening " in line or '"listening"' in line):
-                match = PORT.search(line)
-                self.port = int(match[1]) if match else None
-                self.ready = True
-            emit(sys.stdout, f"{self.name:<8} | {line}\n")
+            self._watch(line)
+            emit(sys.stdout, f"{self.name:<{self.width}} | {line}\n")
+
+    def _watch(self, line: str) -> None:
+        if not self.listening and _event(line, "listening"):
+            match, vip = PORT.search(line), VIP_PORT.search(line)
+            self.port = int(match[1]) if match else None
+            self.vip_port = int(vip[1]) if vip else None
+            self.listening = True
+        elif not self.following and _event(line, "ha_master_connected"):
+            self.following = True
 
     def exited(self) -> bool:
         return self.proc.poll() is not None and self.fd is None
+
+    def describe(self) -> str:
+        """Its endpoints, for the "cluster ready" lines."""
+        where = f"{self.name:<{self.width}} 127.0.0.1:{self.port}"
+        if self.spec.role == NAMESRV:
+            return where
+        role = f"SLAVE of {self.spec.group}" if self.spec.role == SLAVE else self.spec.role
+        vip = f"VIP :{self.vip_port}" if self.vip_port is not None else "no VIP port"
+        assert self.port is not None
+        return f"{where:<{self.width + 17}} {role:<18} {vip}  HA :{self.port + HA_OFFSET}"
+
+
+def _event(line: str, event: str) -> bool:
+    """Whether a log line (console or JSON) is the event ``event``."""
+    return f" {event} " in line or f'"{event}"' in line
 
 
 class Cluster:
@@ -144,31 +226,54 @@ class Cluster:
         for fd in select.select(list(open_), [], [], timeout)[0]:
             open_[fd].read()
 
-    def argv(self, module: str, conf: str, data_key: str) -> list[str]:
-        argv = ["-m", module, "-c", f"deploy/conf/{conf}", "--log-format", "console"]
-        argv += ["--set", data_key.format(self.data)]
+    def argv(self, spec: Spec) -> list[str]:
+        """``spec.argv`` with its data under --data, console logs, and with --ephemeral port 0
+        and the name server's real address."""
+        argv = [*spec.argv, "--log-format", "console"]
+        if spec.role == NAMESRV:
+            argv += ["--set", f"kvConfigPath={self.data}/namesrv/kvConfig.json"]
+        else:
+            argv += ["--set", f"storePathRootDir={self.data}/{spec.name}"]
         if self.ephemeral:
             argv += ["--listen-port", "0"]
-            if module == "broker":
+            if spec.role != NAMESRV:
                 argv += ["-n", f"127.0.0.1:{self.servers[0].port}"]
         return argv
 
-    def start(self) -> bool:
-        """One at a time, the name server first, so brokers register at once."""
-        for name, module, conf, data_key in SERVERS:
-            server = Server(name, self.argv(module, conf, data_key))
-            self.servers.append(server)
-            say(f"{name} started, pid {server.proc.pid}")
-            while not server.ready:
-                if self.signal is not None:
-                    return False
-                if server.exited():
-                    say(f"{name} failed to start")
-                    return False
-                self.pump(0.2)
-            if server.port is None:
-                say(f"{name}: no port in its listening line")
+    def start(self, specs: list[Spec]) -> bool:
+        """In tiers -- the name server, the masters, the slaves -- each ready before the next
+        starts, so brokers register at once and slaves find their masters."""
+        width = max(8, *(len(spec.name) for spec in specs))
+        for tier in sorted({spec.tier for spec in specs}):
+            wave = []
+            for spec in specs:
+                if spec.tier == tier:
+                    wave.append(Server(spec, self.argv(spec), width))
+                    say(f"{spec.name} started, pid {wave[-1].proc.pid}")
+            self.servers += wave
+            if not self.wait_ready(wave):
                 return False
+        return True
+
+    def wait_ready(self, wave: list[Server]) -> bool:
+        """Until each server of ``wave`` is ready; False on a stop signal or a failure. A slave
+        that does not follow its master within FOLLOW_TIMEOUT is passed with a warning (it
+        keeps trying)."""
+        began = time.monotonic()
+        while not all(server.ready for server in wave):
+            if self.signal is not None:
+                return False
+            for server in wave:
+                if server.exited():
+                    say(f"{server.name} failed to start")
+                    return False
+                if server.listening and server.port is None:
+                    say(f"{server.name}: no port in its listening line")
+                    return False
+                if not server.following and time.monotonic() - began > FOLLOW_TIMEOUT:
+                    say(f"{server.name} has not reached its master yet; it keeps trying")
+                    server.following = True
+            self.pump(0.2)
         return True
 
     def watch(self) -> None:
@@ -180,11 +285,12 @@ class Cluster:
             self.pump(0.2)
 
     def stop(self) -> bool:
-        """Brokers first (they unregister from the name server), then the name server: SIGTERM,
-        up to STOP_TIMEOUT, then SIGKILL. True when every server exited 0."""
+        """Slaves first, then masters (they unregister from the name server), then the name
+        server: SIGTERM, up to STOP_TIMEOUT, then SIGKILL. True when every server exited 0."""
         if self.signal is not None:
             say(f"{signal.Signals(self.signal).name}: stopping the cluster")
-        for group in (self.servers[1:], self.servers[:1]):
+        for tier in sorted({s.spec.tier for s in self.servers}, reverse=True):
+            group = [s for s in self.servers if s.spec.tier == tier]
             for server in group:
                 if server.proc.poll() is None:
                     server.proc.send_signal(signal.SIGTERM)
@@ -202,8 +308,8 @@ class Cluster:
             self.pump(0.05)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="a local name server and two brokers")
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="a local name server and two broker groups")
     parser.add_argument(
         "--data",
         type=Path,
@@ -214,15 +320,38 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--ephemeral", action="store_true", help="every process on a free port (for tests)"
     )
+    parser.add_argument(
+        "--slaves",
+        type=int,
+        default=0,
+        metavar="N",
+        help=f"N slaves (brokerId 1..N) per broker group, 0 to {MAX_SLAVES} (default: 0)",
+    )
+    parser.add_argument(
+        "--sync",
+        action="store_true",
+        help="SYNC_MASTER masters: a send is answered once a slave holds it (needs --slaves)",
+    )
     args = parser.parse_args(argv)
+    if not 0 <= args.slaves <= MAX_SLAVES:
+        parser.error(f"--slaves: 0 to {MAX_SLAVES}, got {args.slaves}")
+    if args.sync and not args.slaves:
+        parser.error("--sync needs --slaves 1 or more (else every send is SLAVE_NOT_AVAILABLE)")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     die_with_parent(os.getppid())  # when `make` dies, stop the cluster too
     cluster = Cluster(args.data.resolve(), args.ephemeral)
     for signum in STOP_SIGNALS:
         signal.signal(signum, cluster.on_signal)
     cluster.data.mkdir(parents=True, exist_ok=True)
-    if cluster.start():
-        ports = ", ".join(f"{s.name} 127.0.0.1:{s.port}" for s in cluster.servers)
-        say(f"cluster ready: {ports}; stop it with Ctrl-C or `kill {os.getpid()}`")
+    if cluster.start(plan(args.slaves, args.sync)):
+        for server in cluster.servers:
+            say(server.describe())
+        count = len(cluster.servers)
+        say(f"cluster ready ({count} processes); stop it with Ctrl-C or `kill {os.getpid()}`")
         cluster.watch()
     clean = cluster.stop()
     return 0 if clean and cluster.signal is not None else 1

@@ -1,0 +1,141 @@
+"""`make run ARGS="--slaves 1"` (deploy/run_local.py --slaves / --sync; issue 18 item 7,
+fidelity D11): a master/slave pair per broker group as real processes on free ports, its port
+plan, its conf files, and the README's by-hand commands."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import shlex
+import signal
+import sys
+from collections.abc import Callable
+
+import pytest
+
+from client import api
+from remoting.client import RemotingClient
+from remoting.config import ClientConfig
+from remoting.protocol.codes import ResponseCode, SerializeType
+from remoting.protocol.message import decode_records
+from tests.broker.wire import create_topic, pull, route, send_v2
+from tests.deploy.launcher import Launcher, load_run_local, wait_all_gone
+from tests.harness import ROOT
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc, prctl")
+
+PAIRS = [("broker-a", "broker-a-s1"), ("broker-b", "broker-b-s1")]
+FIVE = ["namesrv", "broker-a", "broker-b", "broker-a-s1", "broker-b-s1"]
+TOPIC = "RunLocalHa"
+QUEUE = 1
+WAITING = {ResponseCode.TOPIC_NOT_EXIST, ResponseCode.PULL_NOT_FOUND}  # the slave not there yet
+
+
+async def pulled_from(cli: RemotingClient, addr: str) -> list[bytes]:
+    """Pull queue QUEUE of TOPIC from ``addr`` (a slave) until it answers FOUND: the slave
+    copies the topic's config from its master every 10 s (SlaveSynchronize)."""
+    async with asyncio.timeout(25):
+        while True:
+            req = pull("cg_run", TOPIC, QUEUE, 0, sys_flag=4, suspend_ms=0, subscription="*")
+            if (resp := await cli.invoke(addr, req)).code not in WAITING:
+                break
+            await asyncio.sleep(0.2)
+    assert resp.code == ResponseCode.SUCCESS, (resp.code, resp.remark)
+    assert int(resp.ext_fields["nextBeginOffset"]) == 1
+    return [msg.body for msg in decode_records(resp.body)]
+
+
+async def test_a_message_sent_to_a_master_is_pulled_from_its_slave(
+    launch: Callable[..., Launcher],
+) -> None:
+    """Issue 18 item 7 (fidelity D11): `--slaves 1 --sync` starts the name server, two
+    SYNC_MASTER masters and a slave of each (brokerId 1, SLAVE, the group's brokerName, the HA
+    port listenPort + 1), and says "cluster ready" once both slaves follow: a send to a
+    master is answered SEND_OK at once (its slave holds it), the name server routes the
+    group to both, and the message is pulled from the slave."""
+    run = launch("--slaves", "1", "--sync", names=FIVE)
+    run.wait_ready()
+    ends = run.endpoints()
+    for master, slave in PAIRS:
+        assert "SYNC_MASTER" in ends[master] and f"SLAVE of {master}" in ends[slave], ends
+        for name in (master, slave):
+            port = int(run.addr(name).rpartition(":")[2])
+            assert f"HA :{port + 1}" in ends[name], ends
+    config = ClientConfig(serialize_type=SerializeType.JSON)  # what Java clients send
+    async with RemotingClient(config) as cli:
+        for master, _slave in PAIRS:
+            addr = run.addr(master)
+            assert (await cli.invoke(addr, create_topic(TOPIC, 2))).code == 0
+            sent = await cli.invoke(addr, send_v2(TOPIC, master.encode(), queue_id=QUEUE))
+            assert sent.code == ResponseCode.SUCCESS, (sent.code, sent.remark)  # not 11 / 12
+            assert sent.ext_fields["queueId"] == str(QUEUE) and sent.ext_fields["msgId"]
+        table = api.parse_route(await route(cli, run.addr("namesrv"), TOPIC))
+        addrs = {data.broker_name: data.broker_addrs for data in table.broker_datas}
+        assert addrs == {m: {0: run.addr(m), 1: run.addr(s)} for m, s in PAIRS}
+        for master, slave in PAIRS:
+            assert await pulled_from(cli, run.addr(slave)) == [master.encode()]
+
+
+def test_sigterm_stops_slaves_then_masters_then_namesrv(launch: Callable[..., Launcher]) -> None:
+    """Issue 18 item 7: with `--slaves 1`, SIGTERM to the launcher stops all five servers --
+    the slaves before the masters, the masters before the name server, each with exit 0 --
+    and leaves no process behind."""
+    run = launch("--slaves", "1", names=FIVE)
+    pids = run.wait_ready()
+    run.proc.send_signal(signal.SIGTERM)
+    assert run.wait_exit() == 0, run.text
+    assert wait_all_gone(list(pids.values()), 1) == []
+    namesrv_stopping = run.lines("namesrv", "stopping")
+    assert len(namesrv_stopping) == 1, run.text
+    for master, slave in PAIRS:
+        assert run.lines(slave, "stopped")[0] < run.lines(master, "stopping")[0], run.text
+        assert run.lines(master, "stopped")[0] < namesrv_stopping[0], run.text
+
+
+def conf(path: str) -> dict[str, str]:
+    lines = (ROOT / path).read_text().splitlines()
+    return dict(line.split("=", 1) for line in lines if line and not line.startswith("#"))
+
+
+def test_ports_conf_files_and_options() -> None:
+    """Issue 18 item 7 (fidelity D11): masters keep 10911 / 10921, first slaves get 10915 /
+    10925; with the most slaves allowed no two brokers share a port of the four each holds
+    (VIP listenPort - 2 to HA listenPort + 1); each slave conf is RocketMQ's (brokerName of
+    its group, brokerId 1, brokerRole SLAVE) and agrees with the launcher; --sync alone is
+    refused."""
+    run_local = load_run_local()
+    specs = run_local.plan(run_local.MAX_SLAVES, True)
+    ports = {spec.name: spec.port for spec in specs}
+    assert [ports[n] for n in FIVE] == [9876, 10911, 10921, 10915, 10925]
+    held = [p for spec in specs[1:] for p in range(spec.port - 2, spec.port + 2)]
+    assert len(held) == len(set(held)) == 4 * (2 + 2 * run_local.MAX_SLAVES)
+    for spec in specs[1:]:
+        keys = conf(spec.argv[spec.argv.index("-c") + 1])
+        assert keys["brokerName"] == spec.group and keys["brokerClusterName"] == "DefaultCluster"
+        if spec.name.endswith("-s1") or spec.role != "SLAVE":  # what the file itself says
+            role = "SLAVE" if spec.role == "SLAVE" else "ASYNC_MASTER"
+            assert (keys["brokerRole"], keys["brokerId"]) == (role, "1" if role == "SLAVE" else "0")
+            assert keys["listenPort"] == str(spec.port)
+            assert keys["storePathRootDir"] == f"./data/{spec.name}"
+    with pytest.raises(SystemExit):
+        run_local.parse_args(["--sync"])
+
+
+def test_readme_commands_are_the_launchers() -> None:
+    """Issue 18 "Done when": the README's master/slave section starts a SYNC_MASTER pair by
+    hand with the very commands `make run ARGS="--slaves 1 --sync"` runs (it adds only its data
+    directory and log format), and each of its `make run` options parses."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Master/slave replication", 1)[1].split("\n## ", 1)[0]
+    typed = [
+        shlex.split(line.split("#", 1)[0])[1:]
+        for line in section.splitlines()
+        if line.startswith(".venv/bin/python -m ")
+    ]
+    run_local = load_run_local()
+    argv = {spec.name: spec.argv for spec in run_local.plan(1, sync=True)}
+    assert typed == [argv["namesrv"], argv["broker-a"], argv["broker-a-s1"]]
+    make_args = re.findall(r'make run ARGS="([^"]+)"', section)
+    assert "--slaves 1 --sync" in make_args
+    for args in make_args:
+        assert run_local.parse_args(shlex.split(args)).slaves == 1
