@@ -223,11 +223,13 @@ class Broker(Service):
              self._retry_config_files),
             *self.consumers.jobs(self.config),
         ]  # fmt: skip
-        if self.replication.is_slave:  # SlaveSynchronize; a slave delivers and checks nothing
-            every_ms = self.config.slave_sync_interval
-            jobs.append((every_ms / 1000, "slave_synchronize", self.slave_sync.sync_all))
         for interval, name, job in jobs:
             self._loops.append(loop.create_task(every(interval, job, name=name), name=name))
+        if self.replication.is_slave:  # handleSlaveSynchronize: after 3 s, then every 10 s
+            sync_s = self.config.slave_sync_interval / 1000
+            sync = every(sync_s, self.slave_sync.sync_all, name="slave_synchronize",
+                         initial_delay=min(3.0, sync_s))  # fmt: skip
+            self._loops.append(loop.create_task(sync, name="slave_synchronize"))
         if not self.replication.is_slave:  # BrokerController.startProcessorByHa
             self._loops.append(loop.create_task(self.consumers.schedule.run(), name="schedule"))
             self._loops.append(loop.create_task(self.tx_check.run(), name="transaction_check"))
