@@ -1,7 +1,7 @@
 """Helpers of benchmarks/replication.py: broker processes in kept directories (a slave
 restarts on its own store), master/slave pairs, a sender that counts every answer code, the
-CommitLog's max offset, and an offset sampler running in a child process (so 64 sends in
-flight here never delay its clock)."""
+CommitLog's max offset, reading CommitLog files and their page-cache residency, and an
+offset sampler running in a child process (so 64 sends in flight here never delay it)."""
 
 from __future__ import annotations
 
@@ -277,6 +277,40 @@ def page_residency(path: Path, lo: int, hi: int) -> tuple[int, int]:
         return pages, sum(b & 1 for b in vec.raw)
     finally:
         libc.munmap(addr, length)
+
+
+def read_rate(master: Node, start: int, end: int) -> float:
+    """MB/s reading [start, end) of the master's CommitLog files, 1 MiB os.read calls."""
+    t0, total = time.perf_counter(), 0
+    for path in master.commitlog_files():
+        seg_start, size = int(path.name), path.stat().st_size
+        lo, hi = max(start, seg_start), min(end, seg_start + size)
+        if lo >= hi:
+            continue
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.lseek(fd, lo - seg_start, os.SEEK_SET)
+            left = hi - lo
+            while left > 0:
+                got = len(os.read(fd, min(left, 1 << 20)))
+                if got == 0:
+                    raise RuntimeError(f"{path} ends early")
+                total, left = total + got, left - got
+        finally:
+            os.close(fd)
+    return total / (time.perf_counter() - t0) / 1e6
+
+
+def resident(master: Node, start: int, end: int) -> float:
+    """Of the master's CommitLog bytes [start, end), the fraction in the page cache."""
+    pages = cached = 0
+    for path in master.commitlog_files():
+        seg_start, size = int(path.name), path.stat().st_size
+        lo, hi = max(start, seg_start) - seg_start, min(end, seg_start + size) - seg_start
+        if lo < hi:
+            p, c = page_residency(path, lo, hi)
+            pages, cached = pages + p, cached + c
+    return cached / max(1, pages)
 
 
 # ------------------------------------------------------------ the offset sampler

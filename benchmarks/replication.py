@@ -38,7 +38,6 @@ import asyncio
 import bisect
 import itertools
 import json
-import os
 import shutil
 import statistics
 import sys
@@ -53,7 +52,6 @@ import uvloop
 
 from benchmarks.common import parse_args, quantile_us, quiet_logging
 from benchmarks.repl_common import (
-    Node,
     Pair,
     Sampler,
     caught_up,
@@ -61,8 +59,9 @@ from benchmarks.repl_common import (
     fill,
     max_offset,
     paced,
-    page_residency,
     pair,
+    read_rate,
+    resident,
     sends,
     settle,
 )
@@ -159,6 +158,8 @@ class Lag:
     ms_p99: float
     ms_max: float
     early: float  # fraction of messages the slave had before their answer got here
+    gap_p99_ms: float  # between two slave samples (the sampler's own delays: resolution)
+    gap_max_ms: float
 
 
 async def lag_run(p: Pair, warm: float, seconds: float, rate: float | None) -> Lag:
@@ -178,8 +179,11 @@ async def lag_run(p: Pair, warm: float, seconds: float, rate: float | None) -> L
     first, last = tally.acks[0][0], tally.acks[-1][0]
     gaps = sorted(max(0, m - s) for t, m, s in samples if m >= 0 and first <= t <= last)
     ms, early = lag_ms(tally.acks, samples)
+    times = [t for t, _m, _s in samples if first <= t <= last]
+    _g50, g99, gmax = pick(sorted(b - a for a, b in itertools.pairwise(times)))
     (b50, b99, bmax), (m50, m99, mmax) = pick(gaps), pick(ms)
-    return Lag(tally.ok / elapsed, b50, b99, bmax, m50 * 1e3, m99 * 1e3, mmax * 1e3, early)
+    return Lag(tally.ok / elapsed, b50, b99, bmax, m50 * 1e3, m99 * 1e3, mmax * 1e3, early,
+               g99 * 1e3, gmax * 1e3)  # fmt: skip
 
 
 def pick(ordered: list[float] | list[int]) -> tuple[float, float, float]:
@@ -228,8 +232,9 @@ class CatchUp:
     mb: float  # the slave missed
     fill_s: float  # sending them took
     start_s: float  # from spawning the slave to its `listening`
+    early_mb: float  # copied before `listening` (the HA client starts first)
     catchup_s: float  # from `listening` to its max offset = the master's
-    rate: float  # MB/s
+    rate: float  # MB/s: what was left at `listening` / catchup_s
     slave_cpu: float  # the slave's CPU seconds per second meanwhile
     master_cpu: float
     read_rate: float  # MB/s, os.read of the same bytes of the master's files
@@ -249,63 +254,41 @@ async def stop_and_fill(p: Pair, volume: int) -> tuple[int, float]:
         return stopped, time.perf_counter() - t0
 
 
-async def restart_and_time(p: Pair, stopped: int) -> tuple[int, float, float, float, float]:
-    """The slave started again; (master's end, start s, catch-up s, slave cpu, master cpu)."""
+@dataclass(frozen=True)
+class Restart:
+    end: int  # the master's
+    at: int  # the slave's at `listening`
+    start_s: float
+    took: float
+    slave_cpu: float
+    master_cpu: float
+
+
+async def restart_and_time(p: Pair) -> Restart:
+    """The slave started again and timed until it ends where the master does."""
     async with RemotingClient(JSON_CLIENT) as cli:
         end = await max_offset(cli, p.master.addr)
         t0 = time.perf_counter()
         await asyncio.to_thread(p.slave.start)
         t1, cpu_s, cpu_m = time.perf_counter(), p.slave.cpu_seconds(), p.master.cpu_seconds()
+        at = await max_offset(cli, p.slave.addr)
         async with asyncio.timeout(600):
             await caught_up(cli, p, end)
         t2 = time.perf_counter()
         busy_s, busy_m = p.slave.cpu_seconds() - cpu_s, p.master.cpu_seconds() - cpu_m
-    return end, t1 - t0, t2 - t1, busy_s / (t2 - t1), busy_m / (t2 - t1)
-
-
-def read_rate(master: Node, start: int, end: int) -> float:
-    """MB/s reading [start, end) of the master's CommitLog files, 1 MiB os.read calls."""
-    t0, total = time.perf_counter(), 0
-    for path in master.commitlog_files():
-        seg_start, size = int(path.name), path.stat().st_size
-        lo, hi = max(start, seg_start), min(end, seg_start + size)
-        if lo >= hi:
-            continue
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.lseek(fd, lo - seg_start, os.SEEK_SET)
-            left = hi - lo
-            while left > 0:
-                got = len(os.read(fd, min(left, 1 << 20)))
-                if got == 0:
-                    raise RuntimeError(f"{path} ends early")
-                total, left = total + got, left - got
-        finally:
-            os.close(fd)
-    return total / (time.perf_counter() - t0) / MB
-
-
-def resident(master: Node, start: int, end: int) -> float:
-    """Of the master's CommitLog bytes [start, end), the fraction in the page cache."""
-    pages = cached = 0
-    for path in master.commitlog_files():
-        seg_start, size = int(path.name), path.stat().st_size
-        lo, hi = max(start, seg_start) - seg_start, min(end, seg_start + size) - seg_start
-        if lo < hi:
-            p, c = page_residency(path, lo, hi)
-            pages, cached = pages + p, cached + c
-    return cached / max(1, pages)
+    return Restart(end, at, t1 - t0, t2 - t1, busy_s / (t2 - t1), busy_m / (t2 - t1))
 
 
 def catchup_once(root: Path, volume: int) -> CatchUp:
     with pair(root, "ASYNC_MASTER") as p:
         uvloop.run(ready(p, "catch-up"))
         stopped, fill_s = uvloop.run(stop_and_fill(p, volume))
-        end, start_s, took, cpu_s, cpu_m = uvloop.run(restart_and_time(p, stopped))
-        cached = resident(p.master, stopped, end)
-        base = read_rate(p.master, stopped, end)
-    mb = (end - stopped) / MB
-    return CatchUp(mb, fill_s, start_s, took, mb / took, cpu_s, cpu_m, base, cached)
+        r = uvloop.run(restart_and_time(p))
+        cached = resident(p.master, stopped, r.end)
+        base = read_rate(p.master, stopped, r.end)
+    mb, early = (r.end - stopped) / MB, (r.at - stopped) / MB
+    return CatchUp(mb, fill_s, r.start_s, early, r.took, (mb - early) / r.took, r.slave_cpu,
+                   r.master_cpu, base, cached)  # fmt: skip
 
 
 def catchup(root: Path, volume: int, repeat: int) -> list[CatchUp]:
@@ -363,21 +346,20 @@ def report(
     )
     print(
         f"{'load':<18}{'msgs/s':>9}{'bytes p50':>11}{'p99':>9}{'max':>9}{'ms p50':>8}"
-        f"{'p99':>7}{'max':>7}{'early':>7}"
+        f"{'p99':>7}{'max':>7}{'early':>7}{'sampler gap p99/max ms':>24}"
     )
     med_lag = {k: median_of(v) for k, v in lags.items()}
     for key, lg in med_lag.items():
         print(
             f"{key:<18}{lg.msgs:>9,.0f}{lg.bytes_p50:>11,.0f}{lg.bytes_p99:>9,.0f}"
             f"{lg.bytes_max:>9,.0f}{lg.ms_p50:>8.1f}{lg.ms_p99:>7.1f}{lg.ms_max:>7.1f}"
-            f"{lg.early:>7.0%}"
+            f"{lg.early:>7.0%}{lg.gap_p99_ms:>17.0f} / {lg.gap_max_ms:.0f}"
         )
     cu = median_of(catches)
     print(f"\nslave catch-up after a restart: {cu.mb:.0f} MB (sent in {cu.fill_s:.1f} s)")
-    print(
-        f"{cu.rate:,.1f} MB/s in {cu.catchup_s:.2f} s after `listening` ({cu.start_s:.2f} s "
-        f"to start); slave cpu {cu.slave_cpu:.2f}, master cpu {cu.master_cpu:.2f} s/s"
-    )
+    print(f"{cu.rate:,.1f} MB/s: {cu.mb - cu.early_mb:.0f} MB in {cu.catchup_s:.2f} s after "
+          f"`listening` ({cu.start_s:.2f} s to start, {cu.early_mb:.1f} MB copied by then); "
+          f"slave cpu {cu.slave_cpu:.2f}, master cpu {cu.master_cpu:.2f} s/s")  # fmt: skip
     print(f"raw read of the same bytes: {cu.read_rate:,.0f} MB/s (page cache warm: "
           f"{cu.resident:.0%} resident); catch-up/read {cu.rate / cu.read_rate:.3f} "
           f"(each repeat: {' '.join(f'{c.rate:.1f}' for c in catches)} MB/s)")  # fmt: skip
