@@ -152,10 +152,10 @@ async def settle(cli: RemotingClient, p: Pair, timeout: float = 30) -> Counter[i
             await asyncio.sleep(0.05)
 
 
-async def caught_up(cli: RemotingClient, p: Pair, end: int) -> None:
+async def caught_up(cli: RemotingClient, p: Pair, end: int, every: float = 0.005) -> None:
     """Until the slave's max offset reaches ``end`` (polled: another process's state)."""
     while await max_offset(cli, p.slave.addr) < end:  # noqa: ASYNC110
-        await asyncio.sleep(0.005)
+        await asyncio.sleep(every)
 
 
 # ------------------------------------------------------------ the sender
