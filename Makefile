@@ -8,7 +8,7 @@ COMPAT := tests/compat/js
 COMPAT_STAMP := $(COMPAT)/node_modules/.installed
 # every benchmark script (helpers common.py and rawecho.py are not run on their own;
 # nor spark_common.py and tx_common.py; peers.py and peers_consume.py start other servers: `make bench-peers`)
-BENCHES := $(filter-out common spark_common tx_common rawecho peers peers_consume __init__,$(basename $(notdir $(wildcard benchmarks/*.py))))
+BENCHES := $(filter-out common spark_common tx_common repl_common rawecho peers peers_consume __init__,$(basename $(notdir $(wildcard benchmarks/*.py))))
 
 .PHONY: setup test lint bench run clean
 
