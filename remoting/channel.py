@@ -287,7 +287,11 @@ class Channel(asyncio.Protocol):
             self.send_response(response)
 
     def send_response(self, response: RemotingCommand) -> None:
-        """Write a response now; dropped (logged) if the peer is gone."""
+        """Write a response (gathered with the others of this loop iteration while several
+        requests are being handled: answers that a slave's ack or an arrival releases at once
+        go out in one write); dropped (logged) if the peer is gone."""
+        if self.in_flight > 1:
+            self._cork_until_next_iteration()
         try:
             self._write(response)
         except RemotingCommandError as exc:  # unencodable: tell the peer instead
