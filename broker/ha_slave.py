@@ -103,7 +103,9 @@ class HASlave:
                 store.truncate_to(phys)
                 self.truncations += 1
                 changed = True
-            elif phys > mine:
+            elif phys > mine and mine != 0:
+                # an empty slave takes the master's first offset, whatever it is (HAClient:
+                # "unless its max is 0"; the store accepts a segment start there)
                 raise HAProtocolError(f"master sent offset {phys}, the slave ends at {mine}")
             if data:
                 await store.append_raw(phys, data)

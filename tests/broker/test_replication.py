@@ -264,3 +264,27 @@ async def test_a_slave_ahead_of_its_master_cuts_back_and_copies_again(
         await send_many(fresh, master.addr, "HaT", 40)
         await caught_up(fresh, master.addr, slave.addr)
     assert commitlog_bytes(slave) == commitlog_bytes(master)
+
+
+async def test_a_new_slave_starts_at_the_masters_first_byte(
+    cluster: Cluster, client: RemotingClient
+) -> None:
+    """HAClient: an empty slave takes the master's first offset whatever it is (here the
+    master's first CommitLog file is gone, as retention removes it), so its copy starts
+    there and is the master's byte for byte (D11a: 4.9.8 starts at the last file)."""
+    master = cluster.add_broker("broker-a", sets={"mappedFileSizeCommitLog": str(SEGMENT)})
+    assert (await client.invoke(master.addr, create_topic("HaT", QUEUES))).code == 0
+    await send_many(client, master.addr, "HaT", 3000)
+    assert cluster.stop_broker("broker-a") == 0
+    files = sorted((master.store / "commitlog").iterdir())
+    assert len(files) >= 3
+    files[0].unlink()  # what retention does to the oldest file
+    cluster.start_broker("broker-a")
+    small = {"mappedFileSizeCommitLog": str(SEGMENT)}
+    slave = cluster.add_broker("broker-a-s", sets={**small, **SLAVE})
+    async with RemotingClient() as fresh:  # the old connection went with the old process
+        await caught_up(fresh, master.addr, slave.addr)
+    assert commitlog_bytes(slave) == commitlog_bytes(master)
+    assert sorted(f.name for f in (slave.store / "commitlog").iterdir()) == [
+        f.name for f in files[1:]
+    ]
