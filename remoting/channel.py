@@ -287,10 +287,8 @@ class Channel(asyncio.Protocol):
             self.send_response(response)
 
     def send_response(self, response: RemotingCommand) -> None:
-        """Write a response (gathered with the others of this loop iteration while several
-        requests are being handled: answers that a slave's ack or an arrival releases at once
-        go out in one write); dropped (logged) if the peer is gone."""
-        if self.in_flight > 1:
+        """Write a response (dropped if the peer is gone)."""
+        if self.in_flight > 1:  # answers released together (a slave's ack) go in one write
             self._cork_until_next_iteration()
         try:
             self._write(response)
