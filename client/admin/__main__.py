@@ -1,0 +1,5 @@
+import sys
+
+from client.admin.cli import main
+
+sys.exit(main())

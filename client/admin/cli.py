@@ -1,0 +1,93 @@
+"""``mqadmin <command> [options] [--json]``: parse, run one command, print, exit.
+
+Exit codes: 0 done; 1 the command failed (a refusal, an unreachable or silent server, or some
+rows failed: the error is printed on stderr in one line); 2 bad usage (argparse's).
+The name server comes from ``-n`` or, as Apache's tools read it, the NAMESRV_ADDR variable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+
+from client.admin.output import Output, render_json, render_tables
+from client.admin.registry import COMMANDS, MODULES, Command
+from client.admin.session import AdminError, Session
+from client.errors import MQClientError
+
+PROG = "mqadmin"
+
+
+def load_commands() -> dict[str, Command]:
+    for module in MODULES:
+        importlib.import_module(module)
+    return COMMANDS
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="RocketMQ admin commands (Apache's names and flags) for aiorocketmq and "
+        "Apache RocketMQ 4.x clusters. `mqadmin <command> -h` shows a command's options.",
+    )
+    subs = parser.add_subparsers(dest="command", metavar="<command>", required=True)
+    for cmd in load_commands().values():
+        sub = subs.add_parser(cmd.name, help=cmd.summary, description=cmd.summary)
+        _add_options(sub, cmd)
+    return parser
+
+
+def _add_options(sub: argparse.ArgumentParser, cmd: Command) -> None:
+    if cmd.needs_namesrv:
+        sub.add_argument("-n", "--namesrvAddr", dest="namesrvAddr", metavar="ADDR",
+                         help="name server address list, e.g. 127.0.0.1:9876;192.168.0.1:9876"
+                         " (default: $NAMESRV_ADDR)")  # fmt: skip
+    sub.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    sub.add_argument("--timeout", type=float, default=5.0, metavar="SECONDS",
+                     help="each request's timeout (default 5)")  # fmt: skip
+    for o in cmd.options:
+        flags = [f"-{o.short}", f"--{o.long}"] if o.short else [f"--{o.long}"]
+        if o.flag:
+            sub.add_argument(*flags, dest=o.long, action="store_true", help=o.help)
+        else:
+            sub.add_argument(*flags, dest=o.long, metavar=o.long, type=o.kind,
+                             required=o.required, default=o.default, help=o.help)  # fmt: skip
+
+
+async def _run(cmd: Command, args: argparse.Namespace) -> Output:
+    addrs = args.namesrvAddr if cmd.needs_namesrv else None
+    addrs = addrs or os.environ.get("NAMESRV_ADDR", "")
+    session = Session(addrs.split(";"), timeout=args.timeout)
+    try:
+        if cmd.needs_namesrv and not session.namesrv_addrs:
+            raise AdminError("no name server: give -n host:port or set NAMESRV_ADDR")
+        return await cmd.run(session, args)
+    finally:
+        await session.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    cmd = COMMANDS[args.command]
+    try:
+        out = asyncio.run(_run(cmd, args))
+    except (AdminError, MQClientError, ValueError) as exc:
+        print(f"{PROG} {cmd.name}: {_one_line(exc)}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{PROG} {cmd.name}: interrupted", file=sys.stderr)
+        return 130
+    if args.json:
+        render_json(out, sys.stdout)
+    else:
+        render_tables(out)
+    return 1 if out.failed else 0
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__

@@ -1,0 +1,1 @@
+"""topic commands."""
