@@ -2,7 +2,9 @@
 
 Exit codes: 0 done; 1 the command failed (a refusal, an unreachable or silent server, or some
 rows failed: the error is printed on stderr in one line); 2 bad usage (argparse's).
-The name server comes from ``-n`` or, as Apache's tools read it, the NAMESRV_ADDR variable.
+The name server comes from ``-n``, else (as Apache's tools read it) the NAMESRV_ADDR variable,
+else 127.0.0.1:9876 -- ours: the local cluster ``make run`` starts (Apache's would ask an
+address server over HTTP).
 """
 
 from __future__ import annotations
@@ -20,6 +22,13 @@ from client.admin.session import AdminError, Session
 from client.errors import MQClientError
 
 PROG = "mqadmin"
+DEFAULT_NAMESRV = "127.0.0.1:9876"
+
+
+def namesrv_addrs(option: str | None, env: dict[str, str] | os._Environ[str]) -> list[str]:
+    """``-n``'s "a:p;b:p" list, else $NAMESRV_ADDR's, else the local default."""
+    text = option if option is not None else (env.get("NAMESRV_ADDR") or DEFAULT_NAMESRV)
+    return [a.strip() for a in text.split(";") if a.strip()]
 
 
 def load_commands() -> dict[str, Command]:
@@ -45,7 +54,7 @@ def _add_options(sub: argparse.ArgumentParser, cmd: Command) -> None:
     if cmd.needs_namesrv:
         sub.add_argument("-n", "--namesrvAddr", dest="namesrvAddr", metavar="ADDR",
                          help="name server address list, e.g. 127.0.0.1:9876;192.168.0.1:9876"
-                         " (default: $NAMESRV_ADDR)")  # fmt: skip
+                         " (default: $NAMESRV_ADDR, else 127.0.0.1:9876)")  # fmt: skip
     sub.add_argument("--json", action="store_true", help="print JSON instead of tables")
     sub.add_argument("--timeout", type=float, default=5.0, metavar="SECONDS",
                      help="each request's timeout (default 5)")  # fmt: skip
@@ -59,12 +68,11 @@ def _add_options(sub: argparse.ArgumentParser, cmd: Command) -> None:
 
 
 async def _run(cmd: Command, args: argparse.Namespace) -> Output:
-    addrs = args.namesrvAddr if cmd.needs_namesrv else None
-    addrs = addrs or os.environ.get("NAMESRV_ADDR", "")
-    session = Session(addrs.split(";"), timeout=args.timeout)
+    addrs = namesrv_addrs(args.namesrvAddr, os.environ) if cmd.needs_namesrv else []
+    session = Session(addrs, timeout=args.timeout)
     try:
         if cmd.needs_namesrv and not session.namesrv_addrs:
-            raise AdminError("no name server: give -n host:port or set NAMESRV_ADDR")
+            raise AdminError("no name server: -n is empty")
         return await cmd.run(session, args)
     finally:
         await session.close()

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from client.admin.cli import namesrv_addrs
 from tests.admin.conftest import mqadmin
 from tests.cluster import Cluster
 from tests.harness import ROOT
@@ -65,13 +66,17 @@ def test_console_entry_reads_namesrv_addr(cluster: Cluster) -> None:
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "broker-a" in proc.stdout
-    env.pop("NAMESRV_ADDR")
-    proc = subprocess.run(
-        [sys.executable, "-m", "client.admin", "clusterList"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=30, check=False,
-    )  # fmt: skip
-    assert proc.returncode == 1
-    assert "no name server" in proc.stderr
+
+
+def test_name_server_from_option_environment_or_local_default() -> None:
+    """Apache's tools read -n, then NAMESRV_ADDR; with neither we use make run's 127.0.0.1:9876."""
+    assert namesrv_addrs("a:1;b:2", {"NAMESRV_ADDR": "c:3"}) == ["a:1", "b:2"]
+    assert namesrv_addrs(None, {"NAMESRV_ADDR": "c:3; d:4"}) == ["c:3", "d:4"]
+    assert namesrv_addrs(None, {}) == ["127.0.0.1:9876"]
+    assert namesrv_addrs(None, {"NAMESRV_ADDR": ""}) == ["127.0.0.1:9876"]
+    assert (
+        mqadmin("clusterList", "-n", "").err == "mqadmin clusterList: no name server: -n is empty\n"
+    )
 
 
 @pytest.fixture
