@@ -128,10 +128,9 @@ def test_update_topic_on_one_broker_with_order_merges_the_order_conf(
     (kv,) = asyncio.run(call(cluster.namesrv_addr, capi.get_kv(capi.ORDER_TOPIC_CONFIG, topic)))
     assert kv.ext_fields["value"] == "broker-a:2;broker-b:3"
     route = admin("topicRoute", "-t", topic, "--json").json
-    assert {(q["brokerName"], q["writeQueueNums"], q["perm"]) for q in route["queueDatas"]} == {
-        ("broker-a", 2, 4),
-        ("broker-b", 3, 6),
-    }
+    queues = {(q["brokerName"], q["readQueueNums"], q["writeQueueNums"], q["perm"])
+              for q in route["queueDatas"]}  # fmt: skip
+    assert queues == {("broker-a", 2, 2, 4), ("broker-b", 8, 3, 6)}
     admin("deleteKvConfig", "-s", capi.ORDER_TOPIC_CONFIG, "-k", topic)
 
 
