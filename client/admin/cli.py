@@ -15,6 +15,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from client.admin.output import Output, render_json, render_tables
 from client.admin.registry import COMMANDS, MODULES, Command
@@ -58,13 +59,21 @@ def _add_options(sub: argparse.ArgumentParser, cmd: Command) -> None:
     sub.add_argument("--json", action="store_true", help="print JSON instead of tables")
     sub.add_argument("--timeout", type=float, default=5.0, metavar="SECONDS",
                      help="each request's timeout (default 5)")  # fmt: skip
+    groups: dict[str, Any] = {}  # OptionGroup name -> argparse's mutually exclusive group
     for o in cmd.options:
+        target: Any = sub
+        if o.group:
+            if o.group not in groups:
+                required = any(p.required for p in cmd.options if p.group == o.group)
+                groups[o.group] = sub.add_mutually_exclusive_group(required=required)
+            target = groups[o.group]
         flags = [f"-{o.short}", f"--{o.long}"] if o.short else [f"--{o.long}"]
         if o.flag:
-            sub.add_argument(*flags, dest=o.long, action="store_true", help=o.help)
+            target.add_argument(*flags, dest=o.long, action="store_true", help=o.help)
         else:
-            sub.add_argument(*flags, dest=o.long, metavar=o.long, type=o.kind,
-                             required=o.required, default=o.default, help=o.help)  # fmt: skip
+            target.add_argument(*flags, dest=o.long, metavar=o.long, type=o.kind,
+                                required=o.required and not o.group, default=o.default,
+                                help=o.help)  # fmt: skip
 
 
 async def _run(cmd: Command, args: argparse.Namespace) -> Output:

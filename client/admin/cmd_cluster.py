@@ -1,7 +1,11 @@
-"""Cluster and broker commands: clusterList (ClusterListSubCommand) ..."""
+"""Cluster commands: clusterList (ClusterListSubCommand) and clusterRT
+(CLusterSendMsgRTCommand)."""
 
 from __future__ import annotations
 
+import asyncio
+import datetime
+import math
 import time
 from argparse import Namespace
 from typing import Any
@@ -10,6 +14,10 @@ from client import api
 from client.admin.output import Output, Table
 from client.admin.registry import command, opt
 from client.admin.session import AdminError, Session
+from client.errors import MQClientError
+from client.message import Message
+from client.producer import Producer
+from remoting.errors import RemotingError
 from remoting.protocol.codes import RequestCode as C
 from remoting.protocol.route import decode_kv_table
 
@@ -111,3 +119,88 @@ async def cluster_list(session: Session, args: Namespace) -> Output:
     columns = MORE_COLUMNS if args.moreStats else BASE_COLUMNS
     data = [{k: v for k, v in r.items() if k not in ("in", "out")} for r in rows]
     return Output(data=data, tables=[Table.of(columns, rows)], lines=errors, failed=bool(errors))
+
+
+# ------------------------------------------------------------------ clusterRT
+
+
+RT_COLUMNS = {
+    "#Cluster Name": "cluster", "#Broker Name": "brokerName", "#RT": "rt",
+    "#successCount": "successCount", "#failCount": "failCount",
+}  # fmt: skip
+
+
+@command(
+    "clusterRT",
+    "List All clusters Message Send RT",
+    opt("a", "amount", "message amount | default 100", kind=int, default=100),
+    opt("s", "size", "message size | default 128 Byte", kind=int, default=128),
+    opt("c", "cluster", "cluster name | default display all cluster"),
+    opt("p", "printLog", "print as tlog | default false", default="false"),
+    opt("m", "machineRoom", "machine room name | default noname", default="noname"),
+    opt("i", "interval", "seconds between rounds | default 10", kind=float, default=10.0),
+    opt(
+        "",
+        "rounds",
+        "rounds to run | default 1 (ours: Apache's runs until killed)",
+        kind=int,
+        default=1,
+    ),
+)
+async def cluster_rt(session: Session, args: Namespace) -> Output:
+    """106, then a producer sends ``-a`` messages of ``-s`` bytes to the topic named after
+    each broker (105, 34, 310; 35 at the end) and reports the mean send time in ms of all but
+    the first (CLusterSendMsgRTCommand). ``--rounds`` rounds, ``-i`` seconds apart."""
+    if args.amount < 1 or args.size < 0 or args.rounds < 1 or args.interval < 0:
+        raise AdminError("-a and --rounds must be at least 1, -s and -i not negative")
+    info = await session.cluster_info()
+    clusters = [args.cluster.strip()] if args.cluster else sorted(info.cluster_addr_table)
+    for name in clusters:
+        if name not in info.cluster_addr_table:
+            raise AdminError(f"cluster [{name}] not exist")
+    targets = [(c, b) for c in clusters for b in sorted(info.cluster_addr_table[c])]
+    group = str(int(time.time() * 1000))
+    producer = Producer(group, namesrv_addr=";".join(session.namesrv_addrs),
+                        instance_name=f"mqadmin-{group}",
+                        send_msg_timeout=int(session.timeout * 1000))  # fmt: skip
+    rows: list[dict[str, Any]] = []
+    log: list[str] = []  # -p true: "time|room|cluster|broker|rt" as Apache's tlog lines
+    async with producer:
+        for round_no in range(args.rounds):
+            if round_no:
+                await asyncio.sleep(args.interval)
+            for cluster, broker in targets:
+                rt, ok, bad = await _send_rt(producer, broker, args.amount, args.size)
+                rows.append({"round": round_no + 1, "cluster": cluster, "brokerName": broker,
+                             "rt": round(rt, 2), "successCount": ok, "failCount": bad})  # fmt: skip
+                half_up = math.floor(rt + 0.5)  # BigDecimal.setScale(0, ROUND_HALF_UP)
+                log.append(f"{_gmt8_now()}|{args.machineRoom.strip()}|{cluster}|{broker}|{half_up}")
+    if args.printLog.strip().lower() == "true":
+        return Output(data=rows, lines=log)
+    return Output(data=rows, tables=[Table.of(RT_COLUMNS, rows)])
+
+
+async def _send_rt(
+    producer: Producer, topic: str, amount: int, size: int
+) -> tuple[float, int, int]:
+    """Send ``amount`` messages; the mean time in ms of all sends but the first (which also
+    looks the route up; ours: with one message, its time), the successes and the failures."""
+    msg = Message(topic, b"a" * size)
+    times: list[float] = []
+    ok = bad = 0
+    for _ in range(amount):
+        start = time.perf_counter()
+        try:
+            await producer.send(msg)
+            ok += 1
+        except (MQClientError, RemotingError):
+            bad += 1
+        times.append(time.perf_counter() - start)
+    rest = times[1:] or times
+    return sum(rest) * 1000 / len(rest), ok, bad
+
+
+def _gmt8_now() -> str:
+    """CLusterSendMsgRTCommand.getCurTime: GMT+8 ``yyyy-MM-dd HH:mm:ss``."""
+    tz = datetime.timezone(datetime.timedelta(hours=8))
+    return datetime.datetime.now(tz).strftime("%Y-%m-%d %H:%M:%S")

@@ -34,7 +34,8 @@ Run = Callable[["Session", "Namespace"], Awaitable["Output"]]
 @dataclass(frozen=True, slots=True)
 class Opt:
     """One option as Apache's commons-cli Option: ``-t`` / ``--topic``; ``flag`` options take no
-    value (Apache's ``hasArg=false``), the others one."""
+    value (Apache's ``hasArg=false``), the others one. Options sharing a ``group`` are one of
+    Apache's OptionGroups (at most one of them; the group is required if a member says so)."""
 
     short: str
     long: str
@@ -43,6 +44,7 @@ class Opt:
     default: Any = None
     kind: type = str
     flag: bool = False
+    group: str = ""
 
 
 @dataclass(frozen=True, slots=True)
