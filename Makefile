@@ -12,11 +12,14 @@ BENCHES := $(filter-out common spark_common tx_common repl_common rawecho peers 
 
 .PHONY: setup test lint bench run clean
 
-# (re)install when pyproject.toml changes; `pip install -e` is idempotent
+# (re)install when pyproject.toml changes; `pip install -e` is idempotent. The first install
+# downloads pyspark and friends (a few hundred MB): pip shows its progress then, and is quiet after.
 $(STAMP): pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q -e '.[dev,spark]'
-	touch $(STAMP)
+	@test -x $(PY) || { echo "== creating the virtual environment $(VENV) ($(PYTHON))"; $(PYTHON) -m venv $(VENV); }
+	@echo "== installing aiorocketmq and its tools into $(VENV): pip install -e '.[dev,spark]'"
+	$(PY) -m pip install $(if $(wildcard $(STAMP)),-q,--progress-bar on) -e '.[dev,spark]'
+	@touch $(STAMP)
+	@echo "== $(VENV) is ready"
 
 setup: $(STAMP)
 
@@ -35,10 +38,11 @@ lint: $(STAMP)
 test: lint $(COMPAT_STAMP)
 	$(PY) -m pytest
 
-# a local cluster without Docker: namesrv :9876, broker-a :10911, broker-b :10921, data in ./data;
-# launcher options after ARGS=, e.g. `make run ARGS="--slaves 1 --sync"` for a slave per broker
+# a local cluster without Docker (mqcluster, deploy/launcher.py): namesrv :9876, broker-a :10911,
+# broker-b :10921, data in ./data; launcher options after ARGS=, e.g. `make run ARGS="--slaves 1
+# --sync"` for a slave per broker, `make run ARGS=--reset` to empty ./data
 run: $(STAMP)
-	$(PY) deploy/run_local.py $(ARGS)
+	$(VENV)/bin/mqcluster $(ARGS)
 
 bench: $(STAMP)
 	@for f in $(BENCHES); do echo "== $$f"; $(PY) -m benchmarks.$$f || exit 1; done

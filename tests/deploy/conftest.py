@@ -1,4 +1,4 @@
-"""Fixtures: run_local.py launchers on free ports, none of whose servers outlives the test."""
+"""Fixtures: mqcluster launchers on free ports, none of whose servers outlives the test."""
 
 from __future__ import annotations
 

@@ -1,10 +1,11 @@
-"""run_local.py (``make run``) as the deploy tests drive it: a launcher on free ports whose
-output is read only when asked, and the checks that none of its servers outlives it."""
+"""``mqcluster`` (``make run``, deploy/launcher.py) as the deploy tests drive it: a launcher on
+free ports whose output is read only when asked, and the checks that none of its servers
+outlives it. It runs as ``python -m deploy.launcher`` from the repository root: the console
+script of a venv installed elsewhere would run that checkout's code."""
 
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import os
 import re
 import select
@@ -13,21 +14,22 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from types import ModuleType
 
 from tests.harness import ROOT
 
-SCRIPT = ROOT / "deploy" / "run_local.py"
+LAUNCHER = [sys.executable, "-m", "deploy.launcher"]
 NAMES = ["namesrv", "broker-a", "broker-b"]
 
 
 class Launcher:
-    """run_local.py --ephemeral --data DIR; stdout and stderr through one pipe that this test
+    """mqcluster --ephemeral --data DIR; stdout and stderr through one pipe that this test
     reads only when asked (select with a deadline), so it can also stop reading altogether."""
 
     def __init__(self, data: Path, *options: str, names: list[str] | None = None) -> None:
-        argv = [sys.executable, str(SCRIPT), "--ephemeral", "--data", str(data), *options]
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        argv = [*LAUNCHER, "--ephemeral", "--data", str(data), *options]
+        self.proc = subprocess.Popen(
+            argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
         self.output = b""
         self.names = names or NAMES  # the servers it must start, in order
         self.children: dict[str, int] = {}
@@ -51,7 +53,7 @@ class Launcher:
             left = deadline - time.monotonic()
             assert left > 0, f"not ready within {timeout} s:\n{self.text}"
             assert self.read(left), f"launcher exited {self.proc.wait()}:\n{self.text}"
-        pids = re.findall(r"run_local: (\S+) started, pid (\d+)", self.text)
+        pids = re.findall(r"mqcluster: (\S+) started, pid (\d+)", self.text)
         self.children = {name: int(pid) for name, pid in pids}
         assert list(self.children) == self.names, self.text
         return self.children
@@ -70,7 +72,7 @@ class Launcher:
     def endpoints(self) -> dict[str, str]:
         """What the launcher printed before "cluster ready": by server, its address, then for a
         broker its role, VIP and HA ports."""
-        found = re.findall(r"^run_local: (\S+)\s+(127\.0\.0\.1:\d+.*)$", self.text, re.M)
+        found = re.findall(r"^mqcluster:\s+(\S+)\s+(127\.0\.0\.1:\d+.*)$", self.text, re.M)
         return {name: rest.strip() for name, rest in found}
 
     def addr(self, name: str) -> str:
@@ -134,13 +136,3 @@ def close(launcher: Launcher) -> None:
     if launcher.proc.stdout is not None:
         launcher.proc.stdout.close()
     print(launcher.text)
-
-
-def load_run_local() -> ModuleType:
-    """deploy/run_local.py as a module (it is a script, not a package)."""
-    spec = importlib.util.spec_from_file_location("run_local", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["run_local"] = module
-    spec.loader.exec_module(module)
-    return module

@@ -1,4 +1,4 @@
-"""`make run ARGS="--slaves 1"` (deploy/run_local.py --slaves / --sync; issue 18 item 7,
+"""`make run ARGS="--slaves 1"` (mqcluster --slaves / --sync; issue 18 item 7,
 fidelity D11): a master/slave pair per broker group as real processes on free ports, its port
 plan, its conf files, and the README's by-hand commands."""
 
@@ -10,16 +10,20 @@ import shlex
 import signal
 import sys
 from collections.abc import Callable
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from client import api
+from deploy import launcher, procs
+from deploy.cluster import Cluster
 from remoting.client import RemotingClient
 from remoting.config import ClientConfig
 from remoting.protocol.codes import ResponseCode, SerializeType
 from remoting.protocol.message import decode_records
 from tests.broker.wire import create_topic, pull, route, send_v2
-from tests.deploy.launcher import Launcher, load_run_local, wait_all_gone
+from tests.deploy.launcher import Launcher, wait_all_gone
 from tests.harness import ROOT
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc, prctl")
@@ -103,12 +107,11 @@ def test_ports_conf_files_and_options() -> None:
     (VIP listenPort - 2 to HA listenPort + 1); each slave conf is RocketMQ's (brokerName of
     its group, brokerId 1, brokerRole SLAVE) and agrees with the launcher; --sync alone is
     refused."""
-    run_local = load_run_local()
-    specs = run_local.plan(run_local.MAX_SLAVES, True)
+    specs = procs.plan(procs.MAX_SLAVES, True)
     ports = {spec.name: spec.port for spec in specs}
     assert [ports[n] for n in FIVE] == [9876, 10911, 10921, 10915, 10925]
     held = [p for spec in specs[1:] for p in range(spec.port - 2, spec.port + 2)]
-    assert len(held) == len(set(held)) == 4 * (2 + 2 * run_local.MAX_SLAVES)
+    assert len(held) == len(set(held)) == 4 * (2 + 2 * procs.MAX_SLAVES)
     for spec in specs[1:]:
         keys = conf(spec.argv[spec.argv.index("-c") + 1])
         assert keys["brokerName"] == spec.group and keys["brokerClusterName"] == "DefaultCluster"
@@ -118,7 +121,23 @@ def test_ports_conf_files_and_options() -> None:
             assert keys["listenPort"] == str(spec.port)
             assert keys["storePathRootDir"] == f"./data/{spec.name}"
     with pytest.raises(SystemExit):
-        run_local.parse_args(["--sync"])
+        launcher.parse_args(["--sync"])
+
+
+def test_metrics_ports_of_make_run() -> None:
+    """Issue 19 item 2: `make run` gives every server its own metricsPort -- the name server
+    5556, broker-a 5557, broker-b 5558, the slaves on from 5559, none a broker's port --
+    and `--ephemeral` a free one (0)."""
+    specs = procs.plan(procs.MAX_SLAVES)
+    ports = {spec.name: spec.metrics_port for spec in specs}
+    assert [ports[n] for n in FIVE] == [5556, 5557, 5558, 5559, 5560]
+    brokers = {p for spec in specs[1:] for p in range(spec.port - 2, spec.port + 2)}
+    assert len(set(ports.values())) == len(specs) and not brokers & set(ports.values())
+    fixed, ephemeral = Cluster(Path("/d"), False), Cluster(Path("/d"), True)
+    ephemeral.servers = [SimpleNamespace(port=9)]  # type: ignore[list-item]  # its name server
+    for spec in specs:
+        assert f"metricsPort={spec.metrics_port}" in fixed.argv(spec)
+        assert "metricsPort=0" in ephemeral.argv(spec)
 
 
 def test_readme_commands_are_the_launchers() -> None:
@@ -132,10 +151,9 @@ def test_readme_commands_are_the_launchers() -> None:
         for line in section.splitlines()
         if line.startswith(".venv/bin/python -m ")
     ]
-    run_local = load_run_local()
-    argv = {spec.name: spec.argv for spec in run_local.plan(1, sync=True)}
+    argv = {spec.name: spec.argv for spec in procs.plan(1, sync=True)}
     assert typed == [argv["namesrv"], argv["broker-a"], argv["broker-a-s1"]]
     make_args = re.findall(r'make run ARGS="([^"]+)"', section)
     assert "--slaves 1 --sync" in make_args
     for args in make_args:
-        assert run_local.parse_args(shlex.split(args)).slaves == 1
+        assert launcher.parse_args(shlex.split(args)).slaves == 1

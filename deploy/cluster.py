@@ -1,0 +1,138 @@
+"""The running cluster: starts the servers in tiers, passes on their output, watches them and
+stops them in reverse order. It is the launcher's only thread: with other threads alive, a
+launcher killed by SIGKILL would hand its children from thread to dying thread, and each
+hand-over sends PR_SET_PDEATHSIG again -- a second SIGTERM, which forces a server's exit."""
+
+from __future__ import annotations
+
+import select
+import signal
+import time
+from pathlib import Path
+from types import FrameType
+
+from deploy.procs import NAMESRV, Server, Spec, conf_path, say
+
+STOP_TIMEOUT = 10.0  # seconds each group of servers gets between SIGTERM and SIGKILL
+FOLLOW_TIMEOUT = 30.0  # seconds a listening slave gets to connect to its master's HA port
+METRICS_TIMEOUT = 5.0  # seconds a listening server gets to say where its metrics are
+TIERS = ("name server", "masters", "slaves")
+
+
+class Cluster:
+    def __init__(self, data: Path, ephemeral: bool) -> None:
+        self.data = data
+        self.ephemeral = ephemeral
+        self.servers: list[Server] = []
+        self.signal: int | None = None  # the stop signal, once one came
+        self.failed = False  # a server failed to start or exited by itself
+
+    def on_signal(self, signum: int, _frame: FrameType | None) -> None:
+        self.signal = signum  # only a flag: the main loop acts on it
+
+    def pump(self, timeout: float) -> None:
+        """Pass on the servers' output for up to ``timeout`` seconds (less if a pipe closes)."""
+        open_ = {s.fd: s for s in self.servers if s.fd is not None}
+        if not open_:
+            time.sleep(timeout)
+            return
+        for fd in select.select(list(open_), [], [], timeout)[0]:
+            open_[fd].read()
+
+    def argv(self, spec: Spec) -> list[str]:
+        """``spec.argv`` with the installed conf files, its data under --data, console logs and
+        its metrics port; with --ephemeral port 0 and the name server's real address."""
+        metrics = 0 if self.ephemeral else spec.metrics_port
+        argv = [conf_path(arg) for arg in spec.argv]
+        argv += ["--log-format", "console", "--set", f"metricsPort={metrics}"]
+        if spec.role == NAMESRV:
+            argv += ["--set", f"kvConfigPath={self.data}/namesrv/kvConfig.json"]
+        else:
+            argv += ["--set", f"storePathRootDir={self.data}/{spec.name}"]
+        if self.ephemeral:
+            argv += ["--listen-port", "0"]
+            if spec.role != NAMESRV:
+                argv += ["-n", f"127.0.0.1:{self.servers[0].port}"]
+        return argv
+
+    def start(self, specs: list[Spec]) -> bool:
+        """In tiers -- the name server, the masters, the slaves -- each ready before the next
+        starts, so brokers register at once and slaves find their masters."""
+        width = max(8, *(len(spec.name) for spec in specs))
+        for tier in sorted({spec.tier for spec in specs}):
+            began = time.monotonic()
+            say(f"starting the {TIERS[tier]}")
+            wave = []
+            for spec in specs:
+                if spec.tier == tier:
+                    wave.append(Server(spec, self.argv(spec), width))
+                    say(f"{spec.name} started, pid {wave[-1].proc.pid}")
+            self.servers += wave
+            if not self.wait_ready(wave):
+                return False
+            say(f"{TIERS[tier]} ready in {time.monotonic() - began:.1f} s")
+        return True
+
+    def wait_ready(self, wave: list[Server]) -> bool:
+        """Until each server of ``wave`` is ready; False on a stop signal or a failure. A slave
+        that does not follow its master within FOLLOW_TIMEOUT is passed with a warning (it
+        keeps trying), and so is a server that does not tell its metrics port."""
+        began = time.monotonic()
+        while not all(server.ready for server in wave):
+            if self.signal is not None:
+                return False
+            for server in wave:
+                if server.exited():
+                    say(f"{server.name} (pid {server.proc.pid}) failed to start: it "
+                        f"{server.how_it_ended()}")  # fmt: skip
+                    self.failed = True
+                    return False
+                if server.listening and server.port is None:
+                    say(f"{server.name}: no port in its listening line")
+                    self.failed = True
+                    return False
+                waited = time.monotonic() - began
+                if not server.following and waited > FOLLOW_TIMEOUT:
+                    say(f"{server.name} has not reached its master yet; it keeps trying")
+                    server.following = True
+                if server.listening and not server.metrics_known and waited > METRICS_TIMEOUT:
+                    say(f"{server.name} did not log metrics_listening: no metrics endpoint shown")
+                    server.metrics_known = True
+            self.pump(0.2)
+        return True
+
+    def watch(self) -> None:
+        """Until a stop signal, or until a server exits by itself (then says which and how)."""
+        while self.signal is None:
+            for server in self.servers:
+                if server.proc.poll() is not None:
+                    say(f"{server.name} (pid {server.proc.pid}) {server.how_it_ended()} "
+                        f"unexpectedly; stopping the cluster")  # fmt: skip
+                    self.failed = True
+                    return
+            self.pump(0.2)
+
+    def stop(self) -> bool:
+        """Slaves first, then masters (they unregister from the name server), then the name
+        server: SIGTERM, up to STOP_TIMEOUT, then SIGKILL. True when every server exited 0."""
+        if self.signal is not None:
+            say(f"{signal.Signals(self.signal).name}: stopping the cluster")
+        for tier in sorted({s.spec.tier for s in self.servers}, reverse=True):
+            group = [s for s in self.servers if s.spec.tier == tier]
+            for server in group:
+                if server.proc.poll() is None:
+                    server.proc.send_signal(signal.SIGTERM)
+            self.wait(group, STOP_TIMEOUT)
+            for server in group:
+                if server.proc.poll() is None:
+                    say(f"{server.name} did not stop in {STOP_TIMEOUT:g} s: SIGKILL")
+                    server.proc.kill()
+            self.wait(group, 2.0)  # their last lines
+        codes = [s.proc.wait() for s in self.servers]
+        say("stopped" if not any(codes) else "stopped; not every server exited 0")
+        return codes == [0] * len(codes)
+
+    def wait(self, group: list[Server], timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while not all(s.exited() for s in group) and time.monotonic() < deadline:
+            self.pump(0.05)

@@ -1,0 +1,141 @@
+"""``mqcluster`` (``make run``; ``python -m deploy.launcher``): a local cluster without Docker --
+a name server on 9876 and brokers broker-a (10911) and broker-b (10921), data under ./data of
+the current directory, every server's log lines in this terminal with its name in front.
+
+It starts the servers in tiers (the name server, the masters, the slaves), says when each tier
+is ready and how long it took, then prints every endpoint -- each server's address, a broker's
+role, VIP and HA ports, and its metrics URL -- and a first command to try.
+
+``--slaves N`` adds N slaves to each broker group (``make run ARGS="--slaves 1"``): brokerId 1..N,
+brokerRole SLAVE, the group's brokerName, data under ./data/broker-a-s1 and so on; ``--sync``
+makes the masters SYNC_MASTER (else ASYNC_MASTER). Port plan: ``deploy.procs``. "cluster ready"
+waits until every slave follows its master.
+
+Stop it with Ctrl-C, ``kill <launcher pid>`` (SIGTERM) or by closing the terminal (SIGHUP): the
+slaves stop first, then the masters, then the name server (each group: SIGTERM, up to 10 s,
+then SIGKILL), and the launcher exits 0. A server that exits by itself stops the cluster too:
+the launcher names it and how it ended, and exits 1. Each server is started with this
+interpreter, in its own session (only the launcher sees Ctrl-C, so the order holds) and with
+PR_SET_PDEATHSIG: if the launcher dies, even by SIGKILL, the kernel sends every server
+SIGTERM. The launcher asks the same for itself, so it stops the cluster when ``make`` dies.
+
+One launcher at a time runs from a data directory (a lock file, ``deploy.datadir``);
+``--reset`` empties it and exits. ``--data DIR`` puts all state under DIR; ``--ephemeral``
+runs every process on a free port, metrics included (the brokers find the name server through
+its ``listening`` line). Tests use both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import signal
+import sys
+import time
+from pathlib import Path
+
+from deploy.cluster import Cluster
+from deploy.datadir import Busy, lock, reset, shown
+from deploy.procs import MAX_SLAVES, NAMESRV, die_with_parent, plan, say
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="mqcluster", description="a local name server and two broker groups"
+    )
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=Path("data"),
+        metavar="DIR",
+        help="where all state goes (default: ./data)",
+    )
+    parser.add_argument(
+        "--reset",
+        action="store_true",
+        help="remove the cluster's state from the data directory and exit (not while it runs)",
+    )
+    parser.add_argument(
+        "--ephemeral", action="store_true", help="every process on a free port (for tests)"
+    )
+    parser.add_argument(
+        "--slaves",
+        type=int,
+        default=0,
+        metavar="N",
+        help=f"N slaves (brokerId 1..N) per broker group, 0 to {MAX_SLAVES} (default: 0)",
+    )
+    parser.add_argument(
+        "--sync",
+        action="store_true",
+        help="SYNC_MASTER masters: a send is answered once a slave holds it (needs --slaves)",
+    )
+    args = parser.parse_args(argv)
+    if not 0 <= args.slaves <= MAX_SLAVES:
+        parser.error(f"--slaves: 0 to {MAX_SLAVES}, got {args.slaves}")
+    if args.sync and not args.slaves:
+        parser.error("--sync needs --slaves 1 or more (else every send is SLAVE_NOT_AVAILABLE)")
+    return args
+
+
+def mqadmin() -> str:
+    """How to type ``mqadmin`` here: bare when it is this interpreter's on the PATH, else the
+    path next to this interpreter (``.venv/bin/mqadmin`` from the repository root)."""
+    script = Path(sys.executable).parent / "mqadmin"
+    if shutil.which("mqadmin") == str(script):
+        return "mqadmin"
+    with contextlib.suppress(ValueError):
+        return str(script.absolute().relative_to(Path.cwd()))
+    return str(script)
+
+
+def announce(cluster: Cluster, began: float) -> None:
+    """The endpoints, a first command and how to stop; "cluster ready" comes last."""
+    for server in cluster.servers:
+        say(f"  {server.describe()}")
+    namesrv = next(s for s in cluster.servers if s.spec.role == NAMESRV)
+    say(f"try: {mqadmin()} clusterList -n 127.0.0.1:{namesrv.port}")
+    count, took = len(cluster.servers), time.monotonic() - began
+    say(f"cluster ready ({count} processes, {took:.1f} s); stop it with Ctrl-C or "
+        f"`kill {os.getpid()}`")  # fmt: skip
+
+
+def run(args: argparse.Namespace) -> int:
+    began = time.monotonic()
+    die_with_parent(os.getppid())  # when `make` dies, stop the cluster too
+    cluster = Cluster(args.data.absolute(), args.ephemeral)
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, cluster.on_signal)
+    try:
+        lock(cluster.data)  # held until we exit: the fd stays open
+    except Busy as exc:
+        say(f"{exc}: stop it first")
+        return 1
+    say(f"data in {shown(cluster.data)}")
+    if cluster.start(plan(args.slaves, args.sync)):
+        announce(cluster, began)
+        cluster.watch()
+    clean = cluster.stop()
+    return 0 if clean and not cluster.failed and cluster.signal is not None else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.reset:
+        try:
+            lines = reset(args.data.absolute(), [spec.name for spec in plan(MAX_SLAVES)])
+        except Busy as exc:
+            say(f"not resetting: {exc}; stop it first")
+            return 1
+        for line in lines:
+            say(line)
+        return 0
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

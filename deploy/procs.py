@@ -1,0 +1,214 @@
+"""The launcher's servers: what to start (``plan``) and one running child (``Server``).
+
+Masters broker-a (10911) and broker-b (10921) and slave k of the master on port P, on
+P + 4 + 20 (k - 1): a broker holds four ports, listenPort - 2 (VIP) to listenPort + 1 (HA,
+forced), so no two collide. Metrics ports (``metricsPort``) follow the start order from 5556:
+the name server 5556, broker-a 5557, broker-b 5558, then the slaves.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import functools
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, NamedTuple, TextIO
+
+CONF_DIR = Path(__file__).resolve().parent / "conf"  # package data: deploy/conf/*.conf
+NAMESRV = "namesrv"
+MASTERS = (("broker-a", 10911), ("broker-b", 10921))  # brokerName, listenPort in its conf file
+SLAVE = "SLAVE"
+SLAVE_STRIDE = 20  # ports between slave k and slave k + 1 of the same master
+MAX_SLAVES = 9
+HA_OFFSET = 1  # the HA port is listenPort + 1, forced (broker/listen.py, BrokerStartup)
+METRICS_BASE = 5556  # the name server's default metricsPort; the others count on from it
+PORT = re.compile(r"\bport=(\d+)")
+VIP_PORT = re.compile(r"\bvip_port=(\d+)")
+METRICS_PORT = re.compile(r"\bmetrics_port=(\d+)")
+PR_SET_PDEATHSIG = 1
+
+
+def _find_prctl() -> Any:
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):  # not Linux
+        return None
+
+
+_PRCTL = _find_prctl()  # looked up now: a child between fork and exec must not load libraries
+
+
+def die_with_parent(parent: int) -> None:
+    """Ask the kernel for SIGTERM when our parent dies (PR_SET_PDEATHSIG; a no-op without
+    prctl). Runs in each child between fork and exec, so it stays tiny."""
+    if _PRCTL is not None:
+        _PRCTL(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() != parent:  # it died before we asked
+        os._exit(1)
+
+
+def emit(stream: TextIO, text: str) -> None:
+    """Write to our stdout or stderr. Once that fails (the terminal was closed, the pipe lost its
+    reader) the stream goes to /dev/null: output must never stop the launcher from stopping."""
+    try:
+        try:
+            stream.write(text)
+        except UnicodeError:  # not in the stream's encoding: escape it, carry on
+            stream.write(text.encode("ascii", "backslashreplace").decode("ascii"))
+        stream.flush()
+    except (OSError, ValueError):
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, stream.fileno())
+            os.close(devnull)
+            stream.flush()  # what the failed write left buffered, into /dev/null
+
+
+def say(text: str) -> None:
+    emit(sys.stderr, f"mqcluster: {text}\n")
+
+
+class Spec(NamedTuple):
+    """One server: ``argv`` (after ``python``) starts it by hand from the repository root, as
+    the README shows; the launcher adds its own options (``Cluster.argv``)."""
+
+    name: str
+    role: str  # namesrv, ASYNC_MASTER, SYNC_MASTER or SLAVE
+    group: str  # the brokerName ("" for the name server)
+    port: int  # its listenPort without --ephemeral
+    argv: list[str]
+    metrics_port: int  # its metricsPort without --ephemeral
+
+    @property
+    def tier(self) -> int:
+        """0 the name server, 1 a master, 2 a slave: started in this order, stopped in reverse."""
+        return 0 if self.role == NAMESRV else 2 if self.role == SLAVE else 1
+
+
+def slave_port(master_port: int, k: int) -> int:
+    """Slave ``k`` (1..) of the master on ``master_port``. A broker holds listenPort - 2 (VIP)
+    to listenPort + 1 (HA): masters P - 2 .. P + 1, slave 1 P + 2 .. P + 5, slave k 20 ports
+    further on; with masters 10 apart, no two brokers share a port."""
+    return master_port + 4 + SLAVE_STRIDE * (k - 1)
+
+
+def plan(slaves: int = 0, sync: bool = False) -> list[Spec]:
+    """The servers in start order: the name server, the masters, slave 1 of each group, ..."""
+    todo = [(NAMESRV, NAMESRV, "", 9876, ["-m", "namesrv", "-c", "deploy/conf/namesrv.conf"])]
+    role = "SYNC_MASTER" if sync else "ASYNC_MASTER"
+    for name, port in MASTERS:
+        argv = ["-m", "broker", "-c", f"deploy/conf/{name}.conf"]
+        if sync:  # the conf files say ASYNC_MASTER
+            argv += ["--set", f"brokerRole={role}"]
+        todo.append((name, role, name, port, argv))
+    for k in range(1, slaves + 1):
+        for name, master_port in MASTERS:
+            port = slave_port(master_port, k)
+            argv = ["-m", "broker", "-c", f"deploy/conf/{name}-s.conf"]  # slave 1's file
+            if k > 1:
+                argv += ["--set", f"brokerId={k}", "--set", f"listenPort={port}"]
+            todo.append((f"{name}-s{k}", SLAVE, name, port, argv))
+    return [Spec(*each, metrics_port=METRICS_BASE + i) for i, each in enumerate(todo)]
+
+
+def conf_path(arg: str) -> str:
+    """A ``deploy/conf/...`` argument as the installed file (any other argument as it is)."""
+    prefix = "deploy/conf/"
+    return str(CONF_DIR / arg.removeprefix(prefix)) if arg.startswith(prefix) else arg
+
+
+def event_in(line: str, event: str) -> bool:
+    """Whether a log line (console or JSON) is the event ``event``."""
+    return f" {event} " in line or f'"{event}"' in line
+
+
+class Server:
+    """One child process, in the current directory. Its output reaches ours line by line with
+    its name in front, read by ``Cluster.pump``; its ``listening`` line tells its ports, a
+    slave is ready once it also logged ``ha_master_connected`` (it follows its master), and
+    ``metrics_listening`` tells the metrics port (a server without metrics warns that
+    ``metricsPort`` is not one of its keys: then it has none)."""
+
+    def __init__(self, spec: Spec, argv: list[str], width: int) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.width = width
+        self.port: int | None = None
+        self.vip_port: int | None = None
+        self.metrics_port: int | None = None
+        self.listening = False
+        self.following = spec.role != SLAVE
+        self.metrics_known = False  # metrics_listening seen, or metricsPort refused
+        self.proc = subprocess.Popen(
+            [sys.executable, *argv],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # Ctrl-C reaches only us: we stop them in order
+            preexec_fn=functools.partial(die_with_parent, os.getpid()),
+        )
+        assert self.proc.stdout is not None
+        self.fd: int | None = self.proc.stdout.fileno()  # None at end of output
+        self._partial = b""
+
+    @property
+    def ready(self) -> bool:
+        return self.listening and self.following and self.metrics_known
+
+    def read(self) -> None:
+        """Pass on what the server wrote, whatever becomes of our stdout."""
+        assert self.fd is not None
+        data = os.read(self.fd, 65536)
+        if not data:
+            self.fd = None
+            data = b"\n" if self._partial else b""
+        *lines, self._partial = (self._partial + data).split(b"\n")
+        for raw in lines:
+            line = raw.decode(errors="replace")
+            self._watch(line)
+            emit(sys.stdout, f"{self.name:<{self.width}} | {line}\n")
+
+    def _watch(self, line: str) -> None:
+        if not self.listening and event_in(line, "listening"):
+            match, vip = PORT.search(line), VIP_PORT.search(line)
+            self.port = int(match[1]) if match else None
+            self.vip_port = int(vip[1]) if vip else None
+            self.listening = True
+        elif not self.following and event_in(line, "ha_master_connected"):
+            self.following = True
+        elif event_in(line, "metrics_listening"):
+            match = METRICS_PORT.search(line)
+            self.metrics_port = int(match[1]) if match else None
+            self.metrics_known = True
+        elif "config_key_unknown" in line and "metricsPort" in line:
+            self.metrics_known = True  # a server without metrics
+
+    def exited(self) -> bool:
+        return self.proc.poll() is not None and self.fd is None
+
+    def how_it_ended(self) -> str:
+        """How it ended: "exited with code 1" or "was killed by SIGKILL"."""
+        code = self.proc.poll()
+        if code is not None and code < 0:
+            with contextlib.suppress(ValueError):
+                return f"was killed by {signal.Signals(-code).name}"
+            return f"was killed by signal {-code}"
+        return f"exited with code {code}"
+
+    def describe(self) -> str:
+        """Its endpoints, for the "cluster ready" lines."""
+        where = f"{self.name:<{self.width}} 127.0.0.1:{self.port}"
+        metrics = ""
+        if self.metrics_port is not None:
+            metrics = f"metrics http://127.0.0.1:{self.metrics_port}/metrics"
+        if self.spec.role == NAMESRV:
+            return f"{where:<{self.width + 60}} {metrics}".rstrip()
+        role = f"SLAVE of {self.spec.group}" if self.spec.role == SLAVE else self.spec.role
+        vip = f"VIP :{self.vip_port}" if self.vip_port is not None else "no VIP port"
+        assert self.port is not None
+        ports = f"{where:<{self.width + 17}} {role:<18} {vip}  HA :{self.port + HA_OFFSET}"
+        return f"{ports:<{self.width + 60}} {metrics}".rstrip()

