@@ -113,15 +113,34 @@ async def test_binary_bodies_and_consume_message(admin: Admin, cluster: Cluster)
         binary = await p.send(Message(topic, blob), queue=queue)
         for i in range(5):
             await p.send(Message(topic, f"c{i}".encode(), tags="T"), queue=queue)
+        # UTF-8 but not printable; printable but not UTF-8; text with whitespace
+        odd = [b"\x00\x07bell", b"caf\xe9", "naïve\ttab\nline".encode()]
+        odd_ids = [
+            (
+                await p.send(Message(topic, b), queue=MessageQueue(topic, "broker-b", 0))
+            ).offset_msg_id
+            for b in odd
+        ]
     found = (await run(admin, "queryMsgById", "-i", binary.offset_msg_id, "--json")).json[0]
     assert found["bodyEncoding"] == "base64" and base64.b64decode(found["body"]) == blob
+    seen = (await run(admin, "queryMsgById", "-i", ",".join(odd_ids), "--json")).json
+    assert [(m["bodyEncoding"], m["bodySize"]) for m in seen] == [
+        ("base64", 6),
+        ("base64", 4),
+        ("text", 15),
+    ]
+    assert [base64.b64decode(m["body"]) for m in seen[:2]] == odd[:2]
+    assert seen[2]["body"] == "naïve\ttab\nline"
     shown = await run(admin, "queryMsgById", "-i", binary.offset_msg_id)
     assert ["Message", "Body:", "<binary,", "256", "bytes>"] in lines(shown)
 
     every = await run(admin, "consumeMessage", "-t", topic, "--json")
     assert every.code == 0, every.err
-    assert [m["queueOffset"] for m in every.json] == [0, 1, 2, 3, 4, 5]
-    assert [m["body"] for m in every.json[1:]] == ["c0", "c1", "c2", "c3", "c4"]
+    assert [(m["brokerName"], m["queueOffset"]) for m in every.json] == [
+        *(("broker-a", i) for i in range(6)),
+        *(("broker-b", i) for i in range(3)),
+    ]
+    assert [m["body"] for m in every.json[1:6]] == ["c0", "c1", "c2", "c3", "c4"]
     two = await run(admin, "consumeMessage", "-t", topic, "-c", "2", "--json")
     assert [m["queueOffset"] for m in two.json] == [0, 1]
     tail = await run(admin, "consumeMessage", "-t", topic, "-b", "broker-a", "-i", "0", "-o", "4")
