@@ -83,55 +83,44 @@ async def group_configs(cluster: Cluster) -> dict[str, dict[str, Any]]:
     return out
 
 
-async def test_update_and_delete_sub_group(admin: Admin, cluster: Cluster) -> None:
-    made = await run(
-        admin,
-        "updateSubGroup",
-        "-c",
-        "DefaultCluster",
-        "-g",
-        "GAdmSub",
-        "-r",
-        "3",
-        "-q",
-        "2",
-        "-s",
-        "false",
-    )
+async def test_update_sub_group(admin: Admin, cluster: Cluster) -> None:
+    """-c: 106, then 200 to each master; -b: 200 to that broker only."""
+    flags = ("-g", "GAdmSub", "-r", "3", "-q", "2", "-s", "false")
+    made = await run(admin, "updateSubGroup", "-c", "DefaultCluster", *flags)
     assert made.code == 0, made.err
-    addrs = sorted(b.addr for b in cluster.brokers.values())
-    assert sorted(made.out.count(f"create subscription group to {a} success.") for a in addrs) == [
-        1,
-        1,
-    ]
-    assert ["retryMaxTimes", "3"] in lines(made) and ["consumeBroadcastEnable", "false"] in lines(
-        made
-    )
-    configs = await group_configs(cluster)
-    for table in configs.values():
+    for broker in cluster.brokers.values():
+        assert made.out.count(f"create subscription group to {broker.addr} success.") == 1
+    shown = lines(made)
+    assert ["retryMaxTimes", "3"] in shown and ["consumeBroadcastEnable", "false"] in shown
+    for table in (await group_configs(cluster)).values():
         got = table["GAdmSub"]
         assert (got["retryMaxTimes"], got["retryQueueNums"], got["consumeEnable"]) == (3, 2, False)
         assert got["consumeBroadcastEnable"] is False and got["consumeFromMinEnable"] is False
-
     one = cluster.brokers["broker-a"].addr
     data = (await run(admin, "updateSubGroup", "-b", one, "-g", "GAdmSubB", "--json")).json
     assert data["brokers"] == [one] and data["config"]["groupName"] == "GAdmSubB"
-    assert "GAdmSubB" not in (await group_configs(cluster))["broker-b"]
+    configs = await group_configs(cluster)
+    assert "GAdmSubB" in configs["broker-a"] and "GAdmSubB" not in configs["broker-b"]
 
-    await create_everywhere(cluster, "%RETRY%GAdmSub", 1)  # deleteSubGroup -c drops it too
-    gone = await run(admin, "deleteSubGroup", "-c", "DefaultCluster", "-g", "GAdmSub")
+
+async def test_delete_sub_group(admin: Admin, cluster: Cluster) -> None:
+    """-c: 207 to each master, then the retry and DLQ topics deleted (215s, 216); -b: 207."""
+    assert (await run(admin, "updateSubGroup", "-c", "DefaultCluster", "-g", "GAdmDel")).code == 0
+    await create_everywhere(cluster, "%RETRY%GAdmDel", 1)
+    gone = await run(admin, "deleteSubGroup", "-c", "DefaultCluster", "-g", "GAdmDel")
     assert gone.code == 0, gone.err
-    assert gone.out.count("delete subscription group [GAdmSub] from broker [") == 2
-    assert "delete topic [%RETRY%GAdmSub] from NameServer success." in gone.out
-    assert all("GAdmSub" not in t for t in (await group_configs(cluster)).values())
-    route = await run(admin, "consumerConnection", "-g", "GAdmSub")
+    assert gone.out.count("delete subscription group [GAdmDel] from broker [") == 2
+    assert "delete topic [%RETRY%GAdmDel] from NameServer success." in gone.out
+    assert all("GAdmDel" not in t for t in (await group_configs(cluster)).values())
+    route = await run(admin, "consumerConnection", "-g", "GAdmDel")
     assert route.code == 1 and "TOPIC_NOT_EXIST" in route.err  # the retry topic is gone
-
-    data = (await run(admin, "deleteSubGroup", "-b", one, "-g", "GAdmSubB", "--json")).json
+    one = cluster.brokers["broker-a"].addr
+    assert (await run(admin, "updateSubGroup", "-b", one, "-g", "GAdmDelB")).code == 0
+    data = (await run(admin, "deleteSubGroup", "-b", one, "-g", "GAdmDelB", "--json")).json
     assert data["messages"] == [
-        f"delete subscription group [GAdmSubB] from broker [{one}] success."
+        f"delete subscription group [GAdmDelB] from broker [{one}] success."
     ]
-    assert "GAdmSubB" not in (await group_configs(cluster))["broker-a"]
+    assert "GAdmDelB" not in (await group_configs(cluster))["broker-a"]
 
 
 def test_group_commands_usage_errors(admin: Admin) -> None:
@@ -175,79 +164,9 @@ async def test_connections_and_progress_of_a_running_consumer(
     async with push(cluster, group, topic, got) as c:
         await send(cluster, topic, 4)
         await wait_until(lambda: len(got.msgs) == 4, 20)
-        done = await poll(
-            admin,
-            lambda r: (
-                r.code == 0
-                and r.json["diffTotal"] == 0
-                and sum(q["consumerOffset"] for q in r.json["queues"] if q["topic"] == topic) == 4
-            ),
-            "consumerProgress",
-            "-g",
-            group,
-            "--json",
-        )
-        mine = [q for q in done.json["queues"] if q["topic"] == topic]
-        assert [(q["brokerName"], q["queueId"], q["brokerOffset"]) for q in mine] == [
-            ("broker-a", 0, 1),
-            ("broker-a", 1, 1),
-            ("broker-b", 0, 1),
-            ("broker-b", 1, 1),
-        ]
-        assert all(q["lastTimestamp"] > 0 for q in mine) and "clientIp" not in mine[0]
-
-        table = await run(admin, "consumerProgress", "-g", group)
-        head = table.out.splitlines()[0]
-        assert head.split("  ")[0].strip() == "#Topic" and "#Consumer Offset" in head
-        assert "#Client IP" not in head and "Diff Total: 0" in table.out
-        assert "Consume TPS: " in table.out
-        rows = [r for r in lines(table) if r[0] == topic]
-        assert rows[0][1:6] == ["broker-a", "0", "1", "1", "0"]
-
-        ip = c.instance.client_id.split("@")[0]
-        shown = await run(admin, "consumerProgress", "-g", group, "-s", "true", "--json")
-        assert {q["clientIp"] for q in shown.json["queues"] if q["topic"] == topic} == {ip}
-        ips = await run(admin, "consumerProgress", "-g", group, "-s", "true")
-        assert "#Client IP" in ips.out and all(r[5] == ip for r in lines(ips) if r[0] == topic)
-
-        every = await run(admin, "consumerProgress", "--json")
-        row = next(r for r in every.json if r["group"] == group)
-        assert row == {
-            "group": group,
-            "count": 1,
-            "version": "V4_9_8",
-            "consumeType": "PUSH",
-            "messageModel": "CLUSTERING",
-            "consumeTps": row["consumeTps"],
-            "diffTotal": 0,
-        }
-        text = await run(admin, "consumerProgress")
-        assert lines(text)[0] == [
-            "#Group",
-            "#Count",
-            "#Version",
-            "#Type",
-            "#Model",
-            "#TPS",
-            "#Diff",
-            "Total",
-        ]
-        assert [group, "1", "V4_9_8", "PUSH", "CLUSTERING"] in [r[:5] for r in lines(text)]
-
-        conn = await run(admin, "consumerConnection", "-g", group, "--json")
-        assert conn.code == 0, conn.err
-        assert [x["clientId"] for x in conn.json["connections"]] == [c.instance.client_id]
-        assert conn.json["connections"][0]["version"] == "V4_9_8"
-        assert conn.json["consumeType"] == "CONSUME_PASSIVELY"
-        assert conn.json["consumeFromWhere"] == "CONSUME_FROM_FIRST_OFFSET"
-        assert {s["topic"]: s["subExpression"] for s in conn.json["subscriptions"]}[topic] == "*"
-        by_broker = await run(
-            admin, "consumerConnection", "-g", group, "-b", cluster.brokers["broker-b"].addr
-        )
-        assert by_broker.code == 0 and c.instance.client_id in by_broker.out
-        assert "ConsumeType: CONSUME_PASSIVELY" in by_broker.out
-        assert "MessageModel: CLUSTERING" in by_broker.out
-        assert [topic, "*"] in lines(by_broker)
+        await _check_group_progress(admin, group, topic, c.instance.client_id)
+        await _check_all_groups(admin, group)
+        await _check_connection(admin, cluster, group, topic, c.instance.client_id)
     offline = await poll(
         admin,
         lambda r: any(x["group"] == group and x["count"] == 0 for x in r.json),
@@ -255,6 +174,82 @@ async def test_connections_and_progress_of_a_running_consumer(
         "--json",
     )
     assert next(x for x in offline.json if x["group"] == group)["version"] == "OFFLINE"
+
+
+def _mine(result: Run, topic: str) -> list[dict[str, Any]]:
+    return [q for q in result.json["queues"] if q["topic"] == topic]
+
+
+async def _check_group_progress(admin: Admin, group: str, topic: str, client_id: str) -> None:
+    """-g: 105 + 208 per broker; -s true: 203 and 307 name each queue's client."""
+    done = await poll(
+        admin,
+        lambda r: (
+            r.code == 0
+            and r.json["diffTotal"] == 0
+            and sum(q["consumerOffset"] for q in _mine(r, topic)) == 4
+        ),
+        "consumerProgress",
+        "-g",
+        group,
+        "--json",
+    )
+    mine = _mine(done, topic)
+    assert [(q["brokerName"], q["queueId"], q["brokerOffset"]) for q in mine] == [
+        ("broker-a", 0, 1),
+        ("broker-a", 1, 1),
+        ("broker-b", 0, 1),
+        ("broker-b", 1, 1),
+    ]
+    assert all(q["lastTimestamp"] > 0 for q in mine) and "clientIp" not in mine[0]
+    table = await run(admin, "consumerProgress", "-g", group)
+    head = table.out.splitlines()[0]
+    assert head.split("  ")[0].strip() == "#Topic" and "#Consumer Offset" in head
+    assert "#Client IP" not in head and "Diff Total: 0" in table.out
+    assert "Consume TPS: " in table.out
+    assert next(r for r in lines(table) if r[0] == topic)[1:6] == ["broker-a", "0", "1", "1", "0"]
+    ip = client_id.split("@")[0]
+    shown = await run(admin, "consumerProgress", "-g", group, "-s", "true", "--json")
+    assert {q["clientIp"] for q in _mine(shown, topic)} == {ip}
+    ips = await run(admin, "consumerProgress", "-g", group, "-s", "true")
+    assert "#Client IP" in ips.out and all(r[5] == ip for r in lines(ips) if r[0] == topic)
+
+
+async def _check_all_groups(admin: Admin, group: str) -> None:
+    """No -g: 206, then per retry topic 105 + 208s and 105 + 203."""
+    every = await run(admin, "consumerProgress", "--json")
+    row = next(r for r in every.json if r["group"] == group)
+    assert row == {
+        "group": group,
+        "count": 1,
+        "version": "V4_9_8",
+        "consumeType": "PUSH",
+        "messageModel": "CLUSTERING",
+        "consumeTps": row["consumeTps"],
+        "diffTotal": 0,
+    }
+    text = lines(await run(admin, "consumerProgress"))
+    assert text[0] == ["#Group", "#Count", "#Version", "#Type", "#Model", "#TPS", "#Diff", "Total"]
+    assert [group, "1", "V4_9_8", "PUSH", "CLUSTERING"] in [r[:5] for r in text]
+
+
+async def _check_connection(
+    admin: Admin, cluster: Cluster, group: str, topic: str, client_id: str
+) -> None:
+    conn = await run(admin, "consumerConnection", "-g", group, "--json")
+    assert conn.code == 0, conn.err
+    assert [x["clientId"] for x in conn.json["connections"]] == [client_id]
+    assert conn.json["connections"][0]["version"] == "V4_9_8"
+    assert conn.json["consumeType"] == "CONSUME_PASSIVELY"
+    assert conn.json["consumeFromWhere"] == "CONSUME_FROM_FIRST_OFFSET"
+    assert {s["topic"]: s["subExpression"] for s in conn.json["subscriptions"]}[topic] == "*"
+    by_broker = await run(
+        admin, "consumerConnection", "-g", group, "-b", cluster.brokers["broker-b"].addr
+    )
+    assert by_broker.code == 0 and client_id in by_broker.out
+    assert "ConsumeType: CONSUME_PASSIVELY" in by_broker.out
+    assert "MessageModel: CLUSTERING" in by_broker.out
+    assert [topic, "*"] in lines(by_broker)
 
 
 async def test_producer_connection(admin: Admin, cluster: Cluster) -> None:

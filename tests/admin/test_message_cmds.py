@@ -6,35 +6,60 @@ queryMsgByOffset (one pull) and consumeMessage (pulls, bounded by -c)."""
 from __future__ import annotations
 
 import base64
+from typing import Any
+
+import pytest
 
 from client import ConsumeStatus, Message, MessageQueue, Producer
+from tests.admin.conftest import mqadmin
 from tests.admin.test_group_cmds import Admin, lines, poll, push, run
 from tests.client.conftest import create_everywhere
 from tests.client.test_push import Collect
 from tests.cluster import Cluster
 from tests.util import wait_until
 
+TOPIC = "TAdmMsg"
 
-def test_send_message_and_find_it_every_way(admin: Admin, cluster: Cluster) -> None:
-    topic = "TAdmMsg"
-    sent = admin(
-        "sendMessage", "-t", topic, "-p", "hello admin", "-k", "KAdm1 KAdm2", "-c", "TagA", "--json"
+
+@pytest.fixture(scope="module")
+def sent(cluster: Cluster) -> dict[str, Any]:
+    """sendMessage's --json for one message with two keys and a tag, sent by mqadmin."""
+    result = mqadmin(
+        "sendMessage",
+        "-n",
+        cluster.namesrv_addr,
+        "-t",
+        TOPIC,
+        "-p",
+        "hello admin",
+        "-k",
+        "KAdm1 KAdm2",
+        "-c",
+        "TagA",
+        "--json",
     )
-    assert sent.code == 0, sent.err
-    s = sent.json
-    assert s["sendStatus"] == "SEND_OK" and s["brokerName"] in cluster.brokers
-    table = admin("sendMessage", "-t", topic, "-p", "to queue 1", "-b", "broker-b", "-i", "1")
+    assert result.code == 0, result.err
+    data: dict[str, Any] = result.json
+    assert data["sendStatus"] == "SEND_OK" and data["brokerName"] in cluster.brokers
+    return data
+
+
+def test_send_message_to_a_queue(admin: Admin, sent: dict[str, Any]) -> None:
+    table = admin("sendMessage", "-t", TOPIC, "-p", "to queue 1", "-b", "broker-b", "-i", "1")
     assert table.code == 0, table.err
     assert lines(table)[0] == ["#Broker", "Name", "#QID", "#Send", "Result", "#MsgId"]
     assert lines(table)[1][:3] == ["broker-b", "1", "SEND_OK"]
+    found = admin("queryMsgByUniqueKey", "-t", TOPIC, "-i", lines(table)[1][3], "--json").json
+    assert (found[0]["body"], found[0]["queueId"], found[0]["tags"]) == ("to queue 1", 1, None)
 
-    by_id = admin("queryMsgById", "-i", s["offsetMsgId"], "--json").json
-    assert len(by_id) == 1
-    m = by_id[0]
+
+def test_query_msg_by_id(admin: Admin, sent: dict[str, Any]) -> None:
+    s = sent
+    (m,) = admin("queryMsgById", "-i", s["offsetMsgId"], "--json").json
     assert (m["msgId"], m["offsetMsgId"], m["topic"], m["tags"], m["keys"]) == (
         s["msgId"],
         s["offsetMsgId"],
-        topic,
+        TOPIC,
         "TagA",
         "KAdm1 KAdm2",
     )
@@ -45,63 +70,65 @@ def test_send_message_and_find_it_every_way(admin: Admin, cluster: Cluster) -> N
         s["queueOffset"],
     )
     assert m["tracks"] == [] and m["tracksError"] is None  # no group consumes the topic yet
-    shown = admin("queryMsgById", "-i", s["offsetMsgId"])
-    assert ["OffsetID:", s["offsetMsgId"]] in lines(shown) and ["Tags:", "[TagA]"] in lines(shown)
-    assert ["Message", "Body:", "hello", "admin"] in lines(shown) and "No Consumer" in shown.out
+    shown = lines(admin("queryMsgById", "-i", s["offsetMsgId"]))
+    assert ["OffsetID:", s["offsetMsgId"]] in shown and ["Tags:", "[TagA]"] in shown
+    assert ["Message", "Body:", "hello", "admin"] in shown and ["No", "Consumer"] in shown
     # a producer's id (UNIQ_KEY) is no offsetMsgId: with -t it is looked up by unique key
-    assert (
-        admin("queryMsgById", "-i", s["msgId"], "-t", topic, "--json").json[0]["offsetMsgId"]
-        == s["offsetMsgId"]
-    )
+    by_uniq = admin("queryMsgById", "-i", s["msgId"], "-t", TOPIC, "--json").json
+    assert by_uniq[0]["offsetMsgId"] == s["offsetMsgId"]
     assert "give -t <topic>" in admin("queryMsgById", "-i", s["msgId"]).err
 
+
+def test_query_msg_by_key(admin: Admin, sent: dict[str, Any]) -> None:
+    s = sent
     for key in ("KAdm1", "KAdm2"):
-        keyed = admin("queryMsgByKey", "-t", topic, "-k", key, "--json")
-        assert [(k["msgId"], k["queueOffset"], k["brokerName"]) for k in keyed.json] == [
+        keyed = admin("queryMsgByKey", "-t", TOPIC, "-k", key, "--json").json
+        assert [(k["msgId"], k["queueOffset"], k["brokerName"]) for k in keyed] == [
             (s["msgId"], s["queueOffset"], s["brokerName"])
         ]
-    keyed = admin("queryMsgByKey", "-t", topic, "-k", "KAdm1")
-    assert lines(keyed) == [
+    assert lines(admin("queryMsgByKey", "-t", TOPIC, "-k", "KAdm1")) == [
         ["#Message", "ID", "#QID", "#Offset"],
         [s["msgId"], str(s["queueId"]), str(s["queueOffset"])],
     ]
-    later = admin(
-        "queryMsgByKey", "-t", topic, "-k", "KAdm1", "-b", str(m["storeTimestamp"] + 60_000)
-    )
+    stored = admin("queryMsgByKey", "-t", TOPIC, "-k", "KAdm1", "--json").json[0]["storeTimestamp"]
+    later = admin("queryMsgByKey", "-t", TOPIC, "-k", "KAdm1", "-b", str(stored + 60_000))
     assert later.code == 1 and "no message with key KAdm1" in later.err
+    before = admin("queryMsgByKey", "-t", TOPIC, "-k", "KAdm1", "-e", str(stored - 60_000))
+    assert before.code == 1
 
-    unique = admin("queryMsgByUniqueKey", "-t", topic, "-i", s["msgId"], "--json").json
+
+def test_query_msg_by_unique_key_and_offset(admin: Admin, sent: dict[str, Any]) -> None:
+    s = sent
+    unique = admin("queryMsgByUniqueKey", "-t", TOPIC, "-i", s["msgId"], "--json").json
     assert [(u["offsetMsgId"], u["body"]) for u in unique] == [(s["offsetMsgId"], "hello admin")]
-    assert ["Topic:", topic] in lines(admin("queryMsgByUniqueKey", "-t", topic, "-i", s["msgId"]))
-
-    at = admin(
-        "queryMsgByOffset",
+    assert ["Topic:", TOPIC] in lines(admin("queryMsgByUniqueKey", "-t", TOPIC, "-i", s["msgId"]))
+    where = (
         "-t",
-        topic,
+        TOPIC,
         "-b",
         s["brokerName"],
         "-i",
         str(s["queueId"]),
         "-o",
         str(s["queueOffset"]),
-        "--json",
     )
+    at = admin("queryMsgByOffset", *where, "--json")
     assert at.code == 0, at.err
     assert (at.json["msgId"], at.json["body"]) == (s["msgId"], "hello admin")
-    text = admin(
-        "queryMsgByOffset",
-        "-t",
-        topic,
-        "-b",
-        s["brokerName"],
-        "-i",
-        str(s["queueId"]),
-        "-o",
-        str(s["queueOffset"]),
-    )
-    assert ["Message", "Body:", "hello", "admin"] in lines(text)
-    to_queue = admin("queryMsgByUniqueKey", "-t", topic, "-i", lines(table)[1][3], "--json").json
-    assert (to_queue[0]["body"], to_queue[0]["queueId"]) == ("to queue 1", 1)
+    assert ["Message", "Body:", "hello", "admin"] in lines(admin("queryMsgByOffset", *where))
+
+
+def test_query_msg_by_id_resends(admin: Admin) -> None:
+    """-s true: the message sent again as stored (the same UNIQ_KEY, a new offsetMsgId)."""
+    first = admin("sendMessage", "-t", TOPIC, "-p", "again", "--json").json
+    again = admin("queryMsgById", "-i", first["offsetMsgId"], "-s", "true", "--json").json
+    assert [(r["sendStatus"], r["msgId"], r["originalMsgId"]) for r in again] == [
+        ("SEND_OK", first["msgId"], first["offsetMsgId"])
+    ]
+    assert again[0]["offsetMsgId"] != first["offsetMsgId"]
+    both = admin("queryMsgByUniqueKey", "-t", TOPIC, "-i", first["msgId"], "-a", "--json").json
+    assert [m["offsetMsgId"] for m in both] == [first["offsetMsgId"], again[0]["offsetMsgId"]]
+    assert len(admin("queryMsgByUniqueKey", "-t", TOPIC, "-i", first["msgId"], "--json").json) == 1
 
 
 async def test_binary_bodies_and_consume_message(admin: Admin, cluster: Cluster) -> None:
@@ -159,52 +186,20 @@ async def test_tracking_and_consuming_directly(admin: Admin, cluster: Cluster) -
         async with Producer("PGAdmTrack", namesrv_addr=cluster.namesrv_addr) as p:
             sent = await p.send(Message(topic, b"track me", tags="TagA"))
         await wait_until(lambda: len(got.msgs) == 1, 20)
+        consumed = [{"consumerGroup": group, "trackType": "CONSUMED", "exceptionDesc": None}]
         done = await poll(
             admin,
-            lambda r: (
-                r.code == 0
-                and r.json[0]["tracks"][:1]
-                == [{"consumerGroup": group, "trackType": "CONSUMED", "exceptionDesc": None}]
-            ),
+            lambda r: r.code == 0 and r.json[0]["tracks"] == consumed,
             "queryMsgById",
             "-i",
             sent.offset_msg_id,
             "--json",
         )
-        assert len(done.json[0]["tracks"]) == 1
         table = await run(admin, "queryMsgById", "-i", sent.offset_msg_id)
         assert [group, "CONSUMED"] in [r[:2] for r in lines(table)]
-
-        cid = c.instance.client_id
-        direct = await run(
-            admin,
-            "queryMsgByUniqueKey",
-            "-t",
-            topic,
-            "-i",
-            sent.msg_id,
-            "-g",
-            group,
-            "-d",
-            cid,
-            "--json",
+        await _check_direct(
+            admin, got, sent.msg_id, sent.offset_msg_id, topic, group, c.instance.client_id
         )
-        assert direct.code == 0, direct.err
-        assert direct.json[0]["consumeResult"] == "CR_SUCCESS"
-        assert direct.json[0]["offsetMsgId"] == sent.offset_msg_id
-        assert got.bodies == [b"track me", b"track me"]  # the listener saw it again
-        by_id = await run(admin, "queryMsgById", "-i", sent.offset_msg_id, "-g", group, "-d", cid)
-        assert ["consumeResult", "CR_SUCCESS"] in lines(by_id)
-        assert got.bodies == [b"track me"] * 3
-        got.status = ConsumeStatus.RECONSUME_LATER
-        later = await run(
-            admin, "queryMsgById", "-i", sent.offset_msg_id, "-g", group, "-d", cid, "--json"
-        )
-        assert later.json[0]["consumeResult"] == "CR_LATER"
-        nobody = await run(
-            admin, "queryMsgById", "-i", sent.offset_msg_id, "-g", group, "-d", "x@y"
-        )
-        assert nobody.code == 1 and "not online" in nobody.err
     offline = await poll(
         admin,
         lambda r: r.json[0]["tracks"][0]["trackType"] == "NOT_ONLINE",
@@ -213,7 +208,30 @@ async def test_tracking_and_consuming_directly(admin: Admin, cluster: Cluster) -
         sent.offset_msg_id,
         "--json",
     )
-    assert offline.json[0]["tracks"][0]["consumerGroup"] == group
+    assert (
+        offline.json[0]["tracks"][0]["consumerGroup"] == done.json[0]["tracks"][0]["consumerGroup"]
+    )
+
+
+async def _check_direct(
+    admin: Admin, got: Collect, msg_id: str, offset_id: str, topic: str, group: str, cid: str
+) -> None:
+    """-g -d: 309 to the store host, which hands the message to that consumer's listener."""
+    direct = await run(
+        admin, "queryMsgByUniqueKey", "-t", topic, "-i", msg_id, "-g", group, "-d", cid, "--json"
+    )
+    assert direct.code == 0, direct.err
+    assert direct.json[0]["consumeResult"] == "CR_SUCCESS"
+    assert direct.json[0]["offsetMsgId"] == offset_id
+    assert got.bodies == [b"track me", b"track me"]  # the listener saw it again
+    by_id = await run(admin, "queryMsgById", "-i", offset_id, "-g", group, "-d", cid)
+    assert ["consumeResult", "CR_SUCCESS"] in lines(by_id)
+    assert got.bodies == [b"track me"] * 3
+    got.status = ConsumeStatus.RECONSUME_LATER
+    later = await run(admin, "queryMsgById", "-i", offset_id, "-g", group, "-d", cid, "--json")
+    assert later.json[0]["consumeResult"] == "CR_LATER"
+    nobody = await run(admin, "queryMsgById", "-i", offset_id, "-g", group, "-d", "x@y")
+    assert nobody.code == 1 and "not online" in nobody.err
 
 
 def test_message_commands_errors(admin: Admin, cluster: Cluster) -> None:

@@ -11,6 +11,7 @@ import time
 from client import ConsumeStatus, MessageExt
 from client.admin import api_group
 from remoting.protocol.codes import LanguageCode
+from tests.admin.conftest import Run
 from tests.admin.test_group_cmds import Admin, lines, poll, push, run, send
 from tests.client.conftest import create_everywhere
 from tests.client.test_push import Collect
@@ -32,8 +33,8 @@ class Gate(Collect):
         return ConsumeStatus.CONSUME_SUCCESS
 
 
-def _mine(result: object, topic: str) -> list[tuple[int, int]]:
-    queues = result.json["queues"]  # type: ignore[attr-defined]
+def _mine(result: Run, topic: str) -> list[tuple[int, int]]:
+    queues = result.json["queues"]
     return [(q["brokerOffset"], q["consumerOffset"]) for q in queues if q["topic"] == topic]
 
 
@@ -47,6 +48,19 @@ def test_reset_request_says_force_and_cplus() -> None:
     assert plain.language != LanguageCode.CPP and plain.ext_fields["isForce"] == "true"
 
 
+async def settled(admin: Admin, group: str, topic: str, want: list[tuple[int, int]]) -> None:
+    """Until consumerProgress shows each queue of ``topic`` at (broker, consumer) ``want``."""
+    argv = ("consumerProgress", "-g", group, "--json")
+    await poll(admin, lambda r: r.code == 0 and _mine(r, topic) == want, *argv)
+
+
+def reset(group: str, topic: str, *more: str) -> tuple[str, ...]:
+    return ("resetOffsetByTime", "-g", group, "-t", topic, "-s", *more)
+
+
+QUEUES = [("broker-a", 0), ("broker-a", 1), ("broker-b", 0), ("broker-b", 1)]
+
+
 async def test_reset_to_now_moves_a_lagging_group_only_when_forced(
     admin: Admin, cluster: Cluster
 ) -> None:
@@ -55,54 +69,18 @@ async def test_reset_to_now_moves_a_lagging_group_only_when_forced(
     gate = Gate()
     async with push(cluster, group, topic, gate):
         await send(cluster, topic, 2)
-        await wait_until(lambda: len(gate.msgs) == 2, 20)
-        await poll(
-            admin,
-            lambda r: r.code == 0 and _mine(r, topic) == [(1, 1), (1, 1)],
-            "consumerProgress",
-            "-g",
-            group,
-            "--json",
-        )
-        gate.open.clear()
+        await settled(admin, group, topic, [(1, 1), (1, 1)])
+        gate.open.clear()  # the next two messages reach the listener but are never done
         await send(cluster, topic, 2)
         await wait_until(lambda: len(gate.msgs) == 4, 20)
-        await poll(
-            admin,
-            lambda r: _mine(r, topic) == [(2, 1), (2, 1)],
-            "consumerProgress",
-            "-g",
-            group,
-            "--json",
-        )
-        kept = await run(
-            admin,
-            "resetOffsetByTime",
-            "-g",
-            group,
-            "-t",
-            topic,
-            "-s",
-            "now",
-            "-f",
-            "false",
-            "--json",
-        )
+        await settled(admin, group, topic, [(2, 1), (2, 1)])
+        kept = await run(admin, *reset(group, topic, "now", "-f", "false", "--json"))
         assert kept.code == 0, kept.err
         assert [q["offset"] for q in kept.json["queues"]] == [1, 1]
-        moved = await run(
-            admin, "resetOffsetByTime", "-g", group, "-t", topic, "-s", "now", "--json"
-        )
+        moved = await run(admin, *reset(group, topic, "now", "--json"))
         assert [q["offset"] for q in moved.json["queues"]] == [2, 2]
         gate.open.set()
-        await poll(
-            admin,
-            lambda r: _mine(r, topic) == [(2, 2), (2, 2)],
-            "consumerProgress",
-            "-g",
-            group,
-            "--json",
-        )
+        await settled(admin, group, topic, [(2, 2), (2, 2)])
 
 
 async def test_reset_offset_by_time_tells_the_running_consumer(
@@ -115,30 +93,16 @@ async def test_reset_offset_by_time_tells_the_running_consumer(
     before = int(time.time() * 1000) - 1000
     async with push(cluster, group, topic, got):
         await send(cluster, topic, 4)
-        await wait_until(lambda: len(got.msgs) == 4, 20)
-        await poll(
-            admin,
-            lambda r: r.code == 0 and r.json["diffTotal"] == 0 and len(r.json["queues"]) >= 4,
-            "consumerProgress",
-            "-g",
-            group,
-            "--json",
-        )
-        reset = await run(
-            admin, "resetOffsetByTime", "-g", group, "-t", topic, "-s", str(before), "--json"
-        )
-        assert reset.code == 0, reset.err
-        assert reset.json["fallback"] is False and reset.json["force"] is True
-        assert [(q["brokerName"], q["queueId"], q["offset"]) for q in reset.json["queues"]] == [
-            ("broker-a", 0, 0),
-            ("broker-a", 1, 0),
-            ("broker-b", 0, 0),
-            ("broker-b", 1, 0),
-        ]
+        await settled(admin, group, topic, [(1, 1)] * 4)
+        done = await run(admin, *reset(group, topic, str(before), "--json"))
+        assert done.code == 0, done.err
+        assert done.json["fallback"] is False and done.json["force"] is True
+        rows = [(q["brokerName"], q["queueId"], q["offset"]) for q in done.json["queues"]]
+        assert rows == [(*q, 0) for q in QUEUES]
         await wait_until(lambda: len(got.msgs) == 8, 20)
         assert sorted(got.bodies) == sorted([b"m0", b"m1", b"m2", b"m3"] * 2)
         date = time.strftime("%Y-%m-%d#%H:%M:%S:000", time.localtime(before / 1000 - 1))
-        table = await run(admin, "resetOffsetByTime", "-g", group, "-t", topic, "-s", date)
+        table = await run(admin, *reset(group, topic, date))
         assert table.code == 0, table.err
         assert table.out.startswith(
             f"rollback consumer offset by specified group[{group}], "
@@ -154,25 +118,14 @@ async def test_reset_offset_by_time_without_a_consumer_falls_back(
     """No consumer online: 222 answers 206, and mqadmin resets each queue itself (208, 29, 15)."""
     topic, group = "TAdmResetOld", "GAdmResetOld"
     await create_everywhere(cluster, topic, 2)
-    got = Collect()
     before = int(time.time() * 1000) - 1000
-    async with push(cluster, group, topic, got):
+    async with push(cluster, group, topic, Collect()):
         await send(cluster, topic, 4)
-        await wait_until(lambda: len(got.msgs) == 4, 20)
-        await poll(
-            admin,
-            lambda r: r.code == 0 and r.json["diffTotal"] == 0 and len(r.json["queues"]) >= 4,
-            "consumerProgress",
-            "-g",
-            group,
-            "--json",
-        )
-    reset = await run(
-        admin, "resetOffsetByTime", "-g", group, "-t", topic, "-s", str(before), "--json"
-    )
-    assert reset.code == 0, reset.err
-    assert reset.json["fallback"] is True
-    assert [
+        await settled(admin, group, topic, [(1, 1)] * 4)
+    done = await run(admin, *reset(group, topic, str(before), "--json"))
+    assert done.code == 0, done.err
+    assert done.json["fallback"] is True
+    rows = [
         (
             q["brokerName"],
             q["queueId"],
@@ -180,20 +133,12 @@ async def test_reset_offset_by_time_without_a_consumer_falls_back(
             q["timestampOffset"],
             q["rollbackOffset"],
         )
-        for q in reset.json["queues"]
-    ] == [
-        ("broker-a", 0, 1, 0, 0),
-        ("broker-a", 1, 1, 0, 0),
-        ("broker-b", 0, 1, 0, 0),
-        ("broker-b", 1, 1, 0, 0),
+        for q in done.json["queues"]
     ]
-    progress = (await run(admin, "consumerProgress", "-g", group, "--json")).json
-    assert [q["consumerOffset"] for q in progress["queues"] if q["topic"] == topic] == [0, 0, 0, 0]
-    assert progress["diffTotal"] >= 4
-    # not forced, to "now": the newest offsets are past the group's, so nothing moves back
-    table = await run(
-        admin, "resetOffsetByTime", "-g", group, "-t", topic, "-s", "now", "-f", "false"
-    )
+    assert rows == [(*q, 1, 0, 0) for q in QUEUES]
+    await settled(admin, group, topic, [(1, 0)] * 4)  # the brokers took the new offsets (15)
+    # not forced, to "now": the newest offsets are past the group's, so nothing moves
+    table = await run(admin, *reset(group, topic, "now", "-f", "false"))
     assert table.code == 0, table.err
     assert "#rollbackOffset" in table.out.splitlines()[1]
     assert ["broker-a", "0", "1", "0", "1", "0"] in lines(table)
