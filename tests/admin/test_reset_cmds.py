@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 from client import ConsumeStatus, MessageExt
 from client.admin import api_group
@@ -31,6 +32,10 @@ class Gate(Collect):
         self.msgs.extend(msgs)
         await self.open.wait()
         return ConsumeStatus.CONSUME_SUCCESS
+
+
+def _queues(progress: dict[str, Any], topic: str) -> list[dict[str, Any]]:
+    return [q for q in progress["queues"] if q["topic"] == topic]
 
 
 def _mine(result: Run, topic: str) -> list[tuple[int, int]]:
@@ -137,6 +142,9 @@ async def test_reset_offset_by_time_without_a_consumer_falls_back(
     ]
     assert rows == [(*q, 1, 0, 0) for q in QUEUES]
     await settled(admin, group, topic, [(1, 0)] * 4)  # the brokers took the new offsets (15)
+    behind = (await run(admin, "consumerProgress", "-g", group, "--json")).json
+    assert [q["diff"] for q in _queues(behind, topic)] == [1, 1, 1, 1]
+    assert behind["diffTotal"] == 4
     # not forced, to "now": the newest offsets are past the group's, so nothing moves
     table = await run(admin, *reset(group, topic, "now", "-f", "false"))
     assert table.code == 0, table.err
