@@ -17,6 +17,7 @@ from typing import Any, TextIO
 from rich import box
 from rich.console import Console
 from rich.table import Table as RichTable
+from rich.text import Text
 
 
 @dataclass(slots=True)
@@ -86,12 +87,14 @@ def render_tables(out: Output, stream: TextIO | None = None) -> None:
 
 
 def _rich(table: Table) -> RichTable:
-    rich = RichTable(title=table.title, box=box.SIMPLE_HEAD, title_justify="left",
+    """Titles and cells are plain text: brackets in them ("[TagA]") are not rich markup."""
+    title = Text(table.title) if table.title else None
+    rich = RichTable(title=title, box=box.SIMPLE_HEAD, title_justify="left",
                       show_edge=False, pad_edge=False)  # fmt: skip
     for name in table.columns:
-        rich.add_column(name, overflow="fold")
+        rich.add_column(Text(name), overflow="fold")
     for row in table.rows:
-        rich.add_row(*(cell(v) for v in row))
+        rich.add_row(*(Text(cell(v)) for v in row))
     return rich
 
 
