@@ -62,7 +62,7 @@ def test_readme_quick_start_runs_as_written(tmp_path: Path) -> None:
     finally:
         close(launcher)
     assert code == 0, out
-    steps = dict(re.findall(r">>> (.+)\n(.*?)(?=>>> |\Z)", out, re.S))
+    steps = dict(re.findall(r">>> ([^\n]+)\n(.*?)(?=>>> |\Z)", out, re.S))
     cluster = steps["mqadmin clusterList"]
     assert re.search(r"^DefaultCluster\s+broker-a\s+0\s+127\.0\.0\.1:", cluster, re.M), cluster
     assert re.search(r"^DefaultCluster\s+broker-b\s+0\s+127\.0\.0\.1:", cluster, re.M), cluster
