@@ -10,9 +10,9 @@ when ``/metrics`` is scraped.
 from __future__ import annotations
 
 import asyncio
-import time
 from bisect import bisect_left
 from collections.abc import Sequence
+from time import perf_counter
 from typing import Final
 
 from remoting.protocol.command import RemotingCommand
@@ -49,13 +49,13 @@ class Histogram:
         return out
 
 
-class CodeStats:
-    """One request code: its latency histogram and how often each response code answered it."""
+class CodeStats(Histogram):
+    """One request code: its latency histogram, and how often each response code answered it."""
 
-    __slots__ = ("latency", "responses")
+    __slots__ = ("responses",)
 
     def __init__(self) -> None:
-        self.latency = Histogram(LATENCY_BOUNDS)
+        super().__init__(LATENCY_BOUNDS)
         self.responses: dict[int, int] = {}
 
 
@@ -71,16 +71,18 @@ class RequestStats:
     def record(self, code: int, response: RemotingCommand | None, started: float) -> None:
         """A request of ``code`` answered with ``response``; ``started`` is the
         ``time.perf_counter()`` when it was dispatched."""
-        elapsed = time.perf_counter() - started
-        entry = self.codes.get(code)
-        if entry is None:
+        elapsed = perf_counter() - started
+        try:
+            entry = self.codes[code]
+        except KeyError:
             entry = self.codes[code] = CodeStats()
-        latency = entry.latency
-        latency.counts[bisect_left(LATENCY_BOUNDS, elapsed)] += 1
-        latency.total += elapsed
+        entry.counts[bisect_left(LATENCY_BOUNDS, elapsed)] += 1
+        entry.total += elapsed
         rcode = NO_RESPONSE if response is None else response.code
-        responses = entry.responses
-        responses[rcode] = responses.get(rcode, 0) + 1
+        try:
+            entry.responses[rcode] += 1
+        except KeyError:
+            entry.responses[rcode] = 1
 
 
 class LoopLag:
@@ -94,7 +96,7 @@ class LoopLag:
 
     async def run(self) -> None:
         while True:
-            started = time.perf_counter()
+            started = perf_counter()
             await asyncio.sleep(self.period)
-            self.last = max(0.0, time.perf_counter() - started - self.period)
+            self.last = max(0.0, perf_counter() - started - self.period)
             self.histogram.observe(self.last)

@@ -158,7 +158,7 @@ class Dispatcher:
     def dispatch(self, cmd: RemotingCommand, conn: Any, reply: Reply) -> asyncio.Task[None] | None:
         """Handle ``cmd`` (from ``conn``); the response goes to ``reply(cmd, response)``.
         Returns the Task still handling it, or None when it was answered inline."""
-        started = perf_counter()
+        started = perf_counter() if self._stats is not None else 0.0
         route = self._routes.get(cmd.code)
         if route is None or cmd.refusal is not None:
             response = _refused(cmd) if route is not None else self._unknown(cmd)

@@ -95,7 +95,7 @@ class RemotingCollector(Collector):
             labels = request_labels(code)
             for rcode, count in sorted(entry.responses.items()):
                 requests.add_metric([*labels, *response_labels(rcode)], count)
-            add_histogram(latency, labels, entry.latency)
+            add_histogram(latency, labels, entry)
         yield requests
         yield latency
 
