@@ -11,7 +11,9 @@ keeps a strong reference to every task (the loop keeps only weak ones) and drain
 shutdown. Handler failures become SYSTEM_ERROR responses; the connection stays.
 
 The dispatcher knows nothing of connections: the caller passes the connection object through
-to handlers, and a ``Reply`` callable that takes each ``(request, response)``.
+to handlers, and a ``Reply`` callable that takes each ``(request, response)``. Given a
+``RequestStats``, it counts each request it answers there (code, response code, latency from
+dispatch to reply) for ``/metrics``: plain Python, a few hundred nanoseconds.
 """
 
 from __future__ import annotations

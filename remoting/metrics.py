@@ -146,8 +146,9 @@ class Metrics(Service):
         return self.endpoint.port
 
     async def start(self) -> None:
-        self._probe = asyncio.get_running_loop().create_task(self.lag.run(), name="loop-lag")
         await self.endpoint.start()
+        if self.endpoint.port is not None:  # no probe for metrics nobody can read
+            self._probe = asyncio.get_running_loop().create_task(self.lag.run(), name="loop-lag")
 
     async def close(self) -> None:
         await self.endpoint.close()
