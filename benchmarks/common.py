@@ -106,7 +106,8 @@ def listening_process(argv: Sequence[str], timeout: float = 30.0) -> Iterator[Li
     ``listening`` event) and PID; stop it by its PID (SIGTERM, then SIGKILL)."""
     cmd = [sys.executable, *argv]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    with subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, env=env) as proc:
+    # unbuffered: a line read ahead into a buffer would hide from select() below
+    with subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, env=env, bufsize=0) as proc:
         try:
             port = _wait_listening(proc, timeout)
             # keep reading its log so a chatty server never blocks on a full pipe

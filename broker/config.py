@@ -55,6 +55,7 @@ class BrokerConfig:
         "transaction_time_out": (0, None),
         "transaction_check_max": (0, None),
         "transaction_check_interval": (1, None),
+        "metrics_port": (-1, 65535),
     }
 
     broker_cluster_name: str = "DefaultCluster"
@@ -96,6 +97,10 @@ class BrokerConfig:
     ha_slave_fallbehind_max: int = 256 * 1024 * 1024  # SYNC_MASTER: further behind = no slave
     slave_read_enable: bool = False  # the master may send consumers of cold data to a slave
     slave_sync_interval: int = 10_000  # ours (Java's constant): a slave copies metadata, ms
+    # ours: /metrics in Prometheus text format on this port (on the listener's bind address);
+    # 0 = any free port, -1 = off. A second broker on one host sets its own: a port taken
+    # leaves the broker serving without metrics (logged). 4.9.8 has none (5.x: 5557).
+    metrics_port: int = 5557
     # keys UPDATE_BROKER_CONFIG refuses, ";"-separated (brokerConfigPath, rocketmqHome and
     # configBlackList always are: AdminBrokerProcessor.initConfigBlackList)
     config_black_list: str = "configBlackList;brokerConfigPath"

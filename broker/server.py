@@ -20,6 +20,7 @@ from broker.consumers import Consumers
 from broker.context import BrokerContext
 from broker.groups import SubscriptionGroups
 from broker.listen import HA_OFFSET, bind_listeners, vip_routes
+from broker.metrics import BrokerCollector
 from broker.namesrv_api import BrokerIdentity, NamesrvAPI
 from broker.processors.admin import AdminProcessor
 from broker.processors.callclient import CallClientProcessor
@@ -41,7 +42,9 @@ from broker.transactions import Transactions
 from broker.txcheck import TransactionCheck
 from remoting.client import RemotingClient
 from remoting.config import ServerConfig
+from remoting.counters import RequestStats
 from remoting.lifecycle import Service
+from remoting.metrics import Metrics
 from remoting.process import prepare_server_process
 from remoting.protocol.message import now_ms
 from remoting.protocol.register import TopicConfigWrapper
@@ -80,6 +83,7 @@ class Broker(Service):
         self._loops: list[asyncio.Task[None]] = []
         self._register_task: asyncio.Task[None] | None = None
         self._register_again = False
+        self.metrics: Metrics | None = None
 
     async def start(self) -> None:
         cfg, server_cfg = self.config, self.server_config
@@ -107,14 +111,19 @@ class Broker(Service):
         if ops:
             log.info("transaction_ops_read", ops=ops, low=self.transactions.ops.low)
         table, limits = routes(self._processors()), bulkheads(cfg)  # shared by both ports
+        stats = RequestStats() if cfg.metrics_port >= 0 else None  # both ports count in it
         self.servers = [
-            RemotingServer(tbl, server_cfg, bulkheads=limits, announce=False, sock=s)
+            RemotingServer(tbl, server_cfg, bulkheads=limits, announce=False, sock=s, stats=stats)
             for tbl, s in ((table, sock), (vip_routes(table), vip_sock))
             if s is not None
         ]
         for server in self.servers:
             server.add_close_listener(self.consumers.channel_closed)
             await server.start()
+        if stats is not None:
+            self.metrics = Metrics(server_cfg.bind_address, cfg.metrics_port, stats,
+                                   self._listeners, [BrokerCollector(self)])  # fmt: skip
+            await self.metrics.start()
         ctx.topics.listeners.append(self.register_soon)
         ctx.topic_registered = ctx.topics.registered = self.wait_registered
         ctx.on_config_change.append(self._config_changed)
@@ -198,6 +207,9 @@ class Broker(Service):
             sync=SyncProcessor(c.offsets, c.schedule),
         )
 
+    def _listeners(self) -> dict[str, RemotingServer]:
+        return dict(zip(("main", "vip"), self.servers, strict=False))
+
     def _master_addr(self) -> str | None:
         master = self.namesrv.master
         return master.master_addr if master is not None else None
@@ -275,6 +287,8 @@ class Broker(Service):
     async def close(self) -> None:
         for server in self.servers:
             server.stop_accepting()
+        if self.metrics is not None:
+            await self.metrics.close()
         await self.namesrv.unregister_all(self.identity)
         for task in [*self._loops, self._register_task]:
             if task is not None:

@@ -19,12 +19,16 @@ class NamesrvConfig:
     BOUNDS: ClassVar[Bounds] = {
         "scan_not_active_broker_interval": (1, None),
         "broker_channel_expired_time": (1, None),
+        "metrics_port": (-1, 65535),
     }
 
     kv_config_path: str = field(default_factory=_default_kv_path)
     order_message_enable: bool = False
     scan_not_active_broker_interval: int = 10_000  # ms between liveness scans
     broker_channel_expired_time: int = 120_000  # ms of silence before a broker is evicted
+    # ours: /metrics in Prometheus text format on this port (on the listener's bind address);
+    # 0 = any free port, -1 = off; a port taken leaves the name server serving without metrics
+    metrics_port: int = 5556
 
 
 DEFAULT_LISTEN_PORT = 9876

@@ -10,11 +10,14 @@ import structlog
 
 from namesrv.config import NamesrvConfig
 from namesrv.kvconfig import KVConfig
+from namesrv.metrics import NamesrvCollector
 from namesrv.processors import NamesrvProcessor, unknown_code
 from namesrv.routes import Eviction, RouteTable
 from remoting.channel import Channel
 from remoting.config import ServerConfig
+from remoting.counters import RequestStats
 from remoting.lifecycle import Service
+from remoting.metrics import Metrics
 from remoting.server import RemotingServer
 from remoting.tasks import every
 
@@ -38,9 +41,16 @@ class Namesrv(Service):
             order_message_enable=config.order_message_enable,
             max_body=server_config.frame_max_length,
         )
-        self.server = RemotingServer(self.processor.routes(), server_config, unknown=unknown_code)
+        stats = RequestStats() if config.metrics_port >= 0 else None
+        self.server = RemotingServer(
+            self.processor.routes(), server_config, unknown=unknown_code, stats=stats
+        )
         self.server.add_close_listener(self._channel_closed)
         self._scan: asyncio.Task[None] | None = None
+        self.metrics = None if stats is None else Metrics(
+            server_config.bind_address, config.metrics_port, stats,
+            lambda: {"main": self.server}, [NamesrvCollector(self.table)],
+        )  # fmt: skip
 
     @property
     def port(self) -> int:
@@ -48,7 +58,14 @@ class Namesrv(Service):
 
     async def start(self) -> None:
         self.kv.load()
-        await self.server.start()
+        if self.metrics is not None:  # first: `listening` says everything is up
+            await self.metrics.start()
+        try:
+            await self.server.start()
+        except BaseException:
+            if self.metrics is not None:
+                await self.metrics.close()
+            raise
         interval = self.config.scan_not_active_broker_interval / 1000
         self._scan = asyncio.get_running_loop().create_task(
             every(interval, self._expire, name="scan_not_active_broker"), name="namesrv-scan"
@@ -60,6 +77,8 @@ class Namesrv(Service):
             with contextlib.suppress(asyncio.CancelledError):
                 await self._scan
         await self.server.close()
+        if self.metrics is not None:
+            await self.metrics.close()
 
     async def _expire(self) -> None:
         for eviction in self.table.expire():

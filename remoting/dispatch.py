@@ -11,7 +11,9 @@ keeps a strong reference to every task (the loop keeps only weak ones) and drain
 shutdown. Handler failures become SYSTEM_ERROR responses; the connection stays.
 
 The dispatcher knows nothing of connections: the caller passes the connection object through
-to handlers, and a ``Reply`` callable that takes each ``(request, response)``.
+to handlers, and a ``Reply`` callable that takes each ``(request, response)``. Given a
+``RequestStats``, it counts each request it answers there (code, response code, latency from
+dispatch to reply) for ``/metrics``: plain Python, a few hundred nanoseconds.
 """
 
 from __future__ import annotations
@@ -24,8 +26,10 @@ import time
 from asyncio.tasks import _enter_task, _leave_task
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping
 from dataclasses import dataclass, field
+from time import perf_counter
 from typing import Any, TypeAlias
 
+from remoting.counters import OTHER_CODE, RequestStats
 from remoting.errors import RemotingCommandError
 from remoting.log import get_logger
 from remoting.protocol.codes import ResponseCode
@@ -144,8 +148,10 @@ class Dispatcher:
         bulkheads: Mapping[str, Bulkhead] | None = None,
         *,
         unknown: Unknown = not_supported,
+        stats: RequestStats | None = None,
     ) -> None:
         self._routes = dict(routes)
+        self._stats = stats  # None: nothing counted (a client, or a server without metrics)
         self._unknown = unknown
         self._bulkheads = dict(bulkheads or {})
         self._slots = {name: Slots(b.limit) for name, b in self._bulkheads.items()}
@@ -154,14 +160,21 @@ class Dispatcher:
     def dispatch(self, cmd: RemotingCommand, conn: Any, reply: Reply) -> asyncio.Task[None] | None:
         """Handle ``cmd`` (from ``conn``); the response goes to ``reply(cmd, response)``.
         Returns the Task still handling it, or None when it was answered inline."""
+        started = perf_counter() if self._stats is not None else 0.0
         route = self._routes.get(cmd.code)
         if route is None or cmd.refusal is not None:
-            reply(cmd, _refused(cmd) if route is not None else self._unknown(cmd))
+            response = _refused(cmd) if route is not None else self._unknown(cmd)
+            reply(cmd, response)
+            if self._stats is not None:
+                self._stats.record(cmd.code if route is not None else OTHER_CODE, response, started)
             return None
         if not route.is_async and route.group not in self._slots:
-            reply(cmd, _call_sync(route, cmd, conn))
+            response = _call_sync(route, cmd, conn)
+            reply(cmd, response)
+            if self._stats is not None:
+                self._stats.record(cmd.code, response, started)
             return None
-        coro = self._run(route, cmd, conn, reply)
+        coro = self._run(route, cmd, conn, reply, started)
         stand_in = InlineTask()
         context = contextvars.copy_context()
         loop = asyncio.get_running_loop()
@@ -184,7 +197,9 @@ class Dispatcher:
         task.add_done_callback(self.tasks.discard)
         return task
 
-    async def _run(self, route: Route, cmd: RemotingCommand, conn: Any, reply: Reply) -> None:
+    async def _run(
+        self, route: Route, cmd: RemotingCommand, conn: Any, reply: Reply, started: float
+    ) -> None:
         slots = self._slots.get(route.group)
         if slots is None:
             response = await _call(route, cmd, conn)
@@ -201,6 +216,8 @@ class Dispatcher:
             finally:
                 slots.release()
         reply(cmd, response)
+        if self._stats is not None:
+            self._stats.record(cmd.code, response, started)
 
     async def _acquire(self, group: str, slots: Slots, arrived: float) -> str | None:
         """Take a slot; returns the busy remark instead when the wait ran past the limit."""

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 
 from remoting.channel import Channel, ChannelOptions
 from remoting.config import ServerConfig
+from remoting.counters import RequestStats
 from remoting.dispatch import Bulkhead, Dispatcher, Routes, Unknown, not_supported
 from remoting.lifecycle import Service
 from remoting.limits import MemoryLimits
@@ -24,6 +25,7 @@ CloseListener = Callable[[Channel], None]
 class RemotingServer(Service):
     """Serves ``routes`` on ``config.bind_address:config.listen_port`` (0 binds a free port),
     or on ``sock`` when its owner bound it earlier (to learn the port before it is ready).
+    Each request answered is counted in ``stats`` when given (``/metrics``).
 
     ``start()`` logs ``listening`` with the real host and port, unless ``announce=False`` (a
     process whose readiness comes later logs it itself).
@@ -38,9 +40,10 @@ class RemotingServer(Service):
         unknown: Unknown = not_supported,
         announce: bool = True,
         sock: socket.socket | None = None,
+        stats: RequestStats | None = None,
     ) -> None:
         self.config = config or ServerConfig()
-        self._dispatcher = Dispatcher(routes, bulkheads, unknown=unknown)
+        self._dispatcher = Dispatcher(routes, bulkheads, unknown=unknown, stats=stats)
         self.limits = MemoryLimits(
             self.config.server_output_buffer_max_bytes, self.config.server_partial_frame_max_bytes
         )
@@ -56,6 +59,7 @@ class RemotingServer(Service):
         self._sweeper: asyncio.Task[None] | None = None
         self._listeners: list[CloseListener] = []
         self.channels: set[Channel] = set()
+        self.accepted = 0  # connections ever accepted
         self.host = self.config.bind_address
         self.port = self.config.listen_port
 
@@ -74,6 +78,7 @@ class RemotingServer(Service):
     def _new_channel(self) -> Channel:
         ch = Channel(self._dispatcher, self._options, on_close=self._channel_closed)
         self.channels.add(ch)
+        self.accepted += 1
         return ch
 
     async def start(self) -> None:

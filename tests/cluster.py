@@ -16,6 +16,7 @@ BROKER_DEFAULTS = {
     "registerNameServerPeriod": "1000",
     "mappedFileSizeCommitLog": str(4 * 1024 * 1024),
     "mappedFileSizeConsumeQueue": str(20 * 1000),
+    "metricsPort": "0",  # /metrics on any free port (5557 is the default)
 }
 
 
@@ -52,7 +53,11 @@ class Cluster:
         return f"127.0.0.1:{self.namesrv_port}"
 
     def start_namesrv(self) -> None:
-        sets = {"kvConfigPath": str(self.root / "namesrv" / "kv.json"), **self.namesrv_sets}
+        sets = {
+            "kvConfigPath": str(self.root / "namesrv" / "kv.json"),
+            "metricsPort": "0",  # /metrics on any free port (5556 is the default)
+            **self.namesrv_sets,
+        }
         self.namesrv = ServerProcess(["-m", "namesrv", "--listen-port", "0", *_sets(sets)])
         self.namesrv_port = self.namesrv.listening_port()
 

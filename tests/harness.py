@@ -29,7 +29,7 @@ class ServerProcess:
         open_files: int | None = None,
     ) -> None:
         """``open_files``: the child's RLIMIT_NOFILE, soft and hard (it cannot raise it)."""
-        self.argv = [sys.executable, *argv]
+        self.argv = [sys.executable, *with_metrics_port(argv)]
         self.lines: list[str] = []
         self._cond = threading.Condition()
         self.proc = subprocess.Popen(
@@ -83,6 +83,10 @@ class ServerProcess:
     def listening_port(self, timeout: float = 20.0) -> int:
         return int(self.wait_for("listening", timeout)["port"])
 
+    def metrics_port(self, timeout: float = 20.0) -> int:
+        """Where the server serves /metrics (its ``metrics_listening`` event)."""
+        return int(self.wait_for("metrics_listening", timeout)["metrics_port"])
+
     def stop(self, timeout: float = 5.0) -> int:
         """SIGTERM, wait up to ``timeout``, then SIGKILL; returns the exit code."""
         if self.proc.poll() is None:
@@ -99,6 +103,16 @@ class ServerProcess:
 
     def dump(self) -> str:
         return "\n".join(self.lines)
+
+
+def with_metrics_port(argv: Sequence[str]) -> list[str]:
+    """Our servers serve /metrics on 5556 (name server) and 5557 (broker) by default; a test
+    server takes any free port instead, unless the test chose one (``metricsPort``)."""
+    if list(argv[:2]) in (["-m", "broker"], ["-m", "namesrv"]) and not any(
+        "metricsPort" in arg for arg in argv
+    ):
+        return [*argv, "--set", "metricsPort=0"]
+    return list(argv)
 
 
 def _limit_open_files(n: int) -> Callable[[], None]:

@@ -87,6 +87,11 @@ class IndexFile:
     def full(self) -> bool:
         return self.count >= self.entries
 
+    @property
+    def allocated(self) -> int:
+        """Bytes with blocks behind them: the header and slots, and the entries backed."""
+        return self._entries_at + self.backed * 20
+
     def put(self, keys: list[str], phys: int, store_ts: int) -> int:
         """Add an entry for each of ``keys`` (already ``topic#key``) while there is room;
         returns how many went in. The header is written once, after the entries."""

@@ -78,7 +78,8 @@ def test_second_signal_forces_exit() -> None:
 
 
 def namesrv_argv(tmp: Path) -> list[str]:
-    return ["-m", "namesrv", "--listen-port", "0", "--set", f"kvConfigPath={tmp / 'kv.json'}"]
+    kv = f"kvConfigPath={tmp / 'kv.json'}"
+    return ["-m", "namesrv", "--listen-port", "0", "--set", kv, "--set", "metricsPort=0"]
 
 
 def test_sighup_stops_gracefully_with_exit_0(tmp_path: Path) -> None:

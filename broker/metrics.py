@@ -1,0 +1,133 @@
+"""The broker's own metrics, read from its state when ``/metrics`` is scraped: messages and
+bytes put per topic and got per topic and group (BrokerStats, the counts VIEW_BROKER_STATS_DATA
+reports), queue max offsets, consumer lag, store disk use, client connections.
+
+Names follow Apache RocketMQ 5.x's metrics (BrokerMetricsConstant) where the meaning is the
+same -- ``rocketmq_messages_in_total``, ``rocketmq_consumer_lag_messages`` and so on, without
+5.x's cluster and node labels (Prometheus's target labels tell brokers apart) -- and are ours
+otherwise. 4.9.8 has no metrics endpoint.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
+
+from broker.offsets import SEPARATOR
+from broker.store.disk import existing
+from remoting.metrics import PREFIX
+
+if TYPE_CHECKING:
+    from broker.server import Broker
+
+
+def counter(name: str, doc: str, labels: list[str]) -> CounterMetricFamily:
+    return CounterMetricFamily(PREFIX + name, doc, labels=labels)
+
+
+def gauge(name: str, doc: str, labels: list[str]) -> GaugeMetricFamily:
+    return GaugeMetricFamily(PREFIX + name, doc, labels=labels)
+
+
+def value(name: str, doc: str, number: float) -> GaugeMetricFamily:
+    return GaugeMetricFamily(PREFIX + name, doc, value=number)
+
+
+class BrokerCollector(Collector):
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    def collect(self) -> Iterable[Metric]:
+        yield from self._info()
+        yield from self._traffic()
+        yield from self._queues()
+        yield from self._storage()
+        yield from self._clients()
+
+    def _info(self) -> Iterable[Metric]:
+        b = self.broker
+        cfg = b.ctx.config
+        info = gauge("broker_info", "This broker (always 1)",
+                     ["cluster", "broker", "broker_id", "role", "addr"])  # fmt: skip
+        info.add_metric([cfg.broker_cluster_name, cfg.broker_name, str(b.broker_id),
+                         str(cfg.broker_role), b.ctx.addr], 1)  # fmt: skip
+        yield info
+        yield value("broker_permission", "brokerPermission (6 read and write, 4 read only, "
+                    "2 write only)", cfg.broker_permission)  # fmt: skip
+
+    def _traffic(self) -> Iterable[Metric]:
+        stats = self.broker.ctx.stats
+        put = counter("messages_in", "Messages stored by sends, per topic", ["topic"])
+        put_bytes = counter("throughput_in", "Bytes stored by sends (whole CommitLog "
+                            "records), per topic", ["topic"])  # fmt: skip
+        for topic, item in stats.topics.items.items():
+            put.add_metric([topic], item.nums)
+            put_bytes.add_metric([topic], item.size)
+        names = ["topic", "consumer_group"]
+        get = counter("messages_out", "Messages handed to pulls, per topic and group", names)
+        get_bytes = counter("throughput_out", "Bytes of messages handed to pulls, per topic "
+                            "and group", names)  # fmt: skip
+        for key, item in stats.groups.items.items():
+            topic, _, group = key.partition(SEPARATOR)
+            get.add_metric([topic, group], item.nums)
+            get_bytes.add_metric([topic, group], item.size)
+        yield from (put, put_bytes, get, get_bytes)
+
+    def _queues(self) -> Iterable[Metric]:
+        ctx = self.broker.ctx
+        store = ctx.store
+        top = gauge("queue_max_offset", "Messages ever stored in a queue: the next message's "
+                    "queue offset", ["topic", "queue_id"])  # fmt: skip
+        for (topic, queue_id), cq in sorted(store.queues.items()):
+            top.add_metric([topic, str(queue_id)], cq.max_offset)
+        lag = gauge("consumer_lag_messages", "Messages a group has yet to consume: per queue "
+                    "of the topic, max offset - committed offset, summed",
+                    ["topic", "consumer_group"])  # fmt: skip
+        for key, committed in self.broker.consumers.offsets.table.items():
+            topic, _, group = key.partition(SEPARATOR)
+            config = ctx.topics.get(topic)
+            if config is None:
+                continue
+            behind = 0
+            for queue_id in range(config.read_queue_nums):  # as GET_CONSUME_STATS counts
+                done = max(0, committed.get(queue_id, 0))
+                behind += max(0, store.max_offset(topic, queue_id) - done)
+            lag.add_metric([topic, group], behind)
+        yield top
+        yield lag
+
+    def _storage(self) -> Iterable[Metric]:
+        store = self.broker.ctx.store
+        size = gauge("storage_size_bytes", "Bytes the store's files have allocated on disk",
+                     ["kind"])  # fmt: skip
+        size.add_metric(["commitlog"], sum(s.backed for s in store.commitlog.queue.segments))
+        size.add_metric(["consumequeue"], sum(
+            s.backed for cq in store.queues.values() for s in cq.queue.segments
+        ))  # fmt: skip
+        size.add_metric(["index"], sum(f.allocated for f in store.index.files))
+        yield size
+        st = os.statvfs(existing(store.config.commitlog_dir))
+        yield value("storage_disk_free_bytes", "Bytes free for the broker on the CommitLog's "
+                    "disk", st.f_bavail * st.f_frsize)  # fmt: skip
+        yield value("storage_disk_total_bytes", "Size of the CommitLog's disk",
+                    st.f_blocks * st.f_frsize)  # fmt: skip
+
+    def _clients(self) -> Iterable[Metric]:
+        ctx, registry = self.broker.ctx, self.broker.consumers.registry
+        yield value("topic_number", "Topics in the topic table", len(ctx.topics.topics))
+        yield value("consumer_group_number", "Subscription groups", len(ctx.groups.groups))
+        producers = gauge("producer_connections", "Live producer clients, per group",
+                          ["producer_group"])  # fmt: skip
+        for producer_group, members in sorted(registry.producers.items()):
+            producers.add_metric([producer_group], len(members))
+        consumers = gauge("consumer_connections", "Live consumer clients, per group",
+                          ["consumer_group"])  # fmt: skip
+        for consumer_group, group in sorted(registry.consumers.items()):
+            consumers.add_metric([consumer_group], len(group.clients))
+        yield producers
+        yield consumers

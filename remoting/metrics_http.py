@@ -1,0 +1,154 @@
+"""MetricsEndpoint: ``GET /metrics`` over HTTP/1.x on the server's own event loop.
+
+Just enough HTTP for a scraper: one request per connection (answered with ``Connection:
+close``), GET or HEAD, the exposition format prometheus_client picks from ``Accept``. A
+client cannot make it hold much or for long: the request head is capped (``MAX_HEAD``), a
+whole exchange must finish within ``TIMEOUT`` (a client that never sends, or never reads,
+is dropped), at most ``MAX_CONNECTIONS`` are open at once (a new one closes the oldest: a
+real scrape is over in milliseconds), and anything malformed gets its 4xx and the connection
+closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Final, NamedTuple
+
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.registry import CollectorRegistry
+
+from remoting.log import get_logger
+
+log = get_logger(__name__)
+
+PATH: Final = "/metrics"
+MAX_HEAD: Final = 8192  # bytes of request line and headers
+TIMEOUT: Final = 10.0  # seconds for a whole exchange: request, scrape, response taken
+MAX_CONNECTIONS: Final = 16
+REASONS: Final = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
+                  431: "Request Header Fields Too Large", 500: "Internal Server Error"}  # fmt: skip
+
+
+class Request(NamedTuple):
+    method: str
+    path: str
+    accept: str
+
+
+class Answer(NamedTuple):
+    status: int
+    content_type: str
+    body: bytes
+    head_only: bool = False
+
+
+def _error(status: int, text: str) -> Answer:
+    return Answer(status, "text/plain; charset=utf-8", f"{text}\n".encode())
+
+
+def parse_head(head: bytes) -> Request | Answer:
+    """The request in ``head`` (request line and headers, CRLF-separated), or the error
+    answer it deserves."""
+    lines = head.decode("latin-1").split("\r\n")
+    parts = lines[0].split(" ")
+    if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+        return _error(400, "bad request line")
+    method, target, _version = parts
+    accept = ""
+    for line in lines[1:]:
+        if not line:
+            continue
+        name, sep, value = line.partition(":")
+        if not sep or not name or name != name.strip():
+            return _error(400, "bad header line")
+        if name.lower() == "accept":
+            accept = value.strip()
+    return Request(method, target.split("?", 1)[0], accept)
+
+
+class MetricsEndpoint:
+    """Serves ``registry`` on ``host:port`` (0 = any free port). ``start`` logs
+    ``metrics_listening`` with ``metrics_port``, or ``metrics_port_unavailable`` (a warning)
+    when the port cannot be bound; the server it belongs to serves on either way."""
+
+    def __init__(self, registry: CollectorRegistry, host: str, port: int) -> None:
+        self.registry = registry
+        self.host = host
+        self.wanted = port
+        self.port: int | None = None  # bound port, None when not serving
+        self._server: asyncio.Server | None = None
+        self._active: dict[asyncio.StreamWriter, None] = {}  # oldest first
+
+    async def start(self) -> None:
+        try:
+            self._server = await asyncio.start_server(
+                self._serve, self.host, self.wanted, limit=MAX_HEAD, backlog=64
+            )
+        except OSError as exc:
+            log.warning("metrics_port_unavailable", host=self.host, metrics_port=self.wanted,
+                        error=exc.strerror or str(exc))  # fmt: skip
+            return
+        self.port = self._server.sockets[0].getsockname()[1]
+        log.info("metrics_listening", host=self.host, metrics_port=self.port, path=PATH)
+
+    async def close(self) -> None:
+        if self._server is None:
+            return
+        self._server.close()
+        for writer in list(self._active):
+            writer.transport.abort()
+        await self._server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if len(self._active) >= MAX_CONNECTIONS:  # the oldest makes room: a scrape takes ms
+            oldest = next(iter(self._active))
+            del self._active[oldest]
+            oldest.transport.abort()
+        self._active[writer] = None
+        try:
+            async with asyncio.timeout(TIMEOUT):
+                answer = await self._answer(reader)
+                if answer is not None:
+                    writer.write(_encode(answer))
+                    await writer.drain()
+            writer.close()
+        except (TimeoutError, OSError):  # too slow, or gone: nothing more is owed
+            writer.transport.abort()
+        finally:
+            self._active.pop(writer, None)
+
+    async def _answer(self, reader: asyncio.StreamReader) -> Answer | None:
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+        except asyncio.LimitOverrunError:
+            return _error(431, f"request head over {MAX_HEAD} bytes")
+        except asyncio.IncompleteReadError as exc:  # the client stopped sending
+            return _error(400, "incomplete request") if exc.partial.strip() else None
+        request = parse_head(head[:-4])
+        if isinstance(request, Answer):
+            return request
+        if request.method not in ("GET", "HEAD"):
+            return _error(405, "only GET and HEAD")
+        if request.path != PATH:
+            return _error(404, f"not found; metrics are at {PATH}")
+        return self._scrape(request)
+
+    def _scrape(self, request: Request) -> Answer:
+        encoder, content_type = choose_encoder(request.accept)
+        try:
+            body = encoder(self.registry)
+        except Exception as exc:  # a collector's bug costs the scrape, not the server (logged)
+            log.error("metrics_collect_failed", exc_info=exc)
+            return _error(500, "collecting metrics failed")
+        return Answer(200, content_type, body, head_only=request.method == "HEAD")
+
+
+def _encode(answer: Answer) -> bytes:
+    head = (
+        f"HTTP/1.1 {answer.status} {REASONS[answer.status]}\r\n"
+        f"Content-Type: {answer.content_type}\r\n"
+        f"Content-Length: {len(answer.body)}\r\n"
+        + ("Allow: GET, HEAD\r\n" if answer.status == 405 else "")
+        + "Connection: close\r\n\r\n"
+    )
+    return head.encode("latin-1") + (b"" if answer.head_only else answer.body)
