@@ -39,7 +39,10 @@ class HAMaster:
         self.settings = settings
         self.connections: set[HAConnection] = set()
         self.acked = 0  # push2SlaveMaxOffset: the most any slave has
-        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
+        # SYNC_MASTER sends waiting for a slave: (end, deadline in loop time, future). One
+        # timer, armed for the earliest deadline, expires them (not one timer per send).
+        self._waiters: list[tuple[int, float, asyncio.Future[bool]]] = []
+        self._timer: asyncio.TimerHandle | None = None
         self._server: asyncio.Server | None = None
         store.add_dispatch_listener(self._arrived)
 
@@ -51,7 +54,10 @@ class HAMaster:
             self._server.close()
         for conn in list(self.connections):
             conn.close()
-        for _end, fut in self._waiters:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        for _end, _deadline, fut in self._waiters:
             if not fut.done():
                 fut.cancel()
         self._waiters.clear()
@@ -82,28 +88,48 @@ class HAMaster:
             return
         self.acked = offset
         still = []
-        for end, fut in self._waiters:
+        for waiter in self._waiters:
+            end, _deadline, fut = waiter
+            if fut.done():
+                continue  # expired, or its sender was cancelled
             if end <= offset:
-                if not fut.done():
-                    fut.set_result(None)
+                fut.set_result(True)
             else:
-                still.append((end, fut))
+                still.append(waiter)
         self._waiters = still
 
     async def wait_acked(self, end: int, timeout: float) -> bool:
-        """GroupTransferService: until a slave has every byte before ``end``."""
+        """GroupTransferService: until a slave has every byte before ``end`` (True), or
+        ``timeout`` seconds (False)."""
         if self.acked >= end:
             return True
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.append((end, fut))
-        try:
-            async with asyncio.timeout(timeout):
-                await fut
-            return True
-        except TimeoutError:
-            return False
-        finally:
-            self._waiters = [(e, f) for e, f in self._waiters if f is not fut]
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[bool] = loop.create_future()
+        deadline = loop.time() + timeout
+        self._waiters.append((end, deadline, fut))
+        if self._timer is None or deadline < self._timer.when():
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = loop.call_at(deadline, self._expire)
+        return await fut
+
+    def _expire(self) -> None:
+        """The timer: answer False to every waiter past its deadline; re-arm for the next."""
+        self._timer = None
+        now = asyncio.get_running_loop().time() + 0.001  # a timer may fire a hair early
+        still = []
+        for waiter in self._waiters:
+            _end, deadline, fut = waiter
+            if fut.done():
+                continue
+            if deadline <= now:
+                fut.set_result(False)
+            else:
+                still.append(waiter)
+        self._waiters = still
+        if still:
+            first = min(deadline for _end, deadline, _fut in still)
+            self._timer = asyncio.get_running_loop().call_at(first, self._expire)
 
 
 class HAConnection:
