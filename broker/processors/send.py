@@ -26,7 +26,7 @@ from remoting.errors import MessageDecodeError
 from remoting.protocol.codes import MQVersion, RequestCode, ResponseCode
 from remoting.protocol.command import RemotingCommand, response_to
 from remoting.protocol.faq import SUGGEST_TODO
-from remoting.protocol.headers.send import SendMessageHeader, SendMessageResponseHeader
+from remoting.protocol.headers.send import SendMessageHeader
 from remoting.protocol.message import (
     MessageExt,
     Prop,
@@ -77,6 +77,7 @@ STORED: Final = frozenset(s for s, (code, _) in PUT_RESULT.items() if code in (0
 # %DLQ% topics are readable and writable (6), as SendMessageProcessor creates them since 4.9.4
 # (handleRetryAndDLQ, asyncConsumerSendMsgBack); only 4.9.3 and older made them write-only.
 DLQ_PERM: Final = Perm.READ | Perm.WRITE
+_SENDABLE_CACHE: Final = 65_536
 
 
 class Refused(Exception):
@@ -95,6 +96,7 @@ class SendProcessor:
         self.store = ctx.store
         self.topics = ctx.topics
         self.groups = ctx.groups
+        self._sendable: set[str] = set()  # topic names that passed the name checks
 
     @property
     def config(self) -> BrokerConfig:
@@ -110,14 +112,17 @@ class SendProcessor:
         """SEND_MESSAGE / SEND_MESSAGE_V2: one message."""
         hdr = SendMessageHeader.from_ext(req.ext_fields, v2=req.code != RequestCode.SEND_MESSAGE)
         try:
-            config = await self._msg_check(hdr, ch)
+            config = self._msg_check(hdr, ch) or await self._created(hdr, ch)
             queue_id = hdr.queue_id if hdr.queue_id >= 0 else _random_queue(config)
             msg, wait = self._build(hdr, req.body, queue_id, ch)
-            await self._retry_or_dlq(req, hdr, msg)
-            self._tag_filter_flag(msg, config)
-            if self._prepare_transaction(msg):
+            if hdr.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                await self._retry_or_dlq(req, hdr, msg)
+            if config.topic_filter_type == "MULTI_TAG":
+                msg.sys_flag |= SysFlag.MULTI_TAGS
+            props = msg.properties
+            if Prop.TRAN_MSG in props and self._prepare_transaction(msg):
                 await self.transactions.half_topic()
-            else:
+            elif Prop.DELAY in props:
                 apply_delay(msg, len(self.store.delays))
         except Refused as exc:
             return response_to(req, exc.code, exc.remark, self._base_ext())
@@ -128,7 +133,7 @@ class SendProcessor:
         """SEND_BATCH_MESSAGE: every message to one queue, in one append."""
         hdr = SendMessageHeader.from_ext(req.ext_fields, v2=True)
         try:
-            config = await self._msg_check(hdr, ch)
+            config = self._msg_check(hdr, ch) or await self._created(hdr, ch)
             if hdr.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                 raise Refused(
                     ResponseCode.MESSAGE_ILLEGAL,
@@ -143,43 +148,58 @@ class SendProcessor:
 
     # ------------------------------------------------------------ msgCheck
 
-    async def _msg_check(self, hdr: SendMessageHeader, ch: Channel) -> TopicConfig:
-        accept_from = self.config.start_accept_send_request_time_stamp
+    def _msg_check(self, hdr: SendMessageHeader, ch: Channel) -> TopicConfig | None:
+        """The checks of AbstractSendMessageProcessor.msgCheck, in its order; the topic's
+        config, or None when it does not exist yet (``_created`` makes it)."""
+        cfg = self.ctx.config
+        accept_from = cfg.start_accept_send_request_time_stamp
         if accept_from and now_ms() < accept_from:
             until = _human_time(accept_from)
             raise Refused(ResponseCode.SYSTEM_ERROR, f"broker unable to service, until {until}")
-        # AbstractSendMessageProcessor.msgCheck: without the write bit only an order topic is
-        # refused; other sends are stored (registration advertises the broker's permission,
-        # so producers stop routing here: Broker._register)
-        known = self.topics.get(hdr.topic)
-        if not Perm.writeable(self.config.broker_permission) and known and known.order:
+        # without the write bit only an order topic is refused; other sends are stored
+        # (registration advertises the broker's permission, so producers stop routing here:
+        # Broker._register)
+        topic = hdr.topic
+        known = self.topics.get(topic)
+        if known is not None and known.order and not Perm.writeable(cfg.broker_permission):
             raise Refused(
                 ResponseCode.NO_PERMISSION,
-                f"the broker[{self.config.broker_ip1}] sending message is forbidden",
+                f"the broker[{cfg.broker_ip1}] sending message is forbidden",
             )
-        bad_name = check_topic_name(hdr.topic)
-        if bad_name is not None:
-            raise Refused(ResponseCode.SYSTEM_ERROR, bad_name)
-        if hdr.topic in NOT_ALLOWED_SEND_TOPICS:
-            raise Refused(
-                ResponseCode.NO_PERMISSION, f"Sending message to topic[{hdr.topic}] is forbidden."
-            )
+        if topic not in self._sendable:  # a name's checks never change: each is made once
+            bad_name = check_topic_name(topic)
+            if bad_name is not None:
+                raise Refused(ResponseCode.SYSTEM_ERROR, bad_name)
+            if topic in NOT_ALLOWED_SEND_TOPICS:
+                raise Refused(
+                    ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden."
+                )
+            if len(self._sendable) >= _SENDABLE_CACHE:  # bounded whatever clients send
+                self._sendable.clear()
+            self._sendable.add(topic)
+        if known is not None:
+            self._queue_check(hdr, known, ch)
+        return known
+
+    async def _created(self, hdr: SendMessageHeader, ch: Channel) -> TopicConfig:
         config = self.topics.get(hdr.topic) or await self._create(hdr, ch)
-        if hdr.queue_id < 0 and config.write_queue_nums <= 0:  # nowhere to put it
+        self._queue_check(hdr, config, ch)
+        return config
+
+    @staticmethod
+    def _queue_check(hdr: SendMessageHeader, config: TopicConfig, ch: Channel) -> None:
+        queue_id = hdr.queue_id
+        if queue_id < 0 and config.write_queue_nums <= 0:  # nowhere to put it
             raise Refused(
                 ResponseCode.SYSTEM_ERROR,
                 f"topic[{hdr.topic}] has no queue to write to, {describe(config)}",
             )
-        if hdr.queue_id >= max(config.read_queue_nums, config.write_queue_nums):
+        if queue_id >= config.read_queue_nums and queue_id >= config.write_queue_nums:
             remark = (
-                f"request queueId[{hdr.queue_id}] is illegal, {describe(config)} "
-                f"Producer: {ch.peer}"
+                f"request queueId[{queue_id}] is illegal, {describe(config)} Producer: {ch.peer}"
             )
-            log.warning(
-                "send_queue_id_illegal", topic=hdr.topic, queue_id=hdr.queue_id, peer=ch.peer
-            )
+            log.warning("send_queue_id_illegal", topic=hdr.topic, queue_id=queue_id, peer=ch.peer)
             raise Refused(ResponseCode.SYSTEM_ERROR, remark)
-        return config
 
     async def _create(self, hdr: SendMessageHeader, ch: Channel) -> TopicConfig:
         log.warning("send_topic_not_exist", topic=hdr.topic, peer=ch.peer)
@@ -287,11 +307,6 @@ class SendProcessor:
             # the client's DELAY stays (asyncSendMessage's origProps overwrite the DLQ's level 0)
             log.info("send_to_dlq", group=group, reconsume_times=hdr.reconsume_times)
 
-    @staticmethod
-    def _tag_filter_flag(msg: MessageExt, config: TopicConfig) -> None:
-        if config.topic_filter_type == "MULTI_TAG":
-            msg.sys_flag |= SysFlag.MULTI_TAGS
-
     def _prepare_transaction(self, msg: MessageExt) -> bool:
         """A prepared (half) message is parked, invisible, in the half topic (protocol.md 12.4);
         returns whether it was one."""
@@ -325,13 +340,10 @@ class SendProcessor:
                 log.warning("send_not_stored", topic=topic, status=result.status.name)
             return response_to(req, code, remark, ext)
         self.ctx.stats.on_put(topic, len(result.msg_ids), result.wrote_bytes)
-        ext.update(
-            SendMessageResponseHeader(
-                msg_id=",".join(result.msg_ids),
-                queue_id=queue_id,
-                queue_offset=result.queue_offset,
-            ).to_ext()
-        )
+        # SendMessageResponseHeader's extFields (msgId, queueId, queueOffset), as its to_ext
+        ext["msgId"] = ",".join(result.msg_ids)
+        ext["queueId"] = str(queue_id)
+        ext["queueOffset"] = str(result.queue_offset)
         return response_to(req, code, None, ext)
 
 
@@ -341,4 +353,4 @@ def _human_time(ms: int) -> str:
 
 
 def _random_queue(config: TopicConfig) -> int:
-    return random.randrange(config.write_queue_nums)  # > 0: checked in _msg_check
+    return int(random.random() * config.write_queue_nums)  # > 0: checked in _queue_check

@@ -39,7 +39,7 @@ from broker.store.replica import Replica
 from broker.store.results import GetResult, GetStatus, PutResult, PutStatus
 from broker.store.retention import Retention
 from broker.store.segment import FsyncDeferred
-from remoting.protocol.message import MessageExt, PropertiesTooLong, encode_record, now_ms
+from remoting.protocol.message import MessageExt, PropertiesTooLong, RecordPlan, now_ms, plan_record
 from remoting.protocol.msgid import offset_msg_id, pack_host
 from remoting.tasks import every
 
@@ -277,27 +277,46 @@ class MessageStore(StoreReads, Replica):
         return self.disk.usage_text()
 
     async def put(self, msg: MessageExt, *, wait_flush: bool = True) -> PutResult:
-        return await self.put_batch([msg], wait_flush=wait_flush)
+        result = self._put_now([msg])
+        if wait_flush and result.status is PutStatus.PUT_OK and self._waits:
+            return await self._settle(result)
+        return result
 
     async def put_batch(self, msgs: list[MessageExt], *, wait_flush: bool = True) -> PutResult:
         """Append ``msgs`` (one topic and queue for a batch: consecutive queue offsets)."""
+        result = self._put_now(msgs)
+        if wait_flush and result.status is PutStatus.PUT_OK and self._waits:
+            return await self._settle(result)
+        return result
+
+    @property
+    def _waits(self) -> bool:
+        """Whether a put that waits has more to wait for than its append (SYNC_FLUSH, or
+        SYNC_MASTER replication)."""
+        return self.flusher.sync or self.replicate is not None
+
+    def _put_now(self, msgs: list[MessageExt]) -> PutResult:
+        """The append, or the status refusing it (nothing written then)."""
         refusal = self._refusal(msgs)
         if refusal is not None:
             return PutResult(refusal)
         try:
-            result = self._append(msgs)
+            return self._append(msgs)
         except PropertiesTooLong:
             return PutResult(PutStatus.PROPERTIES_SIZE_EXCEEDED)
         except ValueError:
             return PutResult(PutStatus.MESSAGE_ILLEGAL)
         except OSError as exc:
             return PutResult(self._create_failed(exc))
-        if self.flusher.sync and wait_flush:
+
+    async def _settle(self, result: PutResult) -> PutResult:
+        """Wait for the flush (SYNC_FLUSH) and the slave (SYNC_MASTER) the put promises."""
+        if self.flusher.sync:
             end = self.commitlog.max_offset
             if not await self.flusher.wait(end, self.config.sync_flush_timeout / 1000):
                 log.warning("flush_disk_timeout", end=end, io_error=self.flusher.failed)
                 return result._replace(status=PutStatus.FLUSH_DISK_TIMEOUT)
-        if wait_flush and self.replicate is not None and result.wrote_bytes:
+        if self.replicate is not None and result.wrote_bytes:
             status = await self.replicate(result.phys_offset + result.wrote_bytes)
             if status is not None:
                 return result._replace(status=status)
@@ -314,34 +333,41 @@ class MessageStore(StoreReads, Replica):
         return PutStatus.CREATE_MAPPED_FILE_FAILED
 
     def _append(self, msgs: list[MessageExt]) -> PutResult:
-        """Encode every record, make room for their units and index entries, then reserve
+        """Plan every record, make room for their units and index entries, then reserve
         one run for them all: a batch is stored whole, in one segment, or not at all
-        (CommitLog.putMessages)."""
+        (CommitLog.putMessages). Each record is written straight into the segment."""
         stamp = now_ms()
-        records = self._encode(msgs, stamp)
-        if not records:
+        plans = self._plan(msgs, stamp)
+        if not plans:
             return PutResult(PutStatus.PUT_OK, -1, -1, [], stamp, 0)
-        phys = first_phys = self.commitlog.reserve(sum(map(len, records)))
+        total = plans[0].size if len(plans) == 1 else sum(p.size for p in plans)
+        phys = first_phys = self.commitlog.reserve(total)
         keys = [index_keys(m.properties) for m in msgs]
-        self.table.reserve(msgs, sum(map(len, keys)))
+        self.table.reserve(msgs, sum(map(len, keys)) if len(keys) > 1 else len(keys[0]))
         ids: list[str] = []
-        for msg, data, msg_keys in zip(msgs, records, keys, strict=True):
-            self.commitlog.write(phys, data)  # stamps the record's physical offset
+        write, dispatch, delays = self.commitlog.write_message, self.table.dispatch, self.delays
+        for msg, plan, msg_keys in zip(msgs, plans, keys, strict=True):
             msg.commit_log_offset = phys
-            d = dispatch_of(msg, phys, len(data), self.delays, msg_keys)
-            self.table.dispatch(d, notify=True)
+            write(phys, msg, plan)
+            dispatch(dispatch_of(msg, phys, plan.size, delays, msg_keys), notify=True)
             ids.append(offset_msg_id(self._host_raw, phys))
-            phys += len(data)
+            phys += plan.size
         if self._create_error:
             self._create_error = ""
         first_offset = msgs[0].queue_offset
         return PutResult(PutStatus.PUT_OK, first_phys, first_offset, ids, stamp, phys - first_phys)
 
-    def _encode(self, msgs: list[MessageExt], stamp: int) -> list[bytes]:
-        """The records of ``msgs`` with their queue offsets (the physical offset comes later).
-        Raises ValueError (PropertiesTooLong among them) before anything is written."""
+    def _plan(self, msgs: list[MessageExt], stamp: int) -> list[RecordPlan]:
+        """The records' plans, with their queue offsets assigned (the physical offset comes
+        later). Raises ValueError (PropertiesTooLong among them) before anything is written."""
+        if len(msgs) == 1:  # the usual put: no offsets to carry between messages
+            msg = msgs[0]
+            msg.store_host, msg.store_timestamp = self.store_host, stamp
+            key = (msg.topic, msg.queue_id)
+            msg.queue_offset = self.table.queue_max(key) if queued(msg.sys_flag) else 0
+            return [plan_record(msg)]
         next_offsets: dict[tuple[str, int], int] = {}
-        records = []
+        plans = []
         for msg in msgs:
             msg.store_host, msg.store_timestamp = self.store_host, stamp
             key = (msg.topic, msg.queue_id)
@@ -351,9 +377,8 @@ class MessageStore(StoreReads, Replica):
                 next_offsets[key] = msg.queue_offset + 1
             else:
                 msg.queue_offset = 0
-            msg.commit_log_offset = 0
-            records.append(encode_record(msg))
-        return records
+            plans.append(plan_record(msg))
+        return plans
 
     def add_dispatch_listener(self, fn: DispatchListener) -> None:
         """``fn(topic, queue_id, queue_offset, tags_code, store_timestamp)`` per new message."""

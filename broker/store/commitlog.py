@@ -21,7 +21,10 @@ from remoting.protocol.message import (
     MAGIC_V2,
     PHYSICAL_OFFSET_POS,
     SYSFLAG_POS,
+    MessageExt,
+    RecordPlan,
     SysFlag,
+    write_record,
 )
 
 _HEAD: Final = struct.Struct(">iI")  # total size, magic
@@ -97,6 +100,19 @@ class CommitLog:
             mm[at + 8 : at + size] = view[8:]
         _Q.pack_into(mm, at + PHYSICAL_OFFSET_POS, phys)
         mm[at : at + 8] = data[:8]
+        self.max_offset = phys + size
+
+    def write_message(self, phys: int, msg: MessageExt, plan: RecordPlan) -> None:
+        """Write ``msg``'s record (``msg.commit_log_offset`` is ``phys``) straight into the
+        segment ``reserve`` gave it: the same bytes ``write(phys, encode_record(msg))``
+        would, head last, without the intermediate copy."""
+        seg = self.queue.find(phys)
+        size = plan.size
+        assert seg is not None and phys + size <= seg.end, "reserve() first"
+        at = phys - seg.start
+        if at + size > seg.faulted:
+            seg.prefault(at)
+        write_record(seg.mm, at, msg, plan)
         self.max_offset = phys + size
 
     # ------------------------------------------------------------ read

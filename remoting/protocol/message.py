@@ -158,11 +158,99 @@ class MessageExt:
 
 # totalSize, magic, bodyCRC, queueId, flag, queueOffset, physicalOffset, sysFlag, bornTimestamp
 _HEAD = struct.Struct(">iIiiiqqiq")
+_SIZE_MAGIC = struct.Struct(">iI")  # the record's first 8 bytes: written last
+_FIXED = struct.Struct(">iiiqqiq")  # bodyCRC .. bornTimestamp: bytes 8-48
+# IPv4 born host, storeTimestamp, IPv4 store host, reconsumeTimes, preparedTransactionOffset,
+# bodyLength: bytes 48-92 of a record whose hosts are both IPv4 (the usual case)
+_MIDDLE_V4 = struct.Struct(">8sq8siqi")
 _TAIL = struct.Struct(">iq")  # reconsumeTimes, preparedTransactionOffset
 _Q = struct.Struct(">q")
 _I = struct.Struct(">i")
 _H = struct.Struct(">h")
 _B = struct.Struct(">b")
+_HOSTS: dict[str, bytes] = {}  # packed born/store hosts: a broker meets few peers
+
+
+def _packed(addr: str) -> bytes:
+    raw = _HOSTS.get(addr)
+    if raw is None:
+        raw = pack_host(addr)
+        if len(_HOSTS) >= 4096:  # bounded whatever the peers
+            _HOSTS.clear()
+        _HOSTS[addr] = raw
+    return raw
+
+
+class RecordPlan(NamedTuple):
+    """What a message's record needs besides the message: computed once, before the store
+    reserves ``size`` bytes for it (a refusal raises here, with nothing reserved)."""
+
+    size: int
+    topic: bytes
+    props: bytes
+    born: bytes
+    store: bytes
+    sys_flag: int
+
+
+def plan_record(m: MessageExt, props: bytes | None = None) -> RecordPlan:
+    """The V1 record's size and encoded parts (``props``: the encoded properties, when the
+    caller has them already). Raises ``ValueError`` for a topic over 127 bytes, properties
+    over 32767 bytes (``PropertiesTooLong``), or a bad host address."""
+    topic = m.topic.encode()
+    if props is None:
+        props = encode_properties(m.properties).encode()
+    if len(topic) > MAX_TOPIC_BYTES:
+        raise ValueError(f"topic is {len(topic)} bytes, the record allows {MAX_TOPIC_BYTES}")
+    if len(props) > MAX_PROPERTIES_BYTES:
+        raise PropertiesTooLong(
+            f"properties are {len(props)} bytes, at most {MAX_PROPERTIES_BYTES}"
+        )
+    born, store = _packed(m.born_host), _packed(m.store_host)
+    sys_flag = m.sys_flag & ~(BORNHOST_V6_FLAG | STOREHOST_V6_FLAG)
+    if len(born) > 8:
+        sys_flag |= BORNHOST_V6_FLAG
+    if len(store) > 8:
+        sys_flag |= STOREHOST_V6_FLAG
+    # 48 (head to bornTimestamp) + 8 (store time) + 4 + 8 (tail) + 4 + 1 + 2 (lengths)
+    size = 75 + len(born) + len(store) + len(m.body) + len(topic) + len(props)
+    return RecordPlan(size, topic, props, born, store, sys_flag)
+
+
+def write_record(buf: mmap.mmap | bytearray, at: int, m: MessageExt, plan: RecordPlan) -> None:
+    """Write ``m``'s record (``plan`` from ``plan_record``) into ``buf`` at ``at``, with
+    ``m.commit_log_offset`` as its PHYSICALOFFSET and its 8-byte head (size, magic) last: a
+    write cut short leaves a zero head, which recovery reads as the end of the log."""
+    body, topic, props = m.body, plan.topic, plan.props
+    _FIXED.pack_into(
+        buf, at + 8, body_crc(body), m.queue_id, m.flag, m.queue_offset, m.commit_log_offset,
+        plan.sys_flag, m.born_timestamp,
+    )  # fmt: skip
+    born, store = plan.born, plan.store
+    if len(born) == 8 and len(store) == 8:
+        _MIDDLE_V4.pack_into(
+            buf, at + BORNHOST_POS, born, m.store_timestamp, store, m.reconsume_times,
+            m.prepared_transaction_offset, len(body),
+        )  # fmt: skip
+        p = at + BORNHOST_POS + _MIDDLE_V4.size
+    else:
+        p = at + BORNHOST_POS
+        buf[p : p + len(born)] = born
+        p += len(born)
+        _Q.pack_into(buf, p, m.store_timestamp)
+        buf[p + 8 : p + 8 + len(store)] = store
+        p += 8 + len(store)
+        _TAIL.pack_into(buf, p, m.reconsume_times, m.prepared_transaction_offset)
+        _I.pack_into(buf, p + 12, len(body))
+        p += 16
+    buf[p : p + len(body)] = body
+    p += len(body)
+    buf[p] = len(topic)
+    buf[p + 1 : p + 1 + len(topic)] = topic
+    p += 1 + len(topic)
+    _H.pack_into(buf, p, len(props))
+    buf[p + 2 : p + 2 + len(props)] = props
+    _SIZE_MAGIC.pack_into(buf, at, plan.size, MAGIC_V1)
 
 
 def encode_record(m: MessageExt) -> bytes:
@@ -171,30 +259,10 @@ def encode_record(m: MessageExt) -> bytes:
     Raises ``ValueError`` for a topic over 127 bytes, properties over 32767 bytes, or a bad
     host address.
     """
-    topic = m.topic.encode()
-    props = encode_properties(m.properties).encode()
-    if len(topic) > MAX_TOPIC_BYTES:
-        raise ValueError(f"topic is {len(topic)} bytes, the record allows {MAX_TOPIC_BYTES}")
-    if len(props) > MAX_PROPERTIES_BYTES:
-        raise PropertiesTooLong(
-            f"properties are {len(props)} bytes, at most {MAX_PROPERTIES_BYTES}"
-        )
-    born, store = pack_host(m.born_host), pack_host(m.store_host)
-    sys_flag = m.sys_flag & ~(BORNHOST_V6_FLAG | STOREHOST_V6_FLAG)
-    sys_flag |= (BORNHOST_V6_FLAG if len(born) > 8 else 0) | (
-        STOREHOST_V6_FLAG if len(store) > 8 else 0
-    )
-    size = 4 * 4 + 8 + 8 + 4 + 8 + len(born) + 8 + len(store) + 4 + 8 + 4 + len(m.body)
-    size += 4 + 1 + len(topic) + 2 + len(props)
-    head = _HEAD.pack(
-        size, MAGIC_V1, body_crc(m.body), m.queue_id, m.flag, m.queue_offset,
-        m.commit_log_offset, sys_flag, m.born_timestamp,
-    )  # fmt: skip
-    return b"".join((
-        head, born, _Q.pack(m.store_timestamp), store,
-        _TAIL.pack(m.reconsume_times, m.prepared_transaction_offset),
-        _I.pack(len(m.body)), m.body, _B.pack(len(topic)), topic, _H.pack(len(props)), props,
-    ))  # fmt: skip
+    plan = plan_record(m)
+    buf = bytearray(plan.size)
+    write_record(buf, 0, m, plan)
+    return bytes(buf)
 
 
 def record_size(data: Buffer, pos: int = 0) -> int:
