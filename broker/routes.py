@@ -40,8 +40,8 @@ class Processors:
 
 def routes(p: Processors) -> Routes:
     return {
-        C.SEND_MESSAGE: Route(p.send.send, group="send"),
-        C.SEND_MESSAGE_V2: Route(p.send.send, group="send"),
+        C.SEND_MESSAGE: Route(p.send.send, group="send", batch=p.send.send_many),
+        C.SEND_MESSAGE_V2: Route(p.send.send, group="send", batch=p.send.send_many),
         C.SEND_BATCH_MESSAGE: Route(p.send.send_batch, group="send"),
         C.CONSUMER_SEND_MSG_BACK: Route(p.client.send_back, group="send"),
         C.END_TRANSACTION: Route(p.endtx.end),

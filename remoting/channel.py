@@ -122,6 +122,7 @@ class Channel(asyncio.Protocol):
             self._limits.partial(self, self._partial)
         if len(commands) > 1:  # answers to this batch go out in one write at its end
             self._corked = True
+        run: list[RemotingCommand] = []  # batchable requests of one code, in order
         for cmd in commands:
             if cmd.flag & RESPONSE_FLAG:
                 fut = self._pending.pop(cmd.opaque, None)
@@ -135,11 +136,29 @@ class Channel(asyncio.Protocol):
             if self._write_paused or self._held:  # the peer is not reading its answers
                 self._held.append(cmd)
                 continue
+            if self._dispatcher.batchable(cmd):  # handled together with its neighbours
+                if run and run[0].code != cmd.code:
+                    self._dispatch_run(run)
+                    run = []
+                run.append(cmd)
+                continue
+            if run:
+                self._dispatch_run(run)
+                run = []
             task = self._dispatcher.dispatch(cmd, self, self._respond)
             if task is not None:
                 self._count(task)
+        if run:
+            self._dispatch_run(run)
         if self._corked and not self._flush_scheduled:
             self._flush()
+
+    def _dispatch_run(self, run: list[RemotingCommand]) -> None:
+        if len(run) == 1:
+            self._handle(run[0])
+            return
+        for task in self._dispatcher.dispatch_run(run, self, self._respond):
+            self._count(task)
 
     def _handle(self, cmd: RemotingCommand) -> None:
         task = self._dispatcher.dispatch(cmd, self, self._respond)

@@ -40,6 +40,9 @@ AsyncHandler: TypeAlias = Callable[[RemotingCommand, Any], Awaitable[RemotingCom
 SyncHandler: TypeAlias = Callable[[RemotingCommand, Any], RemotingCommand | None]
 Handler: TypeAlias = AsyncHandler | SyncHandler
 Reply: TypeAlias = Callable[[RemotingCommand, RemotingCommand | None], None]
+# requests of one route that arrived together, in order -> answers to the leading ones it
+# handled (without waiting); the dispatcher hands the next request to the route's handler
+BatchHandler: TypeAlias = Callable[[list[RemotingCommand], Any], list[RemotingCommand]]
 # what a request with no route gets: a response, or None for no answer at all
 Unknown: TypeAlias = Callable[[RemotingCommand], RemotingCommand | None]
 
@@ -52,6 +55,7 @@ class Route:
 
     handler: Handler
     group: str = "default"
+    batch: BatchHandler | None = None  # several requests of one read at once, if given
     is_async: bool = field(init=False)
 
     def __post_init__(self) -> None:
@@ -191,6 +195,46 @@ class Dispatcher:
         task = loop.create_task(_Resume(coro, waiting_on), context=context)
         stand_in.hand_over(task)
         return self._track(task)
+
+    def batchable(self, cmd: RemotingCommand) -> bool:
+        """Whether ``cmd`` may go to ``dispatch_run`` (its route takes requests together)."""
+        route = self._routes.get(cmd.code)
+        return route is not None and route.batch is not None and cmd.refusal is None
+
+    def dispatch_run(
+        self, cmds: list[RemotingCommand], conn: Any, reply: Reply
+    ) -> list[asyncio.Task[None]]:
+        """Handle requests of one batchable code that arrived together, in order: the route's
+        batch handler takes as many as it can at once, the next goes to ``dispatch``, and so
+        on. Returns the Tasks still handling some. A saturated bulkhead sends each request
+        through ``dispatch`` (and its queue)."""
+        tasks: list[asyncio.Task[None]] = []
+        i, n = 0, len(cmds)
+        while i < n:
+            route = self._routes[cmds[i].code]
+            slots = self._slots.get(route.group)
+            if n - i > 1 and route.batch is not None and (slots is None or slots.try_take()):
+                started = perf_counter() if self._stats is not None else 0.0
+                rest = cmds[i:] if i else cmds
+                try:
+                    answers = route.batch(rest, conn)
+                except Exception as exc:  # noqa: BLE001 -- broad catch 2 of 3 (logged in _failed)
+                    answers = [_failed(cmd, conn, exc) for cmd in rest]
+                finally:
+                    if slots is not None:
+                        slots.release()
+                for cmd, response in zip(rest, answers, strict=False):
+                    reply(cmd, response)
+                    if self._stats is not None:
+                        self._stats.record(cmd.code, response, started)
+                i += len(answers)
+                if i >= n:
+                    break
+            task = self.dispatch(cmds[i], conn, reply)
+            if task is not None:
+                tasks.append(task)
+            i += 1
+        return tasks
 
     def _track(self, task: asyncio.Task[None]) -> asyncio.Task[None]:
         self.tasks.add(task)

@@ -22,7 +22,7 @@ from broker.store import PutResult, PutStatus
 from broker.topics import describe
 from broker.transactions import Transactions
 from remoting.channel import Channel
-from remoting.errors import MessageDecodeError
+from remoting.errors import MessageDecodeError, RemotingCommandError
 from remoting.protocol.codes import MQVersion, RequestCode, ResponseCode
 from remoting.protocol.command import RemotingCommand, response_to
 from remoting.protocol.faq import SUGGEST_TODO
@@ -128,6 +128,51 @@ class SendProcessor:
             return response_to(req, exc.code, exc.remark, self._base_ext())
         result = await self.store.put(msg, wait_flush=wait)
         return self._answer(req, result, msg.topic, queue_id)
+
+    def send_many(self, reqs: list[RemotingCommand], ch: Channel) -> list[RemotingCommand]:
+        """SEND_MESSAGE(_V2) requests that one read delivered, in order: the answers to the
+        leading ones it can handle without waiting, their messages stored in one append
+        (MessageStore.put_many). It stops before a request that needs more -- a topic to
+        create, a retry or transactional send, a bad header, a store whose puts wait -- and
+        the dispatcher hands that one to ``send``. Each request is checked and answered as
+        ``send`` would."""
+        if self.store.waits:
+            return []
+        answers: list[RemotingCommand | None] = []
+        msgs: list[MessageExt] = []
+        taken: list[tuple[int, int]] = []  # per message: its answer's index, its queue id
+        for req in reqs:
+            try:
+                hdr = SendMessageHeader.from_ext(
+                    req.ext_fields, v2=req.code != RequestCode.SEND_MESSAGE
+                )
+                config = self._msg_check(hdr, ch)
+            except Refused as exc:
+                answers.append(response_to(req, exc.code, exc.remark, self._base_ext()))
+                continue
+            except RemotingCommandError:
+                break
+            if config is None or hdr.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                break
+            queue_id = hdr.queue_id if hdr.queue_id >= 0 else _random_queue(config)
+            msg, _wait = self._build(hdr, req.body, queue_id, ch)  # nothing waits here
+            props = msg.properties
+            if props.get(Prop.TRAN_MSG, "").lower() == "true":
+                break
+            if config.topic_filter_type == "MULTI_TAG":
+                msg.sys_flag |= SysFlag.MULTI_TAGS
+            if Prop.DELAY in props:
+                apply_delay(msg, len(self.store.delays))
+            taken.append((len(answers), queue_id))
+            msgs.append(msg)
+            answers.append(None)
+        if msgs:
+            results = self.store.put_many(msgs)
+            for (at, queue_id), msg, result in zip(taken, msgs, results, strict=True):
+                answers[at] = self._answer(reqs[at], result, msg.topic, queue_id)
+        done = [a for a in answers if a is not None]
+        assert len(done) == len(answers), "every stored message is answered"
+        return done
 
     async def send_batch(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
         """SEND_BATCH_MESSAGE: every message to one queue, in one append."""

@@ -31,6 +31,7 @@ from broker.store.consumequeue import storable_topic
 from broker.store.disk import Disk
 from broker.store.dispatch import dispatch_of, index_keys, queued
 from broker.store.flush import Flusher, fsync_all
+from broker.store.many import put_many
 from broker.store.queues import INDEX, QueueTable
 from broker.store.reader import Reader
 from broker.store.reads import StoreReads
@@ -278,19 +279,23 @@ class MessageStore(StoreReads, Replica):
 
     async def put(self, msg: MessageExt, *, wait_flush: bool = True) -> PutResult:
         result = self._put_now([msg])
-        if wait_flush and result.status is PutStatus.PUT_OK and self._waits:
+        if wait_flush and result.status is PutStatus.PUT_OK and self.waits:
             return await self._settle(result)
         return result
 
     async def put_batch(self, msgs: list[MessageExt], *, wait_flush: bool = True) -> PutResult:
         """Append ``msgs`` (one topic and queue for a batch: consecutive queue offsets)."""
         result = self._put_now(msgs)
-        if wait_flush and result.status is PutStatus.PUT_OK and self._waits:
+        if wait_flush and result.status is PutStatus.PUT_OK and self.waits:
             return await self._settle(result)
         return result
 
+    def put_many(self, msgs: list[MessageExt]) -> list[PutResult]:
+        """Messages of several requests in one append, a result each (broker/store/many.py)."""
+        return put_many(self, msgs)
+
     @property
-    def _waits(self) -> bool:
+    def waits(self) -> bool:
         """Whether a put that waits has more to wait for than its append (SYNC_FLUSH, or
         SYNC_MASTER replication)."""
         return self.flusher.sync or self.replicate is not None
@@ -340,6 +345,14 @@ class MessageStore(StoreReads, Replica):
         plans = self._plan(msgs, stamp)
         if not plans:
             return PutResult(PutStatus.PUT_OK, -1, -1, [], stamp, 0)
+        first_phys, ids, end = self._write(msgs, plans)
+        return PutResult(PutStatus.PUT_OK, first_phys, msgs[0].queue_offset, ids, stamp,
+                         end - first_phys)  # fmt: skip
+
+    def _write(self, msgs: list[MessageExt], plans: list[RecordPlan]) -> tuple[int, list[str], int]:
+        """Reserve one run for planned records, their units and index entries, then write and
+        dispatch each; returns the first offset, the message ids and the end. Raises OSError
+        (or ValueError for a run longer than a segment) having written nothing."""
         total = plans[0].size if len(plans) == 1 else sum(p.size for p in plans)
         phys = first_phys = self.commitlog.reserve(total)
         keys = [index_keys(m.properties) for m in msgs]
@@ -354,8 +367,7 @@ class MessageStore(StoreReads, Replica):
             phys += plan.size
         if self._create_error:
             self._create_error = ""
-        first_offset = msgs[0].queue_offset
-        return PutResult(PutStatus.PUT_OK, first_phys, first_offset, ids, stamp, phys - first_phys)
+        return first_phys, ids, phys
 
     def _plan(self, msgs: list[MessageExt], stamp: int) -> list[RecordPlan]:
         """The records' plans, with their queue offsets assigned (the physical offset comes

@@ -1,0 +1,98 @@
+"""Sends that arrive in one read (issue 20): the broker stores the single-message sends of a
+read in one append (SendProcessor.send_many, MessageStore.put_many), yet each request is
+checked, stored and answered as it would be alone -- its own opaque, code and remark, its
+queue offset in arrival order -- and a request the batch cannot take (a topic to create, a
+transactional send) is handled in its turn. Real broker process, raw frames written at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from remoting.client import RemotingClient
+from remoting.protocol.codes import ResponseCode
+from remoting.protocol.command import RemotingCommand
+from remoting.protocol.frame import FrameDecoder, encode
+from remoting.protocol.message import Prop
+from tests.broker.wire import create_topic, send_v2, view
+from tests.cluster import Cluster
+
+TOPIC = "ManyInOneRead"
+
+
+def frames(cmds: list[RemotingCommand]) -> bytes:
+    out = []
+    for opaque, cmd in enumerate(cmds, start=1):
+        cmd.opaque = opaque
+        head, body = encode(cmd)
+        out += [head, body]
+    return b"".join(out)
+
+
+async def answers(port: int, data: bytes, count: int) -> dict[int, RemotingCommand]:
+    """Write ``data`` in one go; the responses by opaque once ``count`` have come."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    got: dict[int, RemotingCommand] = {}
+    try:
+        writer.write(data)
+        decoder = FrameDecoder()
+        async with asyncio.timeout(10):
+            while len(got) < count:
+                chunk = await reader.read(65536)
+                assert chunk, "the broker closed the connection"
+                for cmd in decoder.feed(chunk):
+                    if cmd.is_response:
+                        assert cmd.opaque not in got, f"opaque {cmd.opaque} answered twice"
+                        got[cmd.opaque] = cmd
+    finally:
+        writer.close()
+    return got
+
+
+def request(i: int) -> tuple[RemotingCommand, str]:
+    """The i-th request and what it must get: stored, refused, or handled on its own."""
+    if i % 10 == 3:
+        return send_v2(TOPIC, f"m{i}".encode(), queue_id=99), "bad-queue"
+    if i % 10 == 6:
+        return send_v2("bad topic!", f"m{i}".encode()), "bad-name"
+    if i == 20:  # unknown: created from TBW102 -- the batch stops, ``send`` takes it
+        return send_v2("ManyAutoCreated", b"auto", queue_id=0), "created"
+    if i == 31:  # transactional: parked in the half topic by ``send``
+        return send_v2(TOPIC, b"half", queue_id=0, props={Prop.TRAN_MSG: "true"}), "half"
+    return send_v2(TOPIC, f"m{i}".encode(), queue_id=i % 2), "stored"
+
+
+async def test_sends_of_one_read_are_each_checked_stored_in_order_and_answered(
+    cluster: Cluster, client: RemotingClient
+) -> None:
+    broker = cluster.add_broker("broker-a")
+    assert (await client.invoke(broker.addr, create_topic(TOPIC, 2))).code == 0
+    reqs = [request(i) for i in range(48)]
+    got = await answers(broker.port, frames([cmd for cmd, _ in reqs]), len(reqs))
+    next_offset = {0: 0, 1: 0}
+    for opaque, (cmd, expect) in enumerate(reqs, start=1):
+        resp = got[opaque]
+        if expect == "bad-queue":
+            assert resp.code == ResponseCode.SYSTEM_ERROR
+            assert resp.remark is not None and "queueId[99] is illegal" in resp.remark
+            continue
+        if expect == "bad-name":
+            assert resp.code == ResponseCode.SYSTEM_ERROR
+            assert resp.remark is not None and "illegal characters" in resp.remark
+            continue
+        assert resp.code == ResponseCode.SUCCESS, (opaque, resp.remark)
+        assert resp.ext_fields["MSG_REGION"] == "DefaultRegion"
+        stored = await view(client, broker.addr, resp.ext_fields["msgId"])
+        if expect == "stored":  # queue offsets follow the order the requests came in
+            queue_id = int(cmd.ext_fields["e"])
+            assert int(resp.ext_fields["queueId"]) == queue_id
+            assert int(resp.ext_fields["queueOffset"]) == next_offset[queue_id]
+            next_offset[queue_id] += 1
+            assert (stored.topic, stored.body, stored.queue_id) == (TOPIC, cmd.body, queue_id)
+            assert stored.queue_offset == int(resp.ext_fields["queueOffset"])
+        elif expect == "created":
+            assert (stored.topic, stored.body) == ("ManyAutoCreated", b"auto")
+        else:
+            assert stored.topic == "RMQ_SYS_TRANS_HALF_TOPIC"
+            assert stored.properties[Prop.REAL_TOPIC] == TOPIC
+    assert sum(next_offset.values()) == sum(1 for _, e in reqs if e == "stored")
