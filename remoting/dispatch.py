@@ -10,6 +10,10 @@ handler's first line; once the Task exists the stand-in forwards to it. The disp
 keeps a strong reference to every task (the loop keeps only weak ones) and drains them at
 shutdown. Handler failures become SYSTEM_ERROR responses; the connection stays.
 
+A route may also take a ``batch`` handler: the requests of its code that one read delivered
+together go to it at once (``dispatch_run``; the broker stores a read's single-message sends
+in one append), and it answers as many of the leading ones as it can without waiting.
+
 The dispatcher knows nothing of connections: the caller passes the connection object through
 to handlers, and a ``Reply`` callable that takes each ``(request, response)``. Given a
 ``RequestStats``, it counts each request it answers there (code, response code, latency from
