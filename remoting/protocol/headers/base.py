@@ -4,15 +4,20 @@ Subclass ``Header`` with ``@dataclass(frozen=True, slots=True, kw_only=True)``. 
 a field is its name, or ``metadata["key"]``; ``metadata["v2"]`` gives an alternative short key
 used by ``from_ext(ext, v2=True)`` (SEND_MESSAGE_V2's one-letter keys). Field types may be
 ``str``, ``int``, ``bool`` or one of those ``| None``. A field without a default is required.
+
+Headers are read and written on every request, so ``from_ext`` and ``to_ext`` run code written
+out per class (as dataclasses writes ``__init__``): straight-line, numbers checked inline, and
+the decoded header filled in without the frozen ``__init__``'s ``object.__setattr__`` per field.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
 import typing
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any, NamedTuple, Self, TypeAlias
+from typing import Annotated, Any, Final, NamedTuple, Self, TypeAlias, TypeVar
 
 from remoting.errors import RemotingCommandError
 
@@ -36,43 +41,26 @@ def parse_int(text: str) -> int:
     return value
 
 
-def parse_int32(text: str) -> int:
-    """Java's Integer.parseInt: as ``parse_int``, within int32."""
-    value = parse_int(text)
-    if not -0x80000000 <= value <= 0x7FFFFFFF:
-        raise ValueError(f"out of range: {text!r}")
-    return value
-
-
-def parse_bool(text: str) -> bool:
-    # compat: Java's Boolean.parseBoolean -- "true" in any case is true, anything else false
-    return text.lower() == "true"
-
-
-def bool_text(value: bool) -> str:
-    return "true" if value else "false"
-
-
 class _Spec(NamedTuple):
     attr: str
     wire: str
-    parse: Callable[[str], Any]
+    kind: str  # "str", "int" (Java long), "int32" (Java int) or "bool"
     required: bool
     default: Any
 
 
-_PARSERS: dict[type, Callable[[str], Any]] = {str: str, int: parse_int, bool: parse_bool}
+_KINDS: Final[dict[Any, str]] = {str: "str", int: "int", bool: "bool"}
 _SPECS: dict[tuple[type, bool], tuple[_Spec, ...]] = {}
 
 
-def _parser(hint: Any) -> Callable[[str], Any]:
+def _kind(hint: Any) -> str:
     if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
         (hint,) = (a for a in typing.get_args(hint) if a is not type(None))
     if typing.get_origin(hint) is Annotated and hint.__metadata__ == ("int32",):
-        return parse_int32
-    if hint not in _PARSERS:
+        return "int32"
+    if hint not in _KINDS:
         raise TypeError(f"header fields must be str, int, Int32 or bool (or Optional): {hint!r}")
-    return _PARSERS[hint]
+    return _KINDS[hint]
 
 
 def _specs(cls: type, v2: bool) -> tuple[_Spec, ...]:
@@ -85,14 +73,10 @@ def _specs(cls: type, v2: bool) -> tuple[_Spec, ...]:
             if v2:
                 wire = f.metadata.get("v2", wire)
             required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-            parse = _parser(hints[f.name])
-            out.append(_Spec(f.name, wire, parse, required, None if required else f.default))
+            kind = _kind(hints[f.name])
+            out.append(_Spec(f.name, wire, kind, required, None if required else f.default))
         cached = _SPECS[(cls, v2)] = tuple(out)
     return cached
-
-
-def _text(value: object) -> str:
-    return bool_text(value) if isinstance(value, bool) else str(value)
 
 
 def _missing(wire: str) -> RemotingCommandError:
@@ -103,60 +87,160 @@ def _invalid(wire: str, text: object) -> RemotingCommandError:
     return RemotingCommandError(f"the custom field <{wire}> is invalid: {text!r}")
 
 
-_DECODERS: dict[tuple[type, bool], Callable[[Mapping[str, str]], Any]] = {}
+def _java_int(wire: str, text: str, int32: bool) -> int:
+    """The slow path of a number field: Java's parseLong / parseInt, errors naming the field."""
+    try:
+        value = parse_int(text)
+    except ValueError:
+        raise _invalid(wire, text) from None
+    if int32 and not -0x80000000 <= value <= 0x7FFFFFFF:
+        raise _invalid(wire, str(value))
+    return value
+
+
+# The numbers headers mostly carry (queue ids, flags, counts), in their one canonical spelling:
+# one dict lookup reads them. Anything else takes the ASCII-digits test or ``_java_int``.
+_SMALL: Final[dict[str, int]] = {str(i): i for i in range(-1, 1024)}
+# plain ASCII digits shorter than this are within range (10**9 < 2**31, 10**18 < 2**63)
+_DIGITS: Final = {"int": 19, "int32": 10}
+
+
+def _decode_field(i: int, spec: _Spec) -> list[str]:
+    """The source lines reading field ``i`` of a decoder into ``v{i}``. A required field is
+    read as ``ext[key]``: the decoder turns the KeyError into the field's "is null" error."""
+    v, wire = f"v{i}", repr(spec.wire)
+    if spec.kind == "str":
+        if spec.required:
+            return [f"{v} = ext[{wire}]"]
+        if spec.default is not None:
+            return [f"{v} = get({wire})", f"if {v} is None: {v} = d{i}"]
+        return [f"{v} = get({wire})"]
+    lines = [f"t = ext[{wire}]" if spec.required else f"t = get({wire})"]
+    if spec.kind == "bool":  # Boolean.parseBoolean, without lower() for the usual spellings
+        flag = "t == 'true' or t != 'false' and t.lower() == 'true'"
+        lines.append(f"{v} = {flag}" if spec.required else f"{v} = d{i} if t is None else {flag}")
+        return lines
+    test = f"t.isdigit() and t.isascii() and len(t) < {_DIGITS[spec.kind]}"
+    parse = [
+        f"{v} = small(t)",
+        f"if {v} is None: {v} = int(t) if {test} else _java_int({wire}, t, {spec.kind == 'int32'})",
+    ]
+    if spec.required:
+        return lines + parse
+    return [*lines, f"if t is None: {v} = d{i}", "else:", *("    " + line for line in parse)]
+
+
+_TWINS: dict[type, type | None] = {}
+
+
+def _twin(cls: type) -> type | None:
+    """A mutable class with the layout of ``cls``: a decoder fills one in and then makes it a
+    ``cls`` (``__class__`` assignment, allowed between classes of the same slots); the frozen
+    ``__init__`` would call ``object.__setattr__`` once per field. None if ``cls`` is not a
+    plain slots header."""
+    if cls in _TWINS:
+        return _TWINS[cls]
+    slots = cls.__dict__.get("__slots__")
+    twin: type | None = None
+    if slots is not None and cls.__bases__ == (Header,):
+        twin = type(f"_Mutable{cls.__name__}", (Header,), {"__slots__": tuple(slots)})
+        try:
+            probe: Any = object.__new__(twin)
+            probe.__class__ = cls
+        except TypeError:
+            twin = None
+    _TWINS[cls] = twin
+    return twin
 
 
 def _compile(cls: type, v2: bool) -> Callable[[Mapping[str, str]], Any]:
-    """A decoder written out for ``cls``: headers are parsed on every request, and a
-    straight-line function costs a fraction of a loop over field specs (dataclasses generates
-    its ``__init__`` the same way)."""
-    ns: dict[str, Any] = {"cls": cls, "_missing": _missing, "_invalid": _invalid}
-    body = ["def decode(ext):", "    get = ext.get"]
-    for i, spec in enumerate(_specs(cls, v2)):
-        v, wire = f"v{i}", repr(spec.wire)
-        body.append(f"    {v} = get({wire})")
-        if spec.required:
-            body.append(f"    if {v} is None: raise _missing({wire})")
-        if spec.parse is not str:
-            int32 = spec.parse is parse_int32  # checked inline: no second call per field
-            ns[f"p{i}"] = parse_int if int32 else spec.parse
-            guard = "" if spec.required else f"if {v} is not None: "
-            body.append(f"    try:\n        {guard}{v} = p{i}({v})")
-            body.append(f"    except ValueError: raise _invalid({wire}, {v}) from None")
-            if int32:
-                test = f"not -0x80000000 <= {v} <= 0x7FFFFFFF"
-                test = test if spec.required else f"{v} is not None and {test}"
-                body.append(f"    if {test}: raise _invalid({wire}, str({v}))")
-        if not spec.required:
-            ns[f"d{i}"] = spec.default
-            body.append(f"    if {v} is None: {v} = d{i}")
-    fields = ", ".join(f"{s.attr}=v{i}" for i, s in enumerate(_specs(cls, v2)))
-    body.append(f"    return cls({fields})")
-    exec("\n".join(body), ns)  # the source holds only dataclass field names and wire keys
+    """A decoder written out for ``cls``: a straight-line function costs a fraction of a loop
+    over field specs."""
+    specs = _specs(cls, v2)
+    ns: dict[str, Any] = {"cls": cls, "_missing": _missing, "_java_int": _java_int}
+    ns |= {"small": _SMALL.get, "new": object.__new__, "twin": _twin(cls)}
+    body = ["get = ext.get", "try:"]
+    for i, spec in enumerate(specs):
+        ns[f"d{i}"] = spec.default
+        body += ("    " + line for line in _decode_field(i, spec))
+    body += ["except KeyError as missing:", "    raise _missing(missing.args[0]) from None"]
+    if ns["twin"] is None:
+        body.append(f"return cls({', '.join(f'{s.attr}=v{i}' for i, s in enumerate(specs))})")
+    else:
+        body += ["o = new(twin)", *(f"o.{s.attr} = v{i}" for i, s in enumerate(specs))]
+        body += ["o.__class__ = cls", "return o"]
+    exec("def decode(ext):\n    " + "\n    ".join(body), ns)  # names and keys of fields only
     decoder: Callable[[Mapping[str, str]], Any] = ns["decode"]
     return decoder
 
 
-_ENCODERS: dict[tuple[type, bool], Callable[[Any], dict[str, str]]] = {}
+# a field's value as text: f"{x!s}" is str(x) without the call of the builtin
+_TEXT: Final = {
+    "str": "{v}",
+    "bool": "'true' if {v} is True else 'false' if {v} is False else f'{{{v}!s}}'",
+}
 
 
 def _compile_encoder(cls: type, v2: bool) -> Callable[[Any], dict[str, str]]:
-    """The inverse of ``_compile``: a straight-line ``to_ext`` for ``cls``."""
-    body = ["def encode(h):", "    ext = {}"]
-    for spec in _specs(cls, v2):
-        value, wire = f"h.{spec.attr}", repr(spec.wire)
-        text = {str: value, parse_int: f"str({value})", parse_int32: f"str({value})"}.get(
-            spec.parse, f"_text({value})"
-        )
-        if spec.required:
-            body.append(f"    ext[{wire}] = {text}")
-        else:
-            body.append(f"    if {value} is not None: ext[{wire}] = {text}")
-    body.append("    return ext")
-    ns: dict[str, Any] = {"_text": _text}
-    exec("\n".join(body), ns)  # the source holds only dataclass field names and wire keys
+    """The inverse of ``_compile``: a straight-line ``to_ext`` for ``cls``, in field order."""
+    specs = _specs(cls, v2)
+    lead = next((i for i, s in enumerate(specs) if not s.required), len(specs))
+    body, items = [], []
+    for i, spec in enumerate(specs):  # a value read more than once goes to a local first
+        value = f"h.{spec.attr}"
+        if i >= lead or spec.kind == "bool":
+            body.append(f"v{i} = {value}")
+            value = f"v{i}"
+        text = _TEXT.get(spec.kind, "f'{{{v}!s}}'").format(v=value)
+        if i < lead:  # the leading required fields: one dict literal
+            items.append(f"{spec.wire!r}: {text}")
+            continue
+        if i == lead:
+            body.append(f"ext = {{{', '.join(items)}}}")
+        store = f"ext[{spec.wire!r}] = {text}"
+        body.append(store if spec.required else f"if {value} is not None: {store}")
+    if lead == len(specs):
+        body.append(f"ext = {{{', '.join(items)}}}")
+    body.append("return ext")
+    ns: dict[str, Any] = {}
+    exec("def encode(h):\n    " + "\n    ".join(body), ns)  # names and keys of fields only
     encoder: Callable[[Any], dict[str, str]] = ns["encode"]
     return encoder
+
+
+_DECODERS: dict[type, Callable[[Mapping[str, str]], Any]] = {}
+_DECODERS_V2: dict[type, Callable[[Mapping[str, str]], Any]] = {}
+_ENCODERS: dict[type, Callable[[Any], dict[str, str]]] = {}
+_ENCODERS_V2: dict[type, Callable[[Any], dict[str, str]]] = {}
+
+H = TypeVar("H", bound="Header")
+
+
+def fast_init(cls: type[H]) -> type[H]:
+    """Give a frozen header class an ``__init__`` that fills its fields as a mutable twin does
+    (see ``_twin``): for headers built on every request. Same signature, same result."""
+    twin = _twin(cls)
+    fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+    if twin is None or hasattr(cls, "__post_init__") or not all(f.kw_only for f in fields):
+        return cls
+    ns: dict[str, Any] = {"cls": cls, "twin": twin, "slow": cls.__init__, "sa": object.__setattr__}
+    params = []
+    for i, f in enumerate(fields):
+        if f.default_factory is not dataclasses.MISSING:
+            return cls
+        ns[f"d{i}"] = f.default
+        params.append(f.name if f.default is dataclasses.MISSING else f"{f.name}=d{i}")
+    names = [f.name for f in fields]
+    body = [
+        f"if type(self) is not cls: return slow(self, {', '.join(f'{n}={n}' for n in names)})",
+        "sa(self, '__class__', twin)",
+        *(f"self.{n} = {n}" for n in names),
+        "self.__class__ = cls",
+    ]
+    exec(f"def __init__(self, *, {', '.join(params)}):\n    " + "\n    ".join(body), ns)
+    # the signature, annotations and names of the dataclass __init__ (inspect, hypothesis)
+    cls.__init__ = functools.update_wrapper(ns["__init__"], cls.__init__)  # type: ignore[method-assign]
+    return cls
 
 
 class Header:
@@ -170,15 +254,17 @@ class Header:
 
         Raises ``RemotingCommandError`` naming a missing required field or an unparsable value.
         """
-        decoder = _DECODERS.get((cls, v2))
+        decoders = _DECODERS_V2 if v2 else _DECODERS
+        decoder = decoders.get(cls)
         if decoder is None:
-            decoder = _DECODERS[(cls, v2)] = _compile(cls, v2)
+            decoder = decoders[cls] = _compile(cls, v2)
         header: Self = decoder(ext)
         return header
 
     def to_ext(self, *, v2: bool = False) -> dict[str, str]:
         """Encode to extFields: every value as text, ``None`` fields left out."""
-        encoder = _ENCODERS.get((type(self), v2))
+        encoders = _ENCODERS_V2 if v2 else _ENCODERS
+        encoder = encoders.get(type(self))
         if encoder is None:
-            encoder = _ENCODERS[(type(self), v2)] = _compile_encoder(type(self), v2)
+            encoder = encoders[type(self)] = _compile_encoder(type(self), v2)
         return encoder(self)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from remoting.protocol.headers.base import Header, Int32, wire
+from remoting.protocol.headers.base import Header, Int32, fast_init, wire
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PullMessageRequestHeader(Header):
     consumer_group: str = field(metadata=wire("consumerGroup"))
@@ -23,6 +24,7 @@ class PullMessageRequestHeader(Header):
     max_msg_bytes: Int32 | None = field(default=None, metadata=wire("maxMsgBytes"))
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PullMessageResponseHeader(Header):
     """ali-ons does arithmetic on all four for every status: always send them."""

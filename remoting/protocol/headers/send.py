@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from remoting.protocol.headers.base import Header, Int32, wire
+from remoting.protocol.headers.base import Header, Int32, fast_init, wire
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SendMessageHeader(Header):
     producer_group: str = field(metadata=wire("producerGroup", v2="a"))
@@ -31,6 +32,7 @@ class SendMessageHeader(Header):
     broker_name: str | None = field(default=None, metadata=wire("brokerName", v2="n"))
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SendMessageResponseHeader(Header):
     msg_id: str = field(metadata=wire("msgId"))
