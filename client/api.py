@@ -83,7 +83,7 @@ def send_message(
     """SEND_MESSAGE_V2 (310, one-letter keys, what 4.9.8 producers send) or SEND_MESSAGE (10);
     with ``batch``, SEND_BATCH_MESSAGE (320) of a body made by ``encode_batch``."""
     props = properties if isinstance(properties, str) else encode_properties(dict(properties))
-    born = str(now_ms() if born_timestamp is None else born_timestamp)
+    born = str(time.time_ns() // 1_000_000 if born_timestamp is None else born_timestamp)
     if not (v2 or batch):
         header = SendMessageHeader(
             producer_group=group,
@@ -143,17 +143,33 @@ class SendReply:
 
 def parse_send(resp: RemotingCommand, broker_addr: str = "") -> SendReply:
     """MQClientAPIImpl.processSendResponse: the four stored statuses, else MQBrokerError."""
-    status = _status(SendStatus, resp, broker_addr)
-    hdr = SendMessageResponseHeader.from_ext(resp.ext_fields)
-    return SendReply(
-        status=status,
-        offset_msg_id=hdr.msg_id,
-        queue_id=hdr.queue_id,
-        queue_offset=hdr.queue_offset,
-        transaction_id=hdr.transaction_id,
-        region=hdr.msg_region,
-        trace_on=hdr.trace_on != "false",
-    )
+    status = send_status(resp, broker_addr)
+    ext = resp.ext_fields
+    offset_msg_id, queue_id, queue_offset = send_ids(ext)
+    return SendReply(status, offset_msg_id, queue_id, queue_offset, ext.get("transactionId"),
+                     ext.get("MSG_REGION"), ext.get("TRACE_ON") != "false")  # fmt: skip
+
+
+_SEND_STATUSES: dict[int, SendStatus] = {s.value: s for s in SendStatus}
+
+
+def send_status(resp: RemotingCommand, broker_addr: str = "") -> SendStatus:
+    """The SendStatus of a send's response code, else the broker's refusal (MQBrokerError)."""
+    status = _SEND_STATUSES.get(resp.code)
+    if status is None:
+        raise MQBrokerError(resp.code, resp.remark, broker_addr)
+    return status
+
+
+def send_ids(ext: Mapping[str, str]) -> tuple[str, int, int]:
+    """(msgId, queueId, queueOffset) of SendMessageResponseHeader, every send's: short ASCII
+    digits (so within int32 / int64) at once, else by the typed header (and its errors)."""
+    msg_id, qid, qoff = ext.get("msgId"), ext.get("queueId", ""), ext.get("queueOffset", "")
+    short, digits = 0 < len(qid) < 10 and 0 < len(qoff) < 19, qid + qoff
+    if msg_id is not None and short and digits.isdigit() and digits.isascii():
+        return msg_id, int(qid), int(qoff)
+    hdr = SendMessageResponseHeader.from_ext(ext)
+    return hdr.msg_id, hdr.queue_id, hdr.queue_offset
 
 
 # ------------------------------------------------------------------ pulling

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 LATENCY_MAX = (50, 100, 550, 1000, 2000, 3000, 15000)
 NOT_AVAILABLE = (0, 0, 30000, 60000, 120000, 180000, 600000)
 FAILED_LATENCY_MS = 30000  # sendDefaultImpl: an exception counts as 30 s (isolation)
+# below this latency the not-available duration is 0 (550 ms)
+_FREE_BELOW = min(b for b, d in zip(LATENCY_MAX, NOT_AVAILABLE, strict=True) if d)
 
 
 def not_available_ms(latency_ms: float) -> int:
@@ -36,8 +38,16 @@ class LatencyFaults:
     items: dict[str, FaultItem] = field(default_factory=dict)
 
     def update(self, broker: str, latency_ms: float, isolation: bool = False) -> None:
+        """After every send (updateFaultItem): cheap, as it runs on each one."""
         latency = FAILED_LATENCY_MS if isolation else latency_ms
-        self.items[broker] = FaultItem(latency, self.clock() + not_available_ms(latency))
+        start = self.clock()
+        if latency >= _FREE_BELOW:
+            start += not_available_ms(latency)
+        item = self.items.get(broker)
+        if item is None:
+            self.items[broker] = FaultItem(latency, start)
+        else:
+            item.latency_ms, item.start_ms = latency, start
 
     def isolate(self, broker: str, duration_ms: float) -> None:
         """Ours: a broker whose connection dropped is avoided for ``duration_ms`` at once."""

@@ -6,9 +6,14 @@ from dataclasses import dataclass, field
 
 from client.api import SendStatus
 from remoting.protocol.heartbeat import MessageQueue
+from remoting.protocol.message import NAME_VALUE_SEPARATOR as NV
+from remoting.protocol.message import PROPERTY_SEPARATOR as PS
 from remoting.protocol.message import Prop
 
 __all__ = ["Message", "MessageQueue", "SendResult", "SendStatus"]
+
+_TAGS, _KEYS, _DELAY = f"{Prop.TAGS}{NV}", f"{Prop.KEYS}{NV}", f"{Prop.DELAY}{NV}"
+_WAIT_UNIQ = f"{Prop.WAIT}{NV}true{PS}{Prop.UNIQ_KEY}{NV}"
 
 
 @dataclass(slots=True)
@@ -35,6 +40,17 @@ class Message:
             props[Prop.DELAY] = str(self.delay_level)
         props.setdefault(Prop.WAIT, "true")  # WAIT_STORE_MSG_OK: the broker answers once stored
         return props
+
+    def wire_text(self, uniq_key: str) -> str:
+        """For a message without ``properties`` of its own (most): ``encode_properties`` of
+        ``wire_properties()`` plus UNIQ_KEY, written out at once, as every send needs it."""
+        text = f"{_TAGS}{self.tags}{PS}" if self.tags else ""
+        if self.keys:
+            keys = self.keys if isinstance(self.keys, str) else " ".join(self.keys)
+            text += f"{_KEYS}{keys}{PS}"
+        if self.delay_level > 0:
+            text += f"{_DELAY}{self.delay_level!s}{PS}"
+        return f"{text}{_WAIT_UNIQ}{uniq_key}{PS}"
 
     @property
     def transaction_id(self) -> str | None:

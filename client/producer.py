@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import math
 import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from client import api
@@ -50,7 +50,7 @@ class ProducerOptions:
     serialize_type: SerializeType = SerializeType.JSON  # every RocketMQ 4.x broker reads it
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: built once per send, and frozen inits cost a call a field
 class _Prepared:
     topic: str
     body: bytes
@@ -119,24 +119,28 @@ class Producer:
         prepared = self._prepare(msg)
         budget = (timeout_ms or self.options.send_msg_timeout) / 1000
         deadline = asyncio.get_running_loop().time() + budget
-        with self._under_way():
+        self._enter()
+        try:
             if selector is not None or queue is not None:
                 info = await self.instance.publish_info(msg.topic, budget)
                 mq = queue if queue is not None else selector(info.queues, msg, arg)  # type: ignore[misc]
                 return await self._send_to(prepared, mq, info, deadline)
             return await self._send_default(prepared, deadline)
-
-    @contextlib.contextmanager
-    def _under_way(self) -> Iterator[None]:
-        self.instance  # noqa: B018 -- raises when not started, before anything is counted
-        self._pending += 1
-        self._idle.clear()
-        try:
-            yield
         finally:
-            self._pending -= 1
-            if not self._pending:
-                self._idle.set()
+            self._leave()
+
+    # a send under way: _enter, then try/finally _leave (not a contextmanager: every send pays
+    # for its generator and calls)
+    def _enter(self) -> None:
+        self.instance  # noqa: B018 -- raises when not started, before anything is counted
+        if not self._pending:
+            self._idle.clear()
+        self._pending += 1
+
+    def _leave(self) -> None:
+        self._pending -= 1
+        if not self._pending:
+            self._idle.set()
 
     async def send_orderly(self, msg: Message, key: object) -> SendResult:
         """The same key always goes to the same queue (SelectMessageQueueByHash, with Java's
@@ -150,33 +154,44 @@ class Producer:
         info = await self.instance.publish_info(msg.topic, budget)
         mq = info.select(None, self._faults(), self._down(info))
         addr = self._addr(info, mq)
-        with self._under_way():
+        self._enter()
+        try:
             await self.instance.remoting.invoke_oneway(addr, self._request(prepared, mq), budget)
+        finally:
+            self._leave()
 
     async def send_batch(self, msgs: Sequence[Message]) -> SendResult:
         """One SEND_BATCH_MESSAGE of messages to one topic (MessageBatch.generateFromList):
         no delay levels, no retry topics; ``msg_id`` lists every message's id, comma-separated."""
         prepared = self._prepare_batch(msgs)
         deadline = asyncio.get_running_loop().time() + self.options.send_msg_timeout / 1000
-        with self._under_way():
+        self._enter()
+        try:
             return await self._send_default(prepared, deadline)
+        finally:
+            self._leave()
 
     # ------------------------------------------------------------ sendDefaultImpl
 
     async def _send_default(self, prepared: _Prepared, deadline: float) -> SendResult:
-        loop = asyncio.get_running_loop()
-        info = await self.instance.publish_info(prepared.topic, max(0.001, deadline - loop.time()))
+        loop, inst = asyncio.get_running_loop(), self.instance
+        info = inst.cached_publish_info(prepared.topic)  # no coroutine when cached
+        if info is None:
+            info = await inst.publish_info(prepared.topic, max(0.001, deadline - loop.time()))
         if not info.queues:
             raise MQClientError(f"No route info of this topic: {prepared.topic}")
         tries, last, error, sent_to = 1 + self.options.retry_times_when_send_failed, None, None, []
-        for _ in range(tries):
-            mq = info.select(last, self._faults(), self._down(info))
+        faults = self._faults()
+        for _ in range(tries):  # no `down` check while no broker is down (mostly)
+            mq = info.select(last, faults, self._down(info) if inst.down else None)
             if loop.time() >= deadline:
                 break
             sent_to.append(mq.broker_name)
             begin = loop.time()
-            try:
-                result = await self._send_to(prepared, mq, info, deadline)
+            try:  # _send_to, without a coroutine of its own
+                addr, request, remaining = self._kernel(prepared, mq, info, deadline)
+                resp = await inst.remoting.invoke(addr, request, remaining)
+                result = self._result(prepared, mq, resp, addr)
             except (MQBrokerError, RemotingError, MQClientError) as exc:
                 self.faults.update(mq.broker_name, 0, isolation=True)
                 if isinstance(exc, MQBrokerError) and not exc.retriable:
@@ -185,9 +200,7 @@ class Producer:
                 continue
             self.faults.update(mq.broker_name, (loop.time() - begin) * 1000)
             if info.via_default and self.options.create_topic_on_every_master:
-                await self.instance.create_on_every_master(
-                    info, self.options.send_msg_timeout / 1000
-                )
+                await inst.create_on_every_master(info, self.options.send_msg_timeout / 1000)
             if result.status is not api.SendStatus.SEND_OK and (
                 self.options.retry_another_broker_when_not_store_ok
             ):
@@ -204,21 +217,33 @@ class Producer:
     async def _send_to(
         self, prepared: _Prepared, mq: MessageQueue, info: PublishInfo, deadline: float
     ) -> SendResult:
+        addr, request, remaining = self._kernel(prepared, mq, info, deadline)
+        resp = await self.instance.remoting.invoke(addr, request, remaining)
+        return self._result(prepared, mq, resp, addr)
+
+    def _kernel(
+        self, prepared: _Prepared, mq: MessageQueue, info: PublishInfo, deadline: float
+    ) -> tuple[str, RemotingCommand, float]:
+        """sendKernelImpl up to the call: (broker address, request, seconds left)."""
         remaining = deadline - asyncio.get_running_loop().time()
         if remaining <= 0:
             raise MQClientError(f"sendKernelImpl call timeout: {self.options.send_msg_timeout} ms")
-        addr = self._addr(info, mq)
-        resp = await self.instance.remoting.invoke(addr, self._request(prepared, mq), remaining)
-        reply = api.parse_send(resp, addr)
-        return SendResult(
-            status=reply.status,
-            msg_id=prepared.uniq_key,
-            offset_msg_id=reply.offset_msg_id,
-            queue=MessageQueue(mq.topic, mq.broker_name, reply.queue_id),
-            queue_offset=reply.queue_offset,
-            region=reply.region,
-            transaction_id=reply.transaction_id,
-        )
+        addr = info.master_addr(mq.broker_name)  # _addr, inline
+        if addr is None:
+            raise MQClientError(f"The broker[{mq.broker_name}] not exist")
+        return addr, self._request(prepared, mq), remaining
+
+    def _result(
+        self, prepared: _Prepared, mq: MessageQueue, resp: RemotingCommand, addr: str
+    ) -> SendResult:
+        status = api.send_status(resp, addr)  # api.parse_send's reading, without its SendReply
+        ext = resp.ext_fields
+        offset_msg_id, queue_id, queue_offset = api.send_ids(ext)
+        if queue_id != mq.queue_id or type(mq) is not MessageQueue:
+            mq = MessageQueue(mq.topic, mq.broker_name, queue_id)
+        # positional: every send builds one, and keywords cost a frozen init more
+        return SendResult(status, prepared.uniq_key, offset_msg_id, mq, queue_offset,
+                          ext.get("MSG_REGION"), ext.get("transactionId"))  # fmt: skip
 
     def _addr(self, info: PublishInfo, mq: MessageQueue) -> str:
         addr = info.master_addr(mq.broker_name)
@@ -247,13 +272,16 @@ class Producer:
         """Checked before any network call (Validators.checkMessage); UNIQ_KEY set once, so
         every try carries the same id; bodies over the threshold compressed (sysFlag bit 0)."""
         check_message(msg, self.options.max_message_size)
-        props = msg.wire_properties()
-        uniq = props.setdefault(Prop.UNIQ_KEY, self._ids.next())
         body, sys_flag = msg.body, 0
         if len(body) > self.options.compress_msg_body_over_howmuch:
             packed = zlib.compress(body, self.options.compress_level)
             if len(packed) < len(body):
                 body, sys_flag = packed, SysFlag.COMPRESSED
+        if not msg.properties:  # no TRAN_MSG, no reconsume counts: the text at once
+            uniq = self._ids.next()
+            return _Prepared(msg.topic, body, msg.wire_text(uniq), sys_flag, msg.flag, uniq)
+        props = msg.wire_properties()
+        uniq = props.setdefault(Prop.UNIQ_KEY, self._ids.next())
         if props.get(Prop.TRAN_MSG) == "true":
             sys_flag |= SysFlag.TRANSACTION_PREPARED
         times = max_times = None
@@ -273,9 +301,14 @@ class Producer:
             if msg.delay_level > 0 or topic.startswith(RETRY_PREFIX):
                 raise MQClientError("send_batch: delay levels and retry topics are not supported")
             check_message(msg, self.options.max_message_size)
-            props = msg.wire_properties()
-            ids.append(props.setdefault(Prop.UNIQ_KEY, self._ids.next()))
-            items.append(BatchItem(msg.body, msg.flag, encode_properties(props)))
+            if msg.properties:
+                props = msg.wire_properties()
+                ids.append(props.setdefault(Prop.UNIQ_KEY, self._ids.next()))
+                text = encode_properties(props)
+            else:
+                ids.append(uniq := self._ids.next())
+                text = msg.wire_text(uniq)
+            items.append(BatchItem(msg.body, msg.flag, text))
         body = encode_batch(items)
         if len(body) > self.options.max_message_size:
             raise MQClientError(

@@ -25,6 +25,13 @@ class PublishInfo:
     _next: itertools.count[int] = field(
         default_factory=lambda: itertools.count(random.randrange(1 << 16))
     )
+    # master address by broker name, the first of the route's brokers of that name (every
+    # send looks one up; a changed route comes as a new PublishInfo)
+    _masters: dict[str, str | None] = field(init=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for broker in self.route.broker_datas:
+            self._masters.setdefault(broker.broker_name, broker.master_addr)
 
     @classmethod
     def from_route(cls, topic: str, route: TopicRouteData) -> PublishInfo:
@@ -49,24 +56,33 @@ class PublishInfo:
         return cls(topic, queues, route)
 
     def master_addr(self, broker_name: str) -> str | None:
-        for broker in self.route.broker_datas:
-            if broker.broker_name == broker_name:
-                return broker.master_addr
-        return None
+        return self._masters.get(broker_name)
 
     def select(
         self,
         last_broker: str | None,
         faults: LatencyFaults | None,
-        down: Callable[[str], bool] = lambda _name: False,
+        down: Callable[[str], bool] | None = None,
     ) -> MessageQueue:
         """Round robin, skipping brokers that are ``down`` (their connection dropped),
         ``last_broker`` (the one that just failed) and, with ``faults``, brokers inside their
         not-available window; falls back in the reverse order."""
         n = len(self.queues)
         start = next(self._next)
+        if n:  # the usual case in O(1): the round robin's queue is fine
+            mq = self.queues[start % n]
+            name = mq.broker_name
+            if (
+                name != last_broker
+                and (down is None or not down(name))
+                and (faults is None or faults.available(name))
+            ):
+                return mq
         every = [self.queues[(start + i) % n] for i in range(n)]
-        candidates = [mq for mq in every if not down(mq.broker_name)] or every
+        if down is not None:
+            candidates = [mq for mq in every if not down(mq.broker_name)] or every
+        else:
+            candidates = every
         if faults is not None:
             for mq in candidates:
                 if faults.available(mq.broker_name) and mq.broker_name != last_broker:

@@ -7,6 +7,7 @@ import pytest
 
 from client import api
 from client.errors import MQBrokerError
+from remoting.errors import RemotingCommandError
 from remoting.protocol.codes import RequestCode as C
 from remoting.protocol.codes import ResponseCode as R
 from remoting.protocol.command import RemotingCommand, response_to
@@ -57,6 +58,20 @@ def test_send_statuses_and_refusals() -> None:
             api.parse_send(_answer(code), "10.0.0.1:10911")
         assert (err.value.code, err.value.retriable) == (code, retriable)
         assert "10.0.0.1:10911" in str(err.value) and "why" in str(err.value)
+
+
+def test_send_answers_parse_as_the_typed_header() -> None:
+    """parse_send reads its three keys at once, and anything unusual goes through the typed
+    header: Java's parseLong rules and the field-naming errors stay."""
+    ok = {"msgId": "ID", "queueId": "3", "queueOffset": "9", "MSG_REGION": "r"}
+    reply = api.parse_send(_answer(R.SUCCESS, **ok))
+    assert (reply.queue_id, reply.queue_offset, reply.region, reply.trace_on) == (3, 9, "r", True)
+    assert api.parse_send(_answer(R.SUCCESS, **(ok | {"queueOffset": "-9"}))).queue_offset == -9
+    for key, bad in (("queueId", "1_0"), ("queueId", "2147483648"), ("queueOffset", "\uff11")):
+        with pytest.raises(RemotingCommandError, match=f"<{key}> is invalid"):
+            api.parse_send(_answer(R.SUCCESS, **(ok | {key: bad})))
+    with pytest.raises(RemotingCommandError, match="<msgId> is null"):
+        api.parse_send(_answer(R.SUCCESS, queueId="1", queueOffset="2"))
 
 
 def test_pull_statuses() -> None:
