@@ -34,9 +34,11 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
-# pytest exits 5 when it collects nothing: that fails too
+# pytest exits 5 when it collects nothing: that fails too. The suite runs on TEST_WORKERS
+# pytest-xdist workers (tests/units.py says how it is shared); TEST_WORKERS=0: in this process
+TEST_WORKERS ?= 2
 test: lint $(COMPAT_STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS)
 
 # a local cluster without Docker (mqcluster, deploy/launcher.py): namesrv :9876, broker-a :10911,
 # broker-b :10921, data in ./data; launcher options after ARGS=, e.g. `make run ARGS="--slaves 1

@@ -1,16 +1,43 @@
-"""Shared fixtures: a real RemotingServer on 127.0.0.1 port 0 in the test's loop."""
+"""Shared fixtures: a real RemotingServer on 127.0.0.1 port 0 in the test's loop; and the
+``--dist loadgroup`` of ``make test``'s two xdist workers (tests/units.py)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any
 
 import pytest
 
 from remoting.config import ServerConfig
 from remoting.dispatch import Bulkhead, Route, Routes
 from remoting.server import RemotingServer
+from tests.units import slow_first, work_unit
 
 ServerFactory = Callable[..., Awaitable[RemotingServer]]
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup``: xdist's scope scheduling over tests/units.py's work units, handed
+    out in the workers' collection order. (Not xdist's own loadgroup: pytest 9.2 silently
+    drops its xdist_group marks, pytest-xdist issue 1386.)"""
+    if config.getoption("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class WorkUnits(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    config.option.loadscopereorder = False  # keep the order slow_first gave
+    return WorkUnits(config, log)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In the xdist workers of ``--dist loadgroup`` (which all sort alike: xdist checks they
+    collected the same list), slow units first; a run without xdist keeps file order."""
+    if config.getoption("loadgroup", default=False):  # set in xdist's workers only
+        slow_first(items)
 
 
 @pytest.fixture

@@ -17,8 +17,13 @@ from tests.cluster import Cluster
 
 MESSAGES = 20_000
 QUEUES = 4
-DELAY_S = 10.0  # level 1: longer than sending takes on a slow machine (~3 s here), so
-# nothing is due before the broker stops
+# level 1 while the 20,000 are sent: none falls due before the broker stops, however slow the
+# machine (a 10 s level once did, behind a second test worker and other load)
+SENDING_LEVELS = "1h 1m"
+# level 1 of the restarted broker: a due time is store time + the level's delay then, so
+# every message is due at the restart (as in 4.9.8, whose correctDeliverTimestamp delivers at
+# once a stored due time beyond now + the level's delay)
+DELAY_S = 1.0
 IN_FLIGHT = 64
 # Each slice of delayed delivery holds the loop ~5 ms; a probe waits for at most a few slices
 # plus a dispatch and a write. 100 ms leaves ~10x margin for a slow 2-core CI machine (the
@@ -65,7 +70,7 @@ async def test_moving_20000_due_messages_keeps_answering(cluster: Cluster) -> No
     """protocol.md 12.3 / design.md 10 "never block the loop": while ScheduleService moves
     20,000 due messages at once, every GET_MAX_OFFSET round trip stays under 100 ms (the old
     service held the loop for >1 s), and all 20,000 arrive, once each."""
-    b = cluster.add_broker("broker-a", messageDelayLevel=f"{DELAY_S:g}s 1m")
+    b = cluster.add_broker("broker-a", messageDelayLevel=SENDING_LEVELS)
     topic = "StallT"
     sender = RemotingClient()
     try:
@@ -77,6 +82,7 @@ async def test_moving_20000_due_messages_keeps_answering(cluster: Cluster) -> No
         await sender.close()
     assert early == 0, "the sends outran the delay: not all would be due at once"
     assert cluster.stop_broker("broker-a") == 0
+    b.sets["messageDelayLevel"] = f"{DELAY_S:g}s 1m"
     await asyncio.sleep(max(0.0, last_sent + DELAY_S + 0.2 - time.monotonic()))
     cluster.start_broker("broker-a")  # every one of the 20,000 is due now
     prober = RemotingClient()
