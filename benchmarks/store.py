@@ -9,7 +9,7 @@ directory). Baselines in the same run, on the same record bytes:
 - ASYNC_FLUSH: ``await store.put`` in a loop vs raw ``os.write`` appends (target >= 40 %);
 - SYNC_FLUSH, 64 concurrent writers vs one ``pwrite`` + ``fsync`` per message on a
   preallocated file (target >= 10x: group commit), and vs ASYNC_FLUSH;
-- ``get`` of 32 from one queue vs 32 ``os.pread`` of the same records (target >= 50 %);
+- ``get`` of 32 from one queue vs 32 ``os.pread`` of the same records (target >= 80 %);
 - recovery after a crash with no checkpoint (every record re-verified and re-dispatched to
   ConsumeQueues and index) over --recovery-mib of CommitLog, scaled to seconds per GiB. The
   page cache is warm (the data was just written): cold, the scan is bounded by disk reads.
@@ -178,7 +178,7 @@ def gets(store: MessageStore, seconds: float) -> tuple[float, float]:
 
     def get() -> None:
         result = store.get(TOPIC, 0, next(offsets), 32)
-        assert len(result.messages) == 32
+        assert len(result.sizes) == 32
 
     cq = store.queues[(TOPIC, 0)]
     spans = [(u.phys, u.size) for u in cq.units(0, high)]
@@ -263,7 +263,7 @@ def report(med: dict[str, float], sync: Sample, seconds: float, records: int, si
         "async_put/raw_write": (med["async_put"] / med["raw_write"], 0.40),
         "sync_put@64/fsync_each": (sync.ops / med["fsync_each"], 10.0),
         "sync_put@64/async_put": (sync.ops / med["async_put"], None),
-        "get32/pread32": (med["get32"] / med["pread32"], 0.50),
+        "get32/pread32": (med["get32"] / med["pread32"], 0.80),
     }
     print(f"\n{'case':<36}{'msgs/s':>12}")
     rows = [

@@ -117,9 +117,9 @@ class PullProcessor:
         ).to_ext()
         body = b""
         if code is R.SUCCESS:
-            body = b"".join(result.messages)
+            body = result.body  # the records back to back, as the store copied them out
             # PullMessageProcessor: incGroupGetNums/Size ("topic@group"), incBrokerGetNums
-            self.ctx.stats.on_get(hdr.topic, hdr.consumer_group, len(result.messages), len(body))
+            self.ctx.stats.on_get(hdr.topic, hdr.consumer_group, len(result.sizes), len(body))
         elif code is R.PULL_OFFSET_MOVED:
             log.warning(
                 "pull_offset_moved", status=result.status.name, next=result.next_begin_offset

@@ -7,9 +7,13 @@ fit the rest of a segment (with 8 bytes to spare) leaves an end-of-file blank re
 
 from __future__ import annotations
 
+import operator
 import struct
 import zlib
+from collections.abc import Sequence
 from enum import Enum
+from itertools import repeat
+from mmap import mmap
 from pathlib import Path
 from typing import Final, NamedTuple
 
@@ -28,6 +32,7 @@ from remoting.protocol.message import (
 )
 
 _HEAD: Final = struct.Struct(">iI")  # total size, magic
+_RECORD_HEAD: Final = struct.Struct(">iI20xq")  # total size, magic, PHYSICALOFFSET (at 28)
 _Q: Final = struct.Struct(">q")
 _I: Final = struct.Struct(">i")
 _H: Final = struct.Struct(">h")
@@ -149,6 +154,10 @@ class CommitLog:
                     return None
         return record
 
+    def gather(self) -> Gather:
+        """A collector of records for one read (see Gather)."""
+        return Gather(self)
+
     def read_raw(self, phys: int, max_bytes: int) -> bytes:
         """The bytes from ``phys``: at most ``max_bytes``, never past the end of the log nor
         of the segment (CommitLog.getData, cut at haTransferBatchSize by HAConnection); they
@@ -239,6 +248,102 @@ class CommitLog:
 
     def close(self) -> None:
         self.queue.close()
+
+
+class Gather:
+    """The records of one read, copied out of the mappings once by ``take``. Each is checked
+    on its head as ``read_record`` checks it (size, magic, offset: corruption is never
+    served); adjacent ones are kept as one run. Nothing of the mappings is held but offsets:
+    no view outlives ``take``."""
+
+    __slots__ = ("_end", "_hi", "_lo", "_mm", "_queue", "_run_seg", "_run_start", "_run_stop",
+                 "_runs", "_seg")  # fmt: skip
+
+    def __init__(self, log: CommitLog) -> None:
+        self._queue, self._end = log.queue, log.max_offset
+        self._seg: Segment | None = None
+        self._mm: mmap | bytes = b""
+        self._lo = self._hi = 0  # the log offsets the cached segment serves: [start, end)
+        self._runs: list[tuple[Segment, int, int]] = []  # segment, [at, stop) in it
+        self._run_seg: Segment | None = None
+        self._run_start = self._run_stop = -1  # the run being extended, log offsets
+
+    def add_all(self, physs: Sequence[int], sizes: Sequence[int]) -> bool:
+        """Add the records at ``physs`` (``sizes`` bytes each), all checked at once: True if
+        every one is there, in one segment; False, having added none, if not."""
+        seg = self._queue.find(physs[0])
+        if seg is None:
+            return False
+        lo, hi = seg.start, min(seg.end, self._end)
+        ends = tuple(map(operator.add, physs, sizes))
+        one_run = tuple(physs[1:]) == ends[:-1]  # back to back (and so in order)
+        if one_run:
+            inside = physs[0] >= lo and ends[-1] <= hi
+        else:
+            inside = min(physs) >= lo and max(ends) <= hi
+        if not inside or min(sizes) < MIN_RECORD:
+            return False
+        ats = map(operator.sub, physs, repeat(lo))
+        heads = list(map(_RECORD_HEAD.unpack_from, repeat(seg.mm), ats))
+        if heads != list(zip(sizes, repeat(MAGIC_V1), physs, strict=False)):
+            return False  # (or a MAGIC_V2 record: add() checks them one by one)
+        self._close_run()
+        runs, start = self._runs, physs[0]
+        if not one_run:  # a run ends where the next record is not adjacent
+            for nxt, end in zip(physs[1:], ends, strict=False):
+                if nxt != end:
+                    runs.append((seg, start - lo, end - lo))
+                    start = nxt
+        runs.append((seg, start - lo, ends[-1] - lo))
+        return True
+
+    def add(self, phys: int, size: int) -> bool:
+        """Add the record at ``phys`` if one of ``size`` bytes starts there; False if not
+        (its data is gone or was never whole)."""
+        if not self._lo <= phys < self._hi:
+            seg = self._queue.find(phys)  # None before the first segment or past the last
+            if seg is None:
+                return False
+            self._seg, self._mm, self._lo = seg, seg.mm, seg.start
+            self._hi = min(seg.end, self._end)
+        if size < MIN_RECORD or phys + size > self._hi:
+            return False
+        stored, magic, offset = _RECORD_HEAD.unpack_from(self._mm, phys - self._lo)
+        if stored != size or offset != phys or magic not in (MAGIC_V1, MAGIC_V2):
+            return False
+        if phys == self._run_stop and self._seg is self._run_seg:  # a run stays in a mapping
+            self._run_stop += size
+            return True
+        self._close_run()
+        self._run_seg, self._run_start, self._run_stop = self._seg, phys, phys + size
+        return True
+
+    def _close_run(self) -> None:
+        seg = self._run_seg
+        if seg is not None:
+            self._runs.append((seg, self._run_start - seg.start, self._run_stop - seg.start))
+            self._run_seg, self._run_stop = None, -1
+
+    def take(self) -> bytes:
+        """The records added, back to back, copied out of the mappings once."""
+        self._close_run()
+        runs = self._runs
+        if len(runs) == 1:
+            seg, at, stop = runs[0]
+            return seg.mm[at:stop]
+        wholes: list[memoryview] = []
+        parts: list[memoryview] = []
+        last: Segment | None = None
+        try:  # slices of the mappings, joined in one copy, then released
+            for seg, at, stop in runs:
+                if seg is not last:
+                    wholes.append(memoryview(seg.mm))
+                    last = seg
+                parts.append(wholes[-1][at:stop])
+            return b"".join(parts)
+        finally:
+            for view in parts + wholes:
+                view.release()
 
 
 def _valid(record: memoryview, phys: int) -> bool:

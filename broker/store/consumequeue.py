@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import struct
 from collections.abc import Iterator
+from itertools import chain
 from pathlib import Path
 from typing import Final, NamedTuple
 
@@ -25,6 +26,7 @@ CHUNK: Final = 3276 * UNIT  # about 64 KiB allocated at a time
 _UNIT = struct.Struct(">qiq")
 BLANK_SIZE: Final = 0x7FFFFFFF
 _ZEROS: Final = bytes(UNIT)
+_PIECE: Final = 128  # units copied out of a mapping at a time by raw_units
 
 
 @functools.lru_cache(maxsize=4096)
@@ -37,6 +39,11 @@ def storable_topic(topic: str) -> bool:
         and "/" not in topic
         and topic not in (".", "..")
     )
+
+
+@functools.lru_cache(maxsize=64)
+def _units_of(n: int) -> struct.Struct:
+    return struct.Struct(">" + "qiq" * n)
 
 
 class Unit(NamedTuple):
@@ -150,17 +157,29 @@ class ConsumeQueue:
 
     def raw_units(self, offset: int, limit: int) -> Iterator[tuple[int, int, int]]:
         """``(phys, size, tags_code)`` of up to ``limit`` units from ``offset``, stopping at a
-        missing segment: the reader's hot path, one unpack call per segment run."""
+        missing segment: the reader's hot path, unpacked in C a piece of a segment at a time
+        (chained in C too: no Python frame per unit)."""
+        return chain.from_iterable(self._unit_pieces(offset, limit))
+
+    def _unit_pieces(self, offset: int, limit: int) -> Iterator[Iterator[tuple[int, int, int]]]:
         end = min(self.max_offset, offset + limit)
         while offset < end:
             seg = self.queue.find(offset * UNIT)
             if seg is None:
                 return
-            stop = min(end, seg.end // UNIT)
-            yield from _UNIT.iter_unpack(
-                seg.mm[offset * UNIT - seg.start : stop * UNIT - seg.start]
-            )
+            stop = min(end, seg.end // UNIT, offset + _PIECE)  # a get mostly ends in one
+            yield _UNIT.iter_unpack(seg.mm[offset * UNIT - seg.start : stop * UNIT - seg.start])
             offset = stop
+
+    def columns(self, offset: int, n: int) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+        """The commitlog offsets and the sizes of the ``n`` units from ``offset``, read in one
+        call; None unless they are all written and in one segment."""
+        pos = offset * UNIT
+        seg = self.queue.find(pos)
+        if seg is None or n < 1 or offset + n > self.max_offset or pos + n * UNIT > seg.end:
+            return None
+        fields = _units_of(n).unpack_from(seg.mm, pos - seg.start)
+        return fields[0::3], fields[1::3]
 
     def segment_missing(self, offset: int) -> bool:
         return self.queue.find(offset * UNIT) is None

@@ -42,9 +42,12 @@ def queued(sys_flag: int) -> bool:
 
 def index_keys(props: dict[str, str]) -> list[str]:
     """UNIQ_KEY and every KEYS word (space-separated), as IndexService.buildIndex keys them."""
-    keys = [k for k in props.get(Prop.KEYS, "").split(" ") if k]
-    uniq = props.get(Prop.UNIQ_KEY)
-    return [uniq, *keys] if uniq else keys
+    uniq, words = props.get(Prop.UNIQ_KEY), props.get(Prop.KEYS)
+    keys = [uniq] if uniq else []
+    if words:
+        split = words.split(" ")
+        keys += split if "" not in split else [k for k in split if k]
+    return keys
 
 
 def queue_tags_code(msg: MessageExt, delays: list[int]) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import mmap
 import os
 import struct
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
@@ -34,6 +35,14 @@ _CHUNK_ENTRIES = 52_428  # about 1 MiB of entries allocated at a time
 
 def _no_check(_nbytes: int) -> None:
     return None
+
+
+# java_hash's ASCII path (msgid.py), inlined in IndexFile.add: a unit c is 31 * (c // 31) +
+# c % 31, so String.hashCode is the sum of two base-31 numerals parsed by int() in C
+_DIGITS31: Final = b"0123456789abcdefghijklmnopqrstu"
+_REMAINDERS: Final = bytes(_DIGITS31[c % 31] for c in range(128)) + b"?" * 128
+_QUOTIENTS: Final = bytes(_DIGITS31[c // 31] for c in range(128)) + b"?" * 128
+_ASCII_MAX: Final = 512
 
 
 def key_hash(key: str) -> int:
@@ -92,30 +101,42 @@ class IndexFile:
         """Bytes with blocks behind them: the header and slots, and the entries backed."""
         return self._entries_at + self.backed * 20
 
-    def put(self, keys: list[str], phys: int, store_ts: int) -> int:
-        """Add an entry for each of ``keys`` (already ``topic#key``) while there is room;
-        returns how many went in. The header is written once, after the entries."""
+    def add(self, prefix: str, keys: Sequence[str], phys: int, store_ts: int) -> int:
+        """Add an entry for ``prefix + key`` for each of ``keys`` while there is room; returns
+        how many went in. The header is left to ``write_header`` (once per append)."""
         if self.begin_ts <= 0:
             self.begin_ts, self.begin_phys = store_ts, phys
-        diff = max(0, (store_ts - self.begin_ts) // 1000)
-        mm, slots, count, room = self.mm, self.slots, self.count, self.entries - self.count
-        entries_pos = HEADER + slots * 4
-        for key in keys[:room]:
-            h = key_hash(key)
-            slot_pos = HEADER + (h % slots) * 4
+        diff = (store_ts - self.begin_ts) // 1000
+        diff = diff if diff > 0 else 0
+        mm, slots, count, used = self.mm, self.slots, self.count, self.used
+        at = self._entries_at + count * 20
+        room = self.entries - count
+        for key in keys if len(keys) <= room else keys[:room]:
+            text = prefix + key
+            if text.isascii() and len(text) <= _ASCII_MAX:  # key_hash, inline
+                units = text.encode()
+                h = int(units.translate(_REMAINDERS), 31)
+                h = (h + int(units.translate(_QUOTIENTS) + b"0", 31)) & 0xFFFFFFFF
+                if h & 0x80000000:  # negative as int32: abs(), and MIN_VALUE -> 0
+                    h = 0x100000000 - h if h != 0x80000000 else 0
+            else:
+                h = key_hash(text)
+            slot_pos = HEADER + h % slots * 4
             (prev,) = _SLOT.unpack_from(mm, slot_pos)
-            if prev <= 0 or prev > count:
+            if prev <= 0 or prev > count:  # a free slot (or one a crash left pointing ahead)
                 prev = 0
-                self.used += 1
-            _ENTRY.pack_into(mm, entries_pos + count * 20, h, phys, diff, prev)
+                used += 1
+            _ENTRY.pack_into(mm, at, h, phys, diff, prev)
             _SLOT.pack_into(mm, slot_pos, count)
             count += 1
-        added, self.count = count - self.count, count
+            at += 20
+        added, self.count, self.used = count - self.count, count, used
         self.end_ts, self.end_phys = store_ts, phys
-        _HEADER.pack_into(
-            mm, 0, self.begin_ts, store_ts, self.begin_phys, phys, self.used, count
-        )  # fmt: skip
         return added
+
+    def write_header(self) -> None:
+        _HEADER.pack_into(self.mm, 0, self.begin_ts, self.end_ts, self.begin_phys, self.end_phys,
+                          self.used, self.count)  # fmt: skip
 
     def query(self, key: str, limit: int, begin: int, end: int, out: dict[int, None]) -> None:
         """Add the offsets of ``key``'s entries in the time range to ``out``, newest first,
@@ -216,15 +237,40 @@ class Index:
             self._writable(keys).reserve(keys, self.check)
 
     def put(self, topic: str, keys: list[str], phys: int, store_ts: int) -> None:
-        full = [f"{topic}#{key}" for key in keys]
-        while full:  # a file that fills up part-way leaves the rest to a new one
-            n = len(full)
-            file = self.files[-1] if self.files else None
-            if file is None or file.entries - file.count < min(n, self.entries - 1):
-                file = self._writable(n)
-            if file.count + n > file.backed:  # none after the put path's reserve()
-                file.reserve(n, self.check)
-            full = full[file.put(full, phys, store_ts) :]
+        file = self.files[-1] if self.files else None
+        if keys and file is not None and file.count + len(keys) <= file.backed:
+            file.add(topic + "#", keys, phys, store_ts)  # the usual put: room already
+            file.write_header()
+        else:
+            self.put_all(topic, ((keys, phys),), store_ts)
+
+    def put_all(self, topic: str, puts: Iterable[tuple[Sequence[str], int]], store_ts: int) -> None:
+        """The entries of an append of ``topic``'s messages (``(keys, phys)`` each, stored at
+        ``store_ts``): ``topic#key`` hashed and written in one loop per message, each file's
+        header once (the last message's offset and time, as a put per message leaves it).
+        Raises OSError when a file cannot be made or grown; what went in before stays."""
+        prefix, file = topic + "#", self.files[-1] if self.files else None
+        touched: IndexFile | None = None  # the file added to since its header was written
+        try:
+            for keys, phys in puts:
+                n = len(keys)
+                if n and file is not None and file.count + n <= file.backed:  # room already
+                    file.add(prefix, keys, phys, store_ts)
+                    touched = file
+                    continue
+                while keys:  # a file that fills up part-way leaves the rest to a new one
+                    if file is None or file.entries - file.count < min(n, self.entries - 1):
+                        if touched is not None:
+                            touched.write_header()
+                            touched = None
+                        file = self._writable(n)
+                    if file.count + n > file.backed:  # none after the put path's reserve()
+                        file.reserve(n, self.check)
+                    keys, touched = keys[file.add(prefix, keys, phys, store_ts) :], file
+                    n = len(keys)
+        finally:
+            if touched is not None:
+                touched.write_header()
 
     def query(self, topic: str, key: str, limit: int, begin: int, end: int) -> list[int]:
         """Commitlog offsets of ``topic``'s messages with ``key`` in the time range, newest

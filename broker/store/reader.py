@@ -3,8 +3,11 @@ offsets by store time (5.x SEARCH_OFFSET_BY_TIMESTAMP semantics)."""
 
 from __future__ import annotations
 
+import bisect
 import os
 import struct
+from collections.abc import Callable
+from itertools import accumulate
 from typing import Final
 
 from broker.store.commitlog import CommitLog
@@ -62,39 +65,90 @@ class Reader:
         max_bytes: int | None,
         tag_codes: frozenset[int] | None,
     ) -> GetResult:
-        messages: list[bytes] = []
-        status, total, scanned, last_phys = GetStatus.NO_MATCHED_MESSAGE, 0, 0, -1
-        max_phys, memory = self.commitlog.max_offset, self.memory
-        read_record = self.commitlog.read_record
+        if tag_codes is None:
+            found = self._at_once(cq, offset, max_msgs, max_bytes)
+            if found is not None:
+                return found
+        gather = self.commitlog.gather()  # unit by unit: each record checked as it is taken
+        physs, sizes, scanned, status = self._pick(
+            cq, offset, max_msgs, max_bytes, tag_codes, gather.add
+        )
+        low, high = cq.min_offset, cq.max_offset
+        if not physs:
+            return GetResult(status, offset + scanned, low, high)
+        suggest = self.commitlog.max_offset - physs[-1] > self.memory
+        body = gather.take()
+        return GetResult(GetStatus.FOUND, offset + scanned, low, high, body, sizes, suggest)
+
+    def _at_once(
+        self, cq: ConsumeQueue, offset: int, max_msgs: int, max_bytes: int | None
+    ) -> GetResult | None:
+        """The usual get, in a few calls rather than a loop: no tag filter, no blank unit,
+        every record in memory and in one CommitLog segment. None when it is not that case:
+        then ``_pick`` decides unit by unit, with the same outcome where both apply."""
         cfg = self.config
+        most = min(max_msgs, cfg.max_transfer_count_on_message_in_memory)
+        # and the unit after: a blank there would be scanned past, and stop nothing
+        columns = cq.columns(offset, min(most + 1, cq.max_offset - offset))
+        if columns is None or most < 1:
+            return None
+        physs, sizes = columns
+        edge = self.commitlog.max_offset - self.memory  # before it: on disk
+        if min(sizes) <= 0 or max(sizes) >= BLANK_SIZE or min(physs) < edge:
+            return None
+        # isTheBatchFull's byte caps: the first record is taken whatever its size
+        cap = cfg.max_transfer_bytes_on_message_in_memory
+        cap = cap if max_bytes is None else min(cap, max_bytes)
+        taken = min(most, max(1, bisect.bisect_right(list(accumulate(sizes)), cap)))
+        physs, sizes = physs[:taken], sizes[:taken]
+        gather = self.commitlog.gather()
+        if not gather.add_all(physs, sizes):
+            return None  # a record is not there, or they are in two segments
+        body = gather.take()
+        low, high = cq.min_offset, cq.max_offset
+        return GetResult(GetStatus.FOUND, offset + taken, low, high, body, list(sizes))
+
+    def _pick(
+        self,
+        cq: ConsumeQueue,
+        offset: int,
+        max_msgs: int,
+        max_bytes: int | None,
+        tag_codes: frozenset[int] | None,
+        check: Callable[[int, int], bool],
+    ) -> tuple[list[int], list[int], int, GetStatus]:
+        """The records to serve from ``offset`` (getMessage's loop): the commitlog offsets
+        and sizes of the units that pass the tag filter and ``check(phys, size)`` (is that
+        record there), until the batch is full; units scanned; the status if none is."""
+        cfg, physs, sizes = self.config, [], []
+        status, total, count, scanned = GetStatus.NO_MATCHED_MESSAGE, 0, 0, 0
+        # isTheBatchFull: maxMsgNums and the request's bytes, then the in-memory caps, or the
+        # on-disk ones for data further back than the memory ratio allows
         byte_cap = (1 << 62) if max_bytes is None else max_bytes
+        cap_mem = min(byte_cap, cfg.max_transfer_bytes_on_message_in_memory)
+        most_mem = min(max_msgs, cfg.max_transfer_count_on_message_in_memory)
+        cap_disk = min(byte_cap, cfg.max_transfer_bytes_on_message_in_disk)
+        most_disk = min(max_msgs, cfg.max_transfer_count_on_message_in_disk)
+        edge = self.commitlog.max_offset - self.memory  # before it: on disk
         limit = max(16000, max_msgs * 20) // 20  # ConsumeQueue bytes read per call, as units
         for phys, size, tags in cq.raw_units(offset, limit):
             if 0 < size < BLANK_SIZE:  # not a blank (Unit.blank)
-                count = len(messages)
-                if count:  # isTheBatchFull: count, then the in-memory or on-disk caps
-                    if max_phys - phys > memory:
-                        cap = cfg.max_transfer_bytes_on_message_in_disk
-                        most = cfg.max_transfer_count_on_message_in_disk
-                    else:
-                        cap = cfg.max_transfer_bytes_on_message_in_memory
-                        most = cfg.max_transfer_count_on_message_in_memory
-                    grown = total + size
-                    if count >= max_msgs or grown > byte_cap or grown > cap or count >= most:
+                if count:  # the first one is taken whatever its size
+                    if phys < edge:
+                        if count >= most_disk or total + size > cap_disk:
+                            break
+                    elif count >= most_mem or total + size > cap_mem:
                         break
                 if tag_codes is None or tags in tag_codes:
-                    record = read_record(phys)
-                    if record is None or len(record) != size:  # the commitlog data is gone
-                        status = GetStatus.MESSAGE_WAS_REMOVING if not messages else status
-                    else:
-                        messages.append(record)
+                    if check(phys, size):
+                        physs.append(phys)
+                        sizes.append(size)
                         total += size
-                        last_phys = phys
+                        count += 1
+                    elif not count:  # the commitlog data is gone
+                        status = GetStatus.MESSAGE_WAS_REMOVING
             scanned += 1
-        if messages:
-            status = GetStatus.FOUND
-        suggest = last_phys >= 0 and max_phys - last_phys > memory
-        return GetResult(status, offset + scanned, cq.min_offset, cq.max_offset, messages, suggest)
+        return physs, sizes, scanned, status
 
     # ------------------------------------------------------------ time
 

@@ -46,5 +46,15 @@ class GetResult(NamedTuple):
     next_begin_offset: int
     min_offset: int
     max_offset: int
-    messages: list[bytes] = []  # raw stored records, exactly as stored  # noqa: RUF012
+    body: bytes = b""  # the raw stored records found, back to back, exactly as stored
+    sizes: list[int] = []  # the size of each of them  # noqa: RUF012
     suggest_slave: bool = False
+
+    @property
+    def messages(self) -> list[bytes]:
+        """The records one by one (copies: the pull answer sends ``body`` as it is)."""
+        out, at, body = [], 0, self.body
+        for size in self.sizes:
+            out.append(body[at : at + size])
+            at += size
+        return out

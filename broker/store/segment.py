@@ -29,6 +29,7 @@ from pathlib import Path
 
 import structlog
 
+from broker.store import warm
 from remoting.files import fsync_dir
 
 log = structlog.get_logger(__name__)
@@ -36,11 +37,6 @@ log = structlog.get_logger(__name__)
 _NAME = re.compile(r"[0-9]{20}")
 _CHUNK = 1 << 20
 _ZERO_CHUNK = bytes(_CHUNK)
-# Linux 5.14+: map a range writable in one call (no data is changed); elsewhere it fails
-# and prefaulting stops
-_MADV_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23)
-_prefault_works = hasattr(mmap.mmap, "madvise")
-_PREFAULT = 256 << 10  # per call: about half a millisecond on the loop here
 
 # checks that ``nbytes`` more of the disk may be used; raises OSError (DiskFull) if not
 SpaceCheck = Callable[[int], None]
@@ -89,8 +85,8 @@ class MapCache:
 class Segment:
     """One file of ``size`` bytes holding offsets ``[start, start + size)``."""
 
-    __slots__ = ("_cache", "_mm", "backed", "closed", "faulted", "fd", "path", "size", "start",
-                 "used")  # fmt: skip
+    __slots__ = ("_cache", "_mm", "backed", "closed", "faulted", "fd", "path", "prefaulted",
+                 "size", "start", "used")  # fmt: skip
 
     def __init__(
         self,
@@ -107,7 +103,8 @@ class Segment:
         self.size = size
         self.fd = fd  # kept open only when its queue keeps descriptors
         self.backed = backed  # bytes from the start with blocks behind them
-        self.faulted = 0  # bytes from the start mapped writable by prefault()
+        self.faulted = 0  # the writer calls prefault() when it writes past this
+        self.prefaulted = 0  # bytes from the start mapped writable (or being so) by prefault
         self.closed = False  # closed on purpose (retention, shutdown): errors are expected
         self.used = True
         self._cache = cache
@@ -175,6 +172,11 @@ class Segment:
         return self._mm is not None
 
     @property
+    def mapping(self) -> mmap.mmap | None:
+        """The mapping if mapped now (None when closed or unmapped), without mapping it."""
+        return self._mm
+
+    @property
     def mm(self) -> mmap.mmap:
         """The mapping, made again if the cache dropped it."""
         mm = self._mm
@@ -227,20 +229,10 @@ class Segment:
         self.mm[pos : pos + len(data)] = data
 
     def prefault(self, pos: int) -> None:
-        """Map the next chunk from ``pos`` writable in one call, so the appends that follow
-        do not fault a page at a time (RocketMQ warms its mapped files for the same
-        reason). Nothing is written: only within the backed part, where no block is
-        allocated by it."""
-        global _prefault_works
-        start = pos - pos % mmap.PAGESIZE
-        end = min(self.backed, start + _PREFAULT)
-        self.faulted = end
-        if _prefault_works and end > start:
-            try:
-                self.mm.madvise(_MADV_POPULATE_WRITE, start, end - start)
-            except OSError as exc:
-                if exc.errno == errno.EINVAL:  # an older kernel: stop trying
-                    _prefault_works = False
+        """Map the pages ahead of a write at ``pos`` writable, so the appends that follow do
+        not fault a page at a time; nothing is written, only within the backed part, where
+        no block is allocated by it (warm.py: off the loop where it can be)."""
+        warm.prefault(self, pos)
 
     def read(self, pos: int, length: int) -> bytes:
         return self.mm[pos : pos + length]
@@ -286,6 +278,7 @@ class Segment:
     def close(self) -> None:
         self.closed = True
         if self._mm is not None:
+            # BufferError: a view (or warm.py's thread) holds it; unmapped once let go of
             with contextlib.suppress(BufferError, ValueError):
                 self._mm.close()
             self._mm = None

@@ -128,3 +128,58 @@ async def test_offsets_by_time(open_store: StoreFactory) -> None:
     assert store.earliest_store_time("T", 0) == stamps[0]
     assert store.store_time("T", 0, 3) == stamps[3]
     assert store.earliest_store_time("Nope", 0) == -1
+
+
+async def test_runs_of_records_and_bad_heads(open_store: StoreFactory) -> None:
+    """Issue 20: a get copies adjacent records as one run, and several runs (another queue's
+    records between, a segment change) back to back, each byte as stored. Every record's
+    head is still checked: one whose size, offset or magic does not match is not served,
+    the records around it are."""
+    store = await open_store()  # 4 KiB CommitLog segments: about 9 of these records each
+    for i in range(40):
+        await store.put(message("T", int(i % 4 == 3), bytes([i]) * 300))
+    cq = store.queues[("T", 0)]
+    units = [u for u in cq.units(0, cq.max_offset)]
+    records = [r for u in units if (r := store.commitlog.read_record(u.phys)) is not None]
+    first = store.get("T", 0, 0, 4)  # in one segment, two runs: checked all at once
+    assert first.body == b"".join(records[:4]) and first.next_begin_offset == 4
+    for unit, at, patch in ((units[4], 0, 1), (units[9], 28, 1), (units[16], 4, 1)):
+        seg = store.commitlog.queue.find(unit.phys)
+        assert seg is not None
+        head = int.from_bytes(seg.read(unit.phys - seg.start + at, 4), "big")
+        seg.write(unit.phys - seg.start + at, (head + patch).to_bytes(4, "big"))
+    assert store.get("T", 0, 3, 3).messages == [records[3], records[5], records[6]]
+    found = store.get("T", 0, 0, 32)
+    expected = [r for k, r in enumerate(records) if k not in (4, 9, 16)]
+    assert found.messages == expected and len(expected) == 27
+    assert found.body == b"".join(expected) and found.sizes == list(map(len, expected))
+
+
+async def test_at_once_serves_what_the_scan_serves(open_store: StoreFactory) -> None:
+    """Issue 20: a get without a tag filter reads its units and checks its records in a few
+    calls when it can; it serves exactly what the unit-by-unit scan serves (which a filter
+    matching every tag takes): holes and blanks skipped, the caps of count and bytes (the
+    first record whatever its size), on-disk caps for records further back than the memory
+    ratio allows."""
+    store = await open_store(
+        mapped_file_size_commit_log=1 << 20, mapped_file_size_consume_queue=20 * 1000
+    )
+    for i in range(40):
+        await store.put(message("T", 0, bytes([i]) * ((i * 397) % 3000 + 10), TAGS="A"))
+    cq = store.queues[("T", 0)]
+    unit = cq.unit(39)
+    assert unit is not None
+    cq.put(41, unit.phys, unit.size, unit.tags_code)  # a blank at 40 (fillPreBlank) ...
+    cq.put(42, 0, 0, 0)  # ... and a hole at 42 (a unit never written)
+    for i in range(43, 60):
+        await store.put(message("T", 0, bytes([i]) * ((i * 397) % 3000 + 10), TAGS="A"))
+    units = list(cq.units(0, 60))
+    middle, every_tag = units[30].phys, frozenset({tags_code("A")})
+    for memory in (1 << 62, store.max_phys_offset - middle):  # all in memory; 0-29 on disk
+        store.reader.memory = memory
+        for offset in range(60):
+            three = sum(u.size for u in units[offset : offset + 3] if not u.blank)
+            for max_msgs, max_bytes in ((1, None), (5, None), (32, None), (32, 1), (32, three)):
+                fast = store.get("T", 0, offset, max_msgs, max_bytes=max_bytes)
+                scan = store.get("T", 0, offset, max_msgs, max_bytes=max_bytes, tag_codes=every_tag)
+                assert fast == scan, (memory, offset, max_msgs, max_bytes)
