@@ -17,8 +17,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 EXT = sysconfig.get_config_var("EXT_SUFFIX")
 
-# protocol codec, store (put, get, index, fsync failures, recovery's tail check), and one
-# broker round trip of sends and pulls; ~15 s on an idle machine
+# protocol codec, store (put, get, index, fsync failures, recovery's tail check), a broker's
+# sends and pulls, the SDK producer over two brokers; ~20 s on an idle machine
 SUBSET = [
     "tests/protocol/test_frame.py",
     "tests/protocol/test_message.py",
@@ -30,6 +30,7 @@ SUBSET = [
     "tests/store/test_io_errors.py",
     "tests/store/test_recovery.py::test_a_clean_start_leaves_the_rest_of_the_log_unread",
     "tests/broker/test_pull.py::test_every_pull_outcome",
+    "tests/client/test_producer.py::test_sends_spread_over_every_queue_of_both_brokers[json]",
 ]
 
 
