@@ -70,6 +70,13 @@ COMPILED = [
 # the shared library, aiorocketmq__mypyc.<abi>.so: top-level, as mypyc derives each compiled
 # module's __file__ and __path__ from where it is
 GROUP = "aiorocketmq"
+RELAXED = [
+    "--ignore-missing-imports",
+    "--no-warn-unused-ignores",
+    "--no-warn-return-any",
+    "--allow-subclassing-any",
+    "--allow-untyped-decorators",
+]
 PACKAGES = ("remoting", "namesrv", "broker", "client", "spark", "deploy")
 ROOT = Path(__file__).resolve().parent
 
@@ -91,10 +98,11 @@ def mypyc_extensions() -> list[Extension]:
     try:
         from mypyc.build import mypycify
 
-        # mypy reads pyproject's [tool.mypy]; the runtime dependencies the build environment
-        # lacks (structlog) are typed as Any, which compiles to the same generic calls
+        # mypy reads pyproject's [tool.mypy]. The build environment lacks the runtime
+        # dependencies (structlog, msgpack): typed as Any, they compile to the same generic
+        # calls; the strict checks Any would trip are `make lint`'s job, with every type known
         exts: list[Extension] = mypycify(
-            ["--ignore-missing-imports", *COMPILED],
+            [*RELAXED, *COMPILED],
             group_name=GROUP,
             target_dir=str(Path("build", "mypyc")),
         )
