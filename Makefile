@@ -12,14 +12,20 @@ BENCHES := $(filter-out common spark_common tx_common repl_common rawecho peers 
 
 .PHONY: setup test lint bench run clean
 
-# (re)install when pyproject.toml changes; `pip install -e` is idempotent. The first install
-# downloads pyspark and friends (a few hundred MB): pip shows its progress then, and is quiet after.
-$(STAMP): pyproject.toml
+# the modules setup.py compiles with mypyc (its COMPILED list, one quoted path per line)
+COMPILED := $(shell sed -n 's/^ *"\([a-z_/]*\.py\)",$$/\1/p' setup.py)
+
+# (re)install when pyproject.toml, setup.py or a compiled module changes (an edited module never
+# runs as its stale build; tests/conftest.py refuses to); `pip install -e` is idempotent. The
+# first install downloads pyspark and friends (a few hundred MB): pip shows its progress then,
+# and is quiet after. The last line says whether the hot modules run compiled.
+$(STAMP): pyproject.toml setup.py $(COMPILED)
 	@test -x $(PY) || { echo "== creating the virtual environment $(VENV) ($(PYTHON))"; $(PYTHON) -m venv $(VENV); }
 	@echo "== installing aiorocketmq and its tools into $(VENV): pip install -e '.[dev,spark]'"
 	$(PY) -m pip install $(if $(wildcard $(STAMP)),-q,--progress-bar on) -e '.[dev,spark]'
 	@touch $(STAMP)
 	@echo "== $(VENV) is ready"
+	@$(PY) -c 'import broker.store as m; print("== hot modules: " + ("compiled (mypyc)" if m.__file__.endswith(".so") else "pure Python, slower: no C compiler, mypyc failed, or AIOROCKETMQ_PURE is set (pip install -v -e . says which)"))'
 
 setup: $(STAMP)
 
@@ -57,4 +63,5 @@ bench-peers: $(STAMP)
 	$(PY) -m benchmarks.peers $(ARGS)
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis build
+	find . -name '*.so' -not -path './$(VENV)/*' -not -path '*/node_modules/*' -delete

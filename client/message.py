@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from mypy_extensions import mypyc_attr
+
 from client.api import SendStatus
 from remoting.protocol.heartbeat import MessageQueue
 from remoting.protocol.message import NAME_VALUE_SEPARATOR as NV
@@ -16,6 +18,7 @@ _TAGS, _KEYS, _DELAY = f"{Prop.TAGS}{NV}", f"{Prop.KEYS}{NV}", f"{Prop.DELAY}{NV
 _WAIT_UNIQ = f"{Prop.WAIT}{NV}true{PS}{Prop.UNIQ_KEY}{NV}"
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # compiled (setup.py); yours may subclass it
 @dataclass(slots=True)
 class Message:
     """A message to send. ``tags`` and ``keys`` (a string, or several separated by spaces)
@@ -61,6 +64,7 @@ class Message:
         return self.properties.get(Prop.UNIQ_KEY)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # TransactionSendResult's base
 @dataclass(frozen=True, slots=True)
 class SendResult:
     """SendResult: ``msg_id`` is the client's UNIQ_KEY, ``offset_msg_id`` the broker's id

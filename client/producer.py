@@ -14,6 +14,8 @@ import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from mypy_extensions import mypyc_attr
+
 from client import api
 from client.errors import MQBrokerError, MQClientError
 from client.fault import LatencyFaults
@@ -63,6 +65,7 @@ class _Prepared:
     max_reconsume_times: int | None = None
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # compiled (setup.py); TransactionProducer's base
 class Producer:
     def __init__(self, group: str, namesrv_addr: str | None = None, **options: object) -> None:
         self.group = group

@@ -1,9 +1,11 @@
-"""Shared fixtures: a real RemotingServer on 127.0.0.1 port 0 in the test's loop; and the
-``--dist loadgroup`` of ``make test``'s two xdist workers (tests/units.py)."""
+"""Shared fixtures: a real RemotingServer on 127.0.0.1 port 0 in the test's loop; the
+``--dist loadgroup`` of ``make test``'s two xdist workers (tests/units.py). Refuses to run
+against compiled modules older than their sources."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +16,23 @@ from remoting.server import RemotingServer
 from tests.units import slow_first, work_unit
 
 ServerFactory = Callable[..., Awaitable[RemotingServer]]
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """An edited module never runs as its stale compiled build (setup.py, mypyc)."""
+    stale = [
+        str(so.relative_to(ROOT))
+        for pkg in ("remoting", "broker", "client", "namesrv", "spark")
+        for so in (ROOT / pkg).rglob("*.so")
+        if (py := so.with_name(so.name.split(".")[0] + ".py")).exists()
+        and py.stat().st_mtime > so.stat().st_mtime
+    ]
+    if stale:
+        raise pytest.UsageError(
+            f"compiled modules older than their .py: {', '.join(stale)}; run make setup"
+        )
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)

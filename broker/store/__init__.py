@@ -216,8 +216,9 @@ class MessageStore(StoreReads, Replica):
             await asyncio.to_thread(fsync_all, [seg for _cq, _mark, segs in dirty for seg in segs])
             if self.config.message_index_enable:
                 await asyncio.to_thread(self.index.flush)
-        except FsyncDeferred as exc:  # nothing lost: the next round tries again
-            log.warning("consume_queue_flush_deferred", error=str(exc))
+        except FsyncDeferred as deferred:  # nothing lost: the next round tries again
+            # (named apart from ``exc``: mypyc gives one name one type, mypyc/mypyc#620)
+            log.warning("consume_queue_flush_deferred", error=str(deferred))
             return
         except OSError as exc:
             self._io_failed("consume_queue_fsync", exc)

@@ -3,6 +3,8 @@ times, by physical offset and by key. Reads never block on writes and never wait
 
 from __future__ import annotations
 
+from mypy_extensions import trait
+
 from broker.store.commitlog import CommitLog
 from broker.store.consumequeue import ConsumeQueue
 from broker.store.index import Index
@@ -13,6 +15,7 @@ from remoting.errors import MessageDecodeError
 from remoting.protocol.message import decode_record
 
 
+@trait  # MessageStore's first base: mypyc compiles one base class and any traits
 class StoreReads:
     """Mixed into MessageStore, which sets these."""
 

@@ -16,6 +16,7 @@ import shutil
 from pathlib import Path
 
 import structlog
+from mypy_extensions import trait
 
 from broker.store.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
 from broker.store.commitlog import CommitLog, Scan
@@ -30,6 +31,7 @@ from remoting.protocol.message import decode_record, now_ms
 log = structlog.get_logger(__name__)
 
 
+@trait  # MessageStore's second base: mypyc compiles one base class and any traits
 class Replica:
     """Mixed into MessageStore, which sets these."""
 

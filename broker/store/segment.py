@@ -28,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import structlog
+from mypy_extensions import mypyc_attr
 
 from broker.store import warm
 from remoting.files import fsync_dir
@@ -46,6 +47,7 @@ def _no_check(_nbytes: int) -> None:
     return None
 
 
+@mypyc_attr(native_class=False)  # mypyc compiles no subclass of OSError
 class FsyncDeferred(OSError):
     """A file could not even be opened to fsync it (too many open files): nothing is known
     to be lost; the flush is tried again next round."""
