@@ -132,7 +132,7 @@ def raw_get_rate(root: str, store_host: str, queues: int, seconds: float) -> flo
             while time.perf_counter() - began < seconds:
                 for qid in range(queues):
                     result = store.get(TOPIC, qid, offsets[qid], 32)
-                    found = len(result.messages)
+                    found = len(result.sizes)
                     offsets[qid] = result.next_begin_offset if found else 0  # wrap around
                     got += found
             return got / (time.perf_counter() - began)
