@@ -51,7 +51,8 @@ class ProcessQueue:
             self.msgs[off] = m
             bisect.insort(self.offsets, off)
             self.size += len(m.body)
-            self.max_offset = max(self.max_offset, off)
+            if off > self.max_offset:
+                self.max_offset = off
             added = True
         if msgs:
             last = msgs[-1].properties.get(Prop.MAX_OFFSET)

@@ -1,16 +1,21 @@
 """The SDK's per-message shortcuts (issue 20) against the long way they replace: queue
 selection's O(1) first pick, properties written out at once, the fault table updated in
-place. Pure state: no servers."""
+place, and the concurrent consume service's own queue and wake-ups. Pure state: no servers."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 
+from client.consume import ConcurrentService, Listener
+from client.consumer_types import ConsumerOptions, ConsumeStatus
 from client.fault import FAILED_LATENCY_MS, LatencyFaults
 from client.message import Message
+from client.offsets import RemoteOffsetStore
+from client.process_queue import ProcessQueue
 from client.publish import PublishInfo
 from remoting.protocol.heartbeat import MessageQueue
-from remoting.protocol.message import encode_properties
+from remoting.protocol.message import MessageExt, encode_properties
 from remoting.protocol.route import BrokerData, QueueData, TopicRouteData
 
 BROKERS = ("broker-a", "broker-b", "broker-c")
@@ -88,3 +93,50 @@ def test_fault_windows_follow_the_latency_tables() -> None:
     faults.update("b", 3, isolation=True)
     assert faults.items["b"].latency_ms == FAILED_LATENCY_MS
     assert faults.items["b"].start_ms == 601000.0
+
+
+async def test_listeners_that_wait_run_side_by_side_up_to_the_concurrency() -> None:
+    """One worker goes through listeners that never wait; one that waits lets the next
+    worker take the next batch, up to ``consume_concurrency`` at once; shutdown lets the
+    calls under way finish."""
+    options = ConsumerOptions(consume_concurrency=4)
+    inside = peak = finished = 0
+    release, four_inside, ten_done = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+    async def listener(msgs: list[MessageExt], _ctx: object) -> ConsumeStatus:
+        nonlocal inside, peak, finished
+        inside += 1
+        peak = max(peak, inside)
+        if inside == 4:
+            four_inside.set()
+        await release.wait()
+        inside -= 1
+        finished += 1
+        if finished == 10:
+            ten_done.set()  # its worker commits the offset before the loop runs again
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    offsets = RemoteOffsetStore(None, "g")  # type: ignore[arg-type]  # only its table is used
+    service = ConcurrentService("g", options, Listener(listener, options), offsets, None)  # type: ignore[arg-type]
+    mq, pq = MessageQueue("T", "b", 0), ProcessQueue()
+    msgs = [MessageExt(topic="T", body=b"x", queue_offset=i) for i in range(10)]
+    pq.put(msgs)
+    service.submit(msgs, pq, mq, False)
+    await asyncio.wait_for(four_inside.wait(), 5)
+    await asyncio.sleep(0.01)
+    assert (peak, len(service.batches)) == (4, 6)
+    release.set()
+    await asyncio.wait_for(ten_done.wait(), 5)
+    await asyncio.sleep(0)
+    assert offsets.table[mq] == 10
+    release.clear()
+    later = [MessageExt(topic="T", body=b"x", queue_offset=i) for i in range(10, 12)]
+    pq.put(later)
+    service.submit(later, pq, mq, False)
+    await asyncio.sleep(0.01)
+    drain = asyncio.ensure_future(service.drain(5))
+    await asyncio.sleep(0.01)
+    assert not drain.done() and inside == 2
+    release.set()
+    await asyncio.wait_for(drain, 1)
+    assert inside == 0 and offsets.table[mq] == 12
