@@ -51,6 +51,7 @@ COMPILED = [
     "broker/store/dispatch.py",
     "broker/store/flush.py",
     "broker/store/index.py",
+    "broker/store/many.py",
     "broker/store/queues.py",
     "broker/store/reader.py",
     "broker/store/reads.py",
