@@ -78,6 +78,7 @@ class Warmer:
         self.works = True  # False once the kernel refused MADV_POPULATE_WRITE
         self._cond = threading.Condition()
         self._work: dict[Warmable, list[int]] = {}  # segment -> [next, stop) left to do
+        self._busy = False  # a call under way
         self._thread: threading.Thread | None = None
 
     def ask(self, seg: Warmable, start: int, stop: int) -> None:
@@ -95,8 +96,10 @@ class Warmer:
 
     def _next(self) -> tuple[Warmable, int, int]:
         with self._cond:
+            self._busy = False
             while not self._work:
                 self._cond.wait()
+            self._busy = True
             seg, span = next(iter(self._work.items()))
             start = span[0]
             stop = span[0] = min(span[1], start + _CHUNK)
@@ -113,9 +116,9 @@ class Warmer:
                     self._work.clear()
 
     def idle(self) -> bool:
-        """Nothing left to do (for tests)."""
+        """Nothing under way nor left to do (for tests)."""
         with self._cond:
-            return not self._work
+            return not self._work and not self._busy
 
 
 _madvise = _libc_madvise()
