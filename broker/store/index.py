@@ -111,7 +111,8 @@ class IndexFile:
         mm, slots, count, used = self.mm, self.slots, self.count, self.used
         at = self._entries_at + count * 20
         room = self.entries - count
-        for key in keys if len(keys) <= room else keys[:room]:
+        todo = keys if len(keys) <= room else keys[:room]
+        for key in todo:
             text = prefix + key
             if text.isascii() and len(text) <= _ASCII_MAX:  # key_hash, inline
                 units = text.encode()
@@ -130,7 +131,9 @@ class IndexFile:
             _SLOT.pack_into(mm, slot_pos, count)
             count += 1
             at += 20
-        added, self.count, self.used = count - self.count, count, used
+        added = count - self.count
+        self.count = count
+        self.used = used
         self.end_ts, self.end_phys = store_ts, phys
         return added
 
@@ -258,7 +261,8 @@ class Index:
                     file.add(prefix, keys, phys, store_ts)
                     touched = file
                     continue
-                while keys:  # a file that fills up part-way leaves the rest to a new one
+                rest = keys  # (not the loop variable itself: mypyc 1.19 looped forever)
+                while rest:  # a file that fills up part-way leaves the rest to a new one
                     if file is None or file.entries - file.count < min(n, self.entries - 1):
                         if touched is not None:
                             touched.write_header()
@@ -266,8 +270,10 @@ class Index:
                         file = self._writable(n)
                     if file.count + n > file.backed:  # none after the put path's reserve()
                         file.reserve(n, self.check)
-                    keys, touched = keys[file.add(prefix, keys, phys, store_ts) :], file
-                    n = len(keys)
+                    added = file.add(prefix, rest, phys, store_ts)
+                    touched = file
+                    rest = rest[added:]
+                    n = len(rest)
         finally:
             if touched is not None:
                 touched.write_header()
