@@ -74,7 +74,10 @@ def test_the_hot_modules_run_compiled_where_a_compiler_is(tmp_path: Path) -> Non
     modules = compiled_modules()
     assert "broker.store.segment" in modules
     pure = [m for m, path in origins(modules).items() if not path.endswith(EXT)]
-    assert not pure, f"not compiled: {pure}; run make setup (pip install -v -e . says why)"
+    assert not pure, (
+        f"not compiled: {pure}; reinstall: touch setup.py && make setup "
+        "(.venv/bin/pip install -v -e . says why a build fell back)"
+    )
 
 
 @pytest.mark.slow
