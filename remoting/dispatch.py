@@ -12,7 +12,9 @@ shutdown. Handler failures become SYSTEM_ERROR responses; the connection stays.
 
 A route may also take a ``batch`` handler: the requests of its code that one read delivered
 together go to it at once (``dispatch_run``; the broker stores a read's single-message sends
-in one append), and it answers as many of the leading ones as it can without waiting.
+in one append), and it answers as many of the leading ones as it can -- or, when their
+answers must wait (a SYNC_FLUSH store's flush), returns them ``Deferred``: one Task then
+answers them all.
 
 The dispatcher knows nothing of connections: the caller passes the connection object through
 to handlers, and a ``Reply`` callable that takes each ``(request, response)``. Given a
@@ -28,13 +30,14 @@ import contextvars
 import inspect
 import time
 from asyncio.tasks import _enter_task, _leave_task
-from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from time import perf_counter
-from typing import Any, TypeAlias
+from typing import Any, NamedTuple, TypeAlias
 
 from remoting.counters import OTHER_CODE, RequestStats
 from remoting.errors import RemotingCommandError
+from remoting.inline import InlineTask, Resume
 from remoting.log import get_logger
 from remoting.protocol.codes import ResponseCode
 from remoting.protocol.command import RemotingCommand, response_to
@@ -44,9 +47,19 @@ AsyncHandler: TypeAlias = Callable[[RemotingCommand, Any], Awaitable[RemotingCom
 SyncHandler: TypeAlias = Callable[[RemotingCommand, Any], RemotingCommand | None]
 Handler: TypeAlias = AsyncHandler | SyncHandler
 Reply: TypeAlias = Callable[[RemotingCommand, RemotingCommand | None], None]
+
+
+class Deferred(NamedTuple):
+    """A batch handler took the first ``taken`` requests, whose answers need waiting for (a
+    SYNC_FLUSH store's flush): ``answers`` gives them, in order, once they are settled."""
+
+    taken: int
+    answers: Coroutine[Any, Any, list[RemotingCommand]]
+
+
 # requests of one route that arrived together, in order -> answers to the leading ones it
-# handled (without waiting); the dispatcher hands the next request to the route's handler
-BatchHandler: TypeAlias = Callable[[list[RemotingCommand], Any], list[RemotingCommand]]
+# handled, or a Deferred for them; the dispatcher hands the next request to the route's handler
+BatchHandler: TypeAlias = Callable[[list[RemotingCommand], Any], list[RemotingCommand] | Deferred]
 # what a request with no route gets: a response, or None for no answer at all
 Unknown: TypeAlias = Callable[[RemotingCommand], RemotingCommand | None]
 
@@ -196,7 +209,7 @@ class Dispatcher:
             return None  # finished without waiting: answered already, no task needed
         finally:
             _leave_task(loop, stand_in)  # type: ignore[arg-type]
-        task = loop.create_task(_Resume(coro, waiting_on), context=context)
+        task = loop.create_task(Resume(coro, waiting_on), context=context)
         stand_in.hand_over(task)
         return self._track(task)
 
@@ -222,11 +235,17 @@ class Dispatcher:
                 rest = cmds[i:] if i else cmds
                 try:
                     answers = route.batch(rest, conn)
-                except Exception as exc:  # noqa: BLE001 -- broad catch 2 of 3 (logged in _failed)
+                except Exception as exc:  # noqa: BLE001 -- a handler's failure (logged in _failed)
                     answers = [_failed(cmd, conn, exc) for cmd in rest]
                 finally:
                     if slots is not None:
                         slots.release()
+                if isinstance(answers, Deferred):  # one task answers them all once settled
+                    done = rest[: answers.taken]
+                    coro = self._settled(answers, done, conn, reply, started)
+                    tasks += [self._track(asyncio.get_running_loop().create_task(coro))] * len(done)
+                    answers = []
+                    i += len(done)
                 for cmd, response in zip(rest, answers, strict=False):
                     reply(cmd, response)
                     if self._stats is not None:
@@ -239,6 +258,25 @@ class Dispatcher:
                 tasks.append(task)
             i += 1
         return tasks
+
+    async def _settled(
+        self,
+        deferred: Deferred,
+        cmds: list[RemotingCommand],
+        conn: Any,
+        reply: Reply,
+        started: float,
+    ) -> None:
+        """Reply to ``cmds`` with ``deferred``'s answers (the task is counted once per request
+        of the run: the connection's in-flight cap sees each)."""
+        try:
+            answers = await deferred.answers
+        except Exception as exc:  # noqa: BLE001 -- a handler's failure (logged in _failed)
+            answers = [_failed(cmd, conn, exc) for cmd in cmds]
+        for cmd, response in zip(cmds, answers, strict=True):
+            reply(cmd, response)
+            if self._stats is not None:
+                self._stats.record(cmd.code, response, started)
 
     def _track(self, task: asyncio.Task[None]) -> asyncio.Task[None]:
         self.tasks.add(task)
@@ -262,7 +300,7 @@ class Dispatcher:
         try:  # the handler is awaited here, not through a helper: one frame less per request
             result = route.handler(cmd, conn)
             response = await result if inspect.isawaitable(result) else result
-        except Exception as exc:  # noqa: BLE001 -- broad catch 1 of 3 (logged in _failed)
+        except Exception as exc:  # noqa: BLE001 -- a handler's failure (logged in _failed)
             response = _failed(cmd, conn, exc)
         finally:
             if took:
@@ -295,88 +333,10 @@ class Dispatcher:
             await asyncio.wait(pending)
 
 
-class InlineTask:
-    """The current task while a handler's first step runs inline, before any Task exists.
-
-    It has what asyncio's own helpers use of the current task -- ``asyncio.timeout`` and
-    ``TaskGroup`` call ``cancel``, ``uncancel``, ``cancelling`` and ``done`` -- and once the
-    handler suspends and a real Task takes it over, every call goes to that Task. (Python
-    3.12's eager tasks make a real Task current from the start; 3.11 has none.) One is made
-    per request, so it costs no ``__init__``: its state starts as class defaults.
-    """
-
-    _task: asyncio.Task[None] | None = None
-    _cancels: list[Any] | None = None  # cancel() messages asked for before the hand-over
-
-    def hand_over(self, task: asyncio.Task[None]) -> None:
-        self._task = task
-        for msg in self._cancels or ():
-            task.cancel(msg)
-
-    def cancel(self, msg: Any = None) -> bool:
-        if self._task is not None:
-            return self._task.cancel(msg)
-        if self._cancels is None:
-            self._cancels = []
-        self._cancels.append(msg)
-        return True
-
-    def uncancel(self) -> int:
-        if self._task is not None:
-            return self._task.uncancel()
-        if self._cancels:
-            self._cancels.pop()
-        return len(self._cancels or ())
-
-    def cancelling(self) -> int:
-        return self._task.cancelling() if self._task is not None else len(self._cancels or ())
-
-    def done(self) -> bool:
-        return self._task.done() if self._task is not None else False
-
-    def __repr__(self) -> str:
-        return f"<InlineTask task={self._task!r}>"
-
-
-_STARTED: Any = object()
-
-
-class _Resume(Coroutine[Any, Any, None]):
-    """A coroutine whose first step already ran (inline) and suspended, dressed so a Task can
-    take it over: the Task's first ``send`` returns what that step yielded (the Task then
-    waits on it); everything after -- a cancellation that arrives before the Task ever ran
-    included -- goes straight to the coroutine."""
-
-    __slots__ = ("coro", "first")
-
-    def __init__(self, coro: Coroutine[Any, Any, None], waiting_on: Any) -> None:
-        self.coro = coro
-        self.first = waiting_on
-
-    def send(self, value: Any) -> Any:
-        first = self.first
-        if first is not _STARTED:
-            self.first = _STARTED
-            return first
-        return self.coro.send(value)
-
-    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
-        self.first = _STARTED
-        if val is None and tb is None:
-            return self.coro.throw(typ)
-        return self.coro.throw(typ, val, tb)
-
-    def close(self) -> None:
-        self.coro.close()
-
-    def __await__(self) -> Generator[Any, Any, None]:
-        raise TypeError("a _Resume is run by a Task, never awaited")
-
-
 def _call_sync(route: Route, cmd: RemotingCommand, conn: Any) -> RemotingCommand | None:
     try:
         return route.handler(cmd, conn)  # type: ignore[return-value]  # checked: not a coroutine fn
-    except Exception as exc:  # noqa: BLE001 -- broad catch 1 of 3 (logged in _failed)
+    except Exception as exc:  # noqa: BLE001 -- a handler's failure (logged in _failed)
         return _failed(cmd, conn, exc)
 
 

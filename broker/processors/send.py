@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Awaitable
 from typing import Final
 
 import structlog
@@ -18,10 +19,12 @@ import structlog
 from broker.config import BrokerConfig
 from broker.context import BrokerContext
 from broker.delay import apply_delay
+from broker.processors.putcodes import PUT_RESULT, STORED
 from broker.store import PutResult, PutStatus
 from broker.topics import describe
 from broker.transactions import Transactions
 from remoting.channel import Channel
+from remoting.dispatch import Deferred
 from remoting.errors import MessageDecodeError, RemotingCommandError
 from remoting.protocol.codes import MQVersion, RequestCode, ResponseCode
 from remoting.protocol.command import RemotingCommand, response_to
@@ -47,32 +50,6 @@ from remoting.protocol.topic import (
 )
 
 log = structlog.get_logger(__name__)
-
-_ILLEGAL: Final = (  # {body}: maxMessageSize in bytes
-    "the message is illegal, maybe msg body or properties length not matched. "
-    "msg body length limit {body}B, msg properties length limit 32KB."
-)
-# put status -> (response code, remark); the first four count as stored
-PUT_RESULT: Final[dict[PutStatus, tuple[ResponseCode, str | None]]] = {
-    PutStatus.PUT_OK: (ResponseCode.SUCCESS, None),
-    PutStatus.FLUSH_DISK_TIMEOUT: (ResponseCode.FLUSH_DISK_TIMEOUT, None),
-    PutStatus.FLUSH_SLAVE_TIMEOUT: (ResponseCode.FLUSH_SLAVE_TIMEOUT, None),
-    PutStatus.SLAVE_NOT_AVAILABLE: (ResponseCode.SLAVE_NOT_AVAILABLE, None),
-    PutStatus.CREATE_MAPPED_FILE_FAILED: (
-        ResponseCode.SYSTEM_ERROR, "create mapped file failed, server is busy or broken."),
-    PutStatus.MESSAGE_ILLEGAL: (ResponseCode.MESSAGE_ILLEGAL, _ILLEGAL),
-    PutStatus.PROPERTIES_SIZE_EXCEEDED: (ResponseCode.MESSAGE_ILLEGAL, _ILLEGAL),
-    PutStatus.SERVICE_NOT_AVAILABLE: (  # {disk}: SendMessageProcessor.diskUtil()
-        ResponseCode.SERVICE_NOT_AVAILABLE,
-        "service not available now. It may be caused by one of the following reasons: the "
-        "broker's disk is full [{disk}], messages are put to the slave, message store has been "
-        "shut down, etc."),
-    PutStatus.OS_PAGECACHE_BUSY: (
-        ResponseCode.SYSTEM_ERROR, "[PC_SYNCHRONIZED]broker busy, start flow control for a while"),
-    PutStatus.UNKNOWN_ERROR: (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR"),
-}  # fmt: skip
-STORED: Final = frozenset(s for s, (code, _) in PUT_RESULT.items() if code in (0, 10, 11, 12))
-
 
 # %DLQ% topics are readable and writable (6), as SendMessageProcessor creates them since 4.9.4
 # (handleRetryAndDLQ, asyncConsumerSendMsgBack); only 4.9.3 and older made them write-only.
@@ -129,17 +106,19 @@ class SendProcessor:
         result = await self.store.put(msg, wait_flush=wait)
         return self._answer(req, result, msg.topic, queue_id)
 
-    def send_many(self, reqs: list[RemotingCommand], ch: Channel) -> list[RemotingCommand]:
+    def send_many(
+        self, reqs: list[RemotingCommand], ch: Channel
+    ) -> list[RemotingCommand] | Deferred:
         """SEND_MESSAGE(_V2) requests that one read delivered, in order: the answers to the
-        leading ones it can handle without waiting, their messages stored in one append
+        leading ones it can handle at once, their messages stored in one append
         (MessageStore.put_many). It stops before a request that needs more -- a topic to
-        create, a retry or transactional send, a bad header, a store whose puts wait -- and
-        the dispatcher hands that one to ``send``. Each request is checked and answered as
-        ``send`` would."""
-        if self.store.waits:
-            return []
+        create, a retry or transactional send, a bad header -- and the dispatcher hands that
+        one to ``send``. Each request is checked and answered as ``send`` would; where the
+        store's puts wait (SYNC_FLUSH, SYNC_MASTER) the answers are Deferred until one wait
+        covers them all (MessageStore.settle_many)."""
         answers: list[RemotingCommand | None] = []
         msgs: list[MessageExt] = []
+        waits: list[bool] = []  # per message: whether its sender waits for the flush/slave
         taken: list[tuple[int, int]] = []  # per message: its answer's index, its queue id
         for req in reqs:
             try:
@@ -155,7 +134,7 @@ class SendProcessor:
             if config is None or hdr.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                 break
             queue_id = hdr.queue_id if hdr.queue_id >= 0 else _random_queue(config)
-            msg, _wait = self._build(hdr, req.body, queue_id, ch)  # nothing waits here
+            msg, wait = self._build(hdr, req.body, queue_id, ch)
             props = msg.properties
             if props.get(Prop.TRAN_MSG, "").lower() == "true":
                 break
@@ -165,11 +144,35 @@ class SendProcessor:
                 apply_delay(msg, len(self.store.delays))
             taken.append((len(answers), queue_id))
             msgs.append(msg)
+            waits.append(wait)
             answers.append(None)
-        if msgs:
-            results = self.store.put_many(msgs)
-            for (at, queue_id), msg, result in zip(taken, msgs, results, strict=True):
-                answers[at] = self._answer(reqs[at], result, msg.topic, queue_id)
+        results = self.store.put_many(msgs) if msgs else []
+        if self.store.waits and any(waits):
+            settled = self.store.settle_many(results, waits)
+            return Deferred(len(answers), self._answered(reqs, answers, taken, msgs, settled))
+        return self._fill(reqs, answers, taken, msgs, results)
+
+    async def _answered(
+        self,
+        reqs: list[RemotingCommand],
+        answers: list[RemotingCommand | None],
+        taken: list[tuple[int, int]],
+        msgs: list[MessageExt],
+        settled: Awaitable[list[PutResult]],
+    ) -> list[RemotingCommand]:
+        return self._fill(reqs, answers, taken, msgs, await settled)
+
+    def _fill(
+        self,
+        reqs: list[RemotingCommand],
+        answers: list[RemotingCommand | None],
+        taken: list[tuple[int, int]],
+        msgs: list[MessageExt],
+        results: list[PutResult],
+    ) -> list[RemotingCommand]:
+        """``answers`` with the stored messages' answers in their places."""
+        for (at, queue_id), msg, result in zip(taken, msgs, results, strict=True):
+            answers[at] = self._answer(reqs[at], result, msg.topic, queue_id)
         done = [a for a in answers if a is not None]
         assert len(done) == len(answers), "every stored message is answered"
         return done

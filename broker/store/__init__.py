@@ -29,9 +29,9 @@ from broker.store.commitlog import CommitLog
 from broker.store.config import FlushDiskType, StoreConfig, delay_levels
 from broker.store.consumequeue import storable_topic
 from broker.store.disk import Disk
-from broker.store.dispatch import dispatch_of, index_keys, queued
+from broker.store.dispatch import dispatch_of, index_keys
 from broker.store.flush import Flusher, fsync_all
-from broker.store.many import put_many
+from broker.store.many import plan_puts, put_many, settle_many
 from broker.store.queues import INDEX, QueueTable
 from broker.store.reader import Reader
 from broker.store.reads import StoreReads
@@ -40,7 +40,7 @@ from broker.store.replica import Replica
 from broker.store.results import GetResult, GetStatus, PutResult, PutStatus
 from broker.store.retention import Retention
 from broker.store.segment import FsyncDeferred
-from remoting.protocol.message import MessageExt, PropertiesTooLong, RecordPlan, now_ms, plan_record
+from remoting.protocol.message import MessageExt, PropertiesTooLong, RecordPlan, now_ms
 from remoting.protocol.msgid import offset_msg_id, pack_host
 from remoting.tasks import every
 
@@ -292,8 +292,13 @@ class MessageStore(StoreReads, Replica):
         return result
 
     def put_many(self, msgs: list[MessageExt]) -> list[PutResult]:
-        """Messages of several requests in one append, a result each (broker/store/many.py)."""
+        """Messages of several requests in one append, a result each, not waiting for the
+        flush or the slave (``settle_many`` does; broker/store/many.py)."""
         return put_many(self, msgs)
+
+    async def settle_many(self, results: list[PutResult], waits: list[bool]) -> list[PutResult]:
+        """``put_many``'s results once what each waiting one's put promises holds."""
+        return await settle_many(self, results, waits)
 
     @property
     def waits(self) -> bool:
@@ -316,17 +321,21 @@ class MessageStore(StoreReads, Replica):
             return PutResult(self._create_failed(exc))
 
     async def _settle(self, result: PutResult) -> PutResult:
-        """Wait for the flush (SYNC_FLUSH) and the slave (SYNC_MASTER) the put promises."""
-        if self.flusher.sync:
-            end = self.commitlog.max_offset
-            if not await self.flusher.wait(end, self.config.sync_flush_timeout / 1000):
-                log.warning("flush_disk_timeout", end=end, io_error=self.flusher.failed)
-                return result._replace(status=PutStatus.FLUSH_DISK_TIMEOUT)
-        if self.replicate is not None and result.wrote_bytes:
-            status = await self.replicate(result.phys_offset + result.wrote_bytes)
-            if status is not None:
-                return result._replace(status=status)
-        return result
+        if not result.wrote_bytes:
+            return result
+        status = await self.wait_stored(result.phys_offset + result.wrote_bytes)
+        return result if status is None else result._replace(status=status)
+
+    async def wait_stored(self, end: int) -> PutStatus | None:
+        """Wait for the flush (SYNC_FLUSH) and the slave (SYNC_MASTER) that puts ending at
+        ``end`` promise: None once both hold, else the status saying which did not."""
+        timeout = self.config.sync_flush_timeout / 1000
+        if self.flusher.sync and not await self.flusher.wait(end, timeout):
+            log.warning("flush_disk_timeout", end=end, io_error=self.flusher.failed)
+            return PutStatus.FLUSH_DISK_TIMEOUT
+        if self.replicate is not None:
+            return await self.replicate(end)
+        return None
 
     def _create_failed(self, exc: OSError) -> PutStatus:
         """A file the put needed could not be made or grown: nothing was written."""
@@ -343,7 +352,7 @@ class MessageStore(StoreReads, Replica):
         one run for them all: a batch is stored whole, in one segment, or not at all
         (CommitLog.putMessages). Each record is written straight into the segment."""
         stamp = now_ms()
-        plans = self._plan(msgs, stamp)
+        plans = plan_puts(self, msgs, stamp)
         if not plans:
             return PutResult(PutStatus.PUT_OK, -1, -1, [], stamp, 0)
         first_phys, ids, end = self._write(msgs, plans)
@@ -369,29 +378,6 @@ class MessageStore(StoreReads, Replica):
         if self._create_error:
             self._create_error = ""
         return first_phys, ids, phys
-
-    def _plan(self, msgs: list[MessageExt], stamp: int) -> list[RecordPlan]:
-        """The records' plans, with their queue offsets assigned (the physical offset comes
-        later). Raises ValueError (PropertiesTooLong among them) before anything is written."""
-        if len(msgs) == 1:  # the usual put: no offsets to carry between messages
-            msg = msgs[0]
-            msg.store_host, msg.store_timestamp = self.store_host, stamp
-            key = (msg.topic, msg.queue_id)
-            msg.queue_offset = self.table.queue_max(key) if queued(msg.sys_flag) else 0
-            return [plan_record(msg)]
-        next_offsets: dict[tuple[str, int], int] = {}
-        plans = []
-        for msg in msgs:
-            msg.store_host, msg.store_timestamp = self.store_host, stamp
-            key = (msg.topic, msg.queue_id)
-            if queued(msg.sys_flag):
-                offset = next_offsets.get(key)
-                msg.queue_offset = self.table.queue_max(key) if offset is None else offset
-                next_offsets[key] = msg.queue_offset + 1
-            else:
-                msg.queue_offset = 0
-            plans.append(plan_record(msg))
-        return plans
 
     def add_dispatch_listener(self, fn: DispatchListener) -> None:
         """``fn(topic, queue_id, queue_offset, tags_code, store_timestamp)`` per new message."""

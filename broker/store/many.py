@@ -17,9 +17,34 @@ if TYPE_CHECKING:
     from broker.store import MessageStore
 
 
+def plan_puts(store: MessageStore, msgs: list[MessageExt], stamp: int) -> list[RecordPlan]:
+    """``store._append``'s plans for ``msgs``, with their queue offsets assigned (the
+    physical offset comes later). Raises ValueError (PropertiesTooLong among them) before
+    anything is written."""
+    if len(msgs) == 1:  # the usual put: no offsets to carry between messages
+        msg = msgs[0]
+        msg.store_host, msg.store_timestamp = store.store_host, stamp
+        key = (msg.topic, msg.queue_id)
+        msg.queue_offset = store.table.queue_max(key) if queued(msg.sys_flag) else 0
+        return [plan_record(msg)]
+    next_offsets: dict[tuple[str, int], int] = {}
+    plans = []
+    for msg in msgs:
+        msg.store_host, msg.store_timestamp = store.store_host, stamp
+        key = (msg.topic, msg.queue_id)
+        if queued(msg.sys_flag):
+            offset = next_offsets.get(key)
+            msg.queue_offset = store.table.queue_max(key) if offset is None else offset
+            next_offsets[key] = msg.queue_offset + 1
+        else:
+            msg.queue_offset = 0
+        plans.append(plan_record(msg))
+    return plans
+
+
 def put_many(store: MessageStore, msgs: list[MessageExt]) -> list[PutResult]:
     """A result per message, in order, as ``put(msg, wait_flush=False)`` of each in turn
-    would give; only for a store whose puts do not wait (``not store.waits``). A run is cut
+    would give (``settle_many`` then waits for what the waiting ones promise). A run is cut
     at a quarter of a segment, so no run is refused for its length alone."""
     results: list[PutResult] = []
     limit = store.commitlog.segment_size // 4
@@ -89,3 +114,29 @@ def _write_run(
         results[i] = PutResult(
             PutStatus.PUT_OK, msg.commit_log_offset, msg.queue_offset, [msg_id], stamp, plan.size
         )
+
+
+async def settle_many(
+    store: MessageStore, results: list[PutResult], waits: list[bool]
+) -> list[PutResult]:
+    """``results`` (of one ``put_many``) once the flush (SYNC_FLUSH) and the slave
+    (SYNC_MASTER) cover every stored message whose sender waits (``waits``, the WAIT
+    property): one wait up to the last of their records, as one group commit answers all the
+    requests its flush covered (CommitLog.GroupCommitService). A wait that fails gives each
+    of them its status (FLUSH_DISK_TIMEOUT, FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE) --
+    a message the slave did take before the timeout too: never an ack without the promise."""
+    ok = PutStatus.PUT_OK
+    ends = [
+        r.phys_offset + r.wrote_bytes
+        for r, w in zip(results, waits, strict=True)
+        if w and r.status is ok
+    ]
+    if not ends:
+        return results
+    status = await store.wait_stored(max(ends))
+    if status is None:
+        return results
+    return [
+        r._replace(status=status) if w and r.status is ok else r
+        for r, w in zip(results, waits, strict=True)
+    ]

@@ -96,3 +96,30 @@ async def test_sends_of_one_read_are_each_checked_stored_in_order_and_answered(
             assert stored.topic == "RMQ_SYS_TRANS_HALF_TOPIC"
             assert stored.properties[Prop.REAL_TOPIC] == TOPIC
     assert sum(next_offset.values()) == sum(1 for _, e in reqs if e == "stored")
+
+
+async def test_sends_of_one_read_to_a_store_that_waits_get_their_wait_status(
+    cluster: Cluster, client: RemotingClient
+) -> None:
+    """A store whose puts wait (SYNC_MASTER; with no slave the wait ends at once in
+    SLAVE_NOT_AVAILABLE, CommitLog.handleHA) still takes a read's sends in one append, and
+    each gets what it would alone: a sender that waits (no WAIT property, or "true") code 11
+    with its msgId -- stored all the same --, one that does not (WAIT=false) SUCCESS; queue
+    offsets in arrival order."""
+    broker = cluster.add_broker("broker-a", brokerRole="SYNC_MASTER")
+    assert (await client.invoke(broker.addr, create_topic(TOPIC, 1))).code == 0
+    waits = [i % 3 != 1 for i in range(24)]
+    reqs = [
+        send_v2(TOPIC, f"w{i}".encode(), queue_id=0, props={} if i % 3 else {Prop.WAIT: "true"})
+        if wait
+        else send_v2(TOPIC, f"n{i}".encode(), queue_id=0, props={Prop.WAIT: "false"})
+        for i, wait in enumerate(waits)
+    ]
+    got = await answers(broker.port, frames(reqs), len(reqs))
+    for opaque, (cmd, wait) in enumerate(zip(reqs, waits, strict=True), start=1):
+        resp = got[opaque]
+        want = ResponseCode.SLAVE_NOT_AVAILABLE if wait else ResponseCode.SUCCESS
+        assert resp.code == want, (opaque, resp.code, resp.remark)
+        assert int(resp.ext_fields["queueOffset"]) == opaque - 1
+        stored = await view(client, broker.addr, resp.ext_fields["msgId"])
+        assert stored.body == cmd.body and Prop.WAIT not in stored.properties

@@ -117,3 +117,26 @@ def test_only_a_segment_closed_on_purpose_may_fail_its_fsync(
     with pytest.raises(OSError, match="Input/output error"):
         fsync_all([open_seg])
     open_seg.close()
+
+
+async def test_settle_many_acknowledges_a_read_of_sends_only_after_their_fsync(
+    open_store: StoreFactory, failing_fsync: Callable[[str], None]
+) -> None:
+    """SYNC_FLUSH, the sends of one read (put_many, then one wait: settle_many): with fsync
+    working every waiting message is PUT_OK once flushed; once fsync fails each waiting one
+    is FLUSH_DISK_TIMEOUT (as its own put would be), a sender that does not wait (WAIT=false)
+    keeps PUT_OK, a refused message keeps its refusal."""
+    store = await open_store(flush_disk_type=FlushDiskType.SYNC_FLUSH)
+    msgs = [message(body=bytes([i]) * 100) for i in range(6)]
+    results = store.put_many(msgs)
+    settled = await store.settle_many(results, [True] * 6)
+    assert [r.status for r in settled] == [PutStatus.PUT_OK] * 6
+    assert store.flusher.flushed >= settled[-1].phys_offset + settled[-1].wrote_bytes
+    failing_fsync("commitlog")
+    msgs = [message(body=b"x" * (5000 if i == 2 else 100)) for i in range(6)]
+    waits = [i != 4 for i in range(6)]
+    with capture_logs():
+        settled = await store.settle_many(store.put_many(msgs), waits)
+    want = [PutStatus.FLUSH_DISK_TIMEOUT] * 6
+    want[2], want[4] = PutStatus.MESSAGE_ILLEGAL, PutStatus.PUT_OK
+    assert [r.status for r in settled] == want
