@@ -40,6 +40,7 @@ COMPILED = [
     "remoting/protocol/command.py",
     "remoting/protocol/fastjson.py",
     "remoting/protocol/frame.py",
+    "remoting/protocol/batch.py",
     "remoting/protocol/message.py",
     "remoting/protocol/msgid.py",
     "remoting/protocol/serialize.py",

@@ -27,9 +27,10 @@ from broker.store import MessageStore
 from broker.store.config import StoreConfig
 from client import api
 from remoting.client import RemotingClient
+from remoting.protocol.batch import BatchItem, encode_batch
 from remoting.protocol.command import RemotingCommand
 from remoting.protocol.heartbeat import ConsumerData, SubscriptionData
-from remoting.protocol.message import BatchItem, decode_records, encode_batch
+from remoting.protocol.message import decode_records
 
 TOPIC, QUEUES, BODY, GROUP = "BenchConsume", 8, bytes(1024), "bench_cg"
 

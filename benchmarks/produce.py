@@ -27,8 +27,9 @@ from benchmarks.common import Sample, drive, listening_process, parse_args, quie
 from client import Message, Producer, api
 from remoting.client import RemotingClient
 from remoting.config import ClientConfig
+from remoting.protocol.batch import BatchItem, encode_batch
 from remoting.protocol.codes import SerializeType
-from remoting.protocol.message import BatchItem, encode_batch, encode_properties
+from remoting.protocol.message import encode_properties
 from remoting.protocol.msgid import UniqKeyGenerator
 
 TOPIC, BODY, BATCH = "BenchProduce", bytes(range(256)) * 4, 32

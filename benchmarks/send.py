@@ -37,9 +37,10 @@ from benchmarks.remoting_rtt import server_process
 from client import api
 from remoting.client import RemotingClient
 from remoting.config import ClientConfig
+from remoting.protocol.batch import BatchItem, encode_batch
 from remoting.protocol.codes import SerializeType
 from remoting.protocol.command import RemotingCommand
-from remoting.protocol.message import BatchItem, encode_batch, encode_properties
+from remoting.protocol.message import encode_properties
 
 TOPIC, QUEUES, BODY = "BenchSend", 8, bytes(range(256)) * 4
 _uniq = itertools.count()

@@ -24,9 +24,10 @@ from client.message import Message, MessageQueue, SendResult
 from client.publish import PublishInfo
 from client.validate import check_message
 from remoting.errors import RemotingError
+from remoting.protocol.batch import BatchItem, encode_batch
 from remoting.protocol.codes import SerializeType
 from remoting.protocol.command import RemotingCommand
-from remoting.protocol.message import BatchItem, Prop, SysFlag, encode_batch, encode_properties
+from remoting.protocol.message import Prop, SysFlag, encode_properties
 from remoting.protocol.msgid import UniqKeyGenerator, java_hash
 from remoting.protocol.topic import RETRY_GROUP_TOPIC_PREFIX as RETRY_PREFIX
 

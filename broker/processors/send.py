@@ -26,6 +26,7 @@ from broker.transactions import Transactions
 from remoting.channel import Channel
 from remoting.dispatch import Deferred
 from remoting.errors import MessageDecodeError, RemotingCommandError
+from remoting.protocol.batch import decode_batch
 from remoting.protocol.codes import MQVersion, RequestCode, ResponseCode
 from remoting.protocol.command import RemotingCommand, response_to
 from remoting.protocol.faq import SUGGEST_TODO
@@ -34,9 +35,9 @@ from remoting.protocol.message import (
     MessageExt,
     Prop,
     SysFlag,
-    decode_batch,
     decode_properties,
     now_ms,
+    sent_message,
 )
 from remoting.protocol.topic import (
     NOT_ALLOWED_SEND_TOPICS,
@@ -286,17 +287,8 @@ class SendProcessor:
         self, hdr: SendMessageHeader, body: bytes, queue_id: int, ch: Channel
     ) -> tuple[MessageExt, bool]:
         props, wait = self._properties(hdr.properties)
-        msg = MessageExt(
-            topic=hdr.topic,
-            body=body,
-            flag=hdr.flag,
-            properties=props,
-            queue_id=queue_id,
-            sys_flag=hdr.sys_flag,
-            born_timestamp=hdr.born_timestamp,
-            born_host=ch.peer,
-            reconsume_times=hdr.reconsume_times or 0,
-        )
+        msg = sent_message(hdr.topic, body, hdr.flag, props, queue_id, hdr.sys_flag,
+                           hdr.born_timestamp, ch.peer, hdr.reconsume_times or 0)  # fmt: skip
         return msg, wait
 
     def _build_batch(
@@ -319,18 +311,8 @@ class SendProcessor:
                 raise Refused(
                     ResponseCode.MESSAGE_ILLEGAL, "a batch may not carry delayed messages"
                 )
-            msgs.append(
-                MessageExt(
-                    topic=hdr.topic,
-                    body=item.body,
-                    flag=item.flag,
-                    properties=props,
-                    queue_id=queue_id,
-                    sys_flag=sys_flag,
-                    born_timestamp=hdr.born_timestamp,
-                    born_host=ch.peer,
-                )
-            )
+            msgs.append(sent_message(hdr.topic, item.body, item.flag, props, queue_id, sys_flag,
+                                     hdr.born_timestamp, ch.peer, 0))  # fmt: skip
         return msgs, wait
 
     async def _retry_or_dlq(

@@ -7,9 +7,10 @@ import json
 import re
 
 from remoting.client import RemotingClient
+from remoting.protocol.batch import BatchItem, encode_batch
 from remoting.protocol.codes import RequestCode, ResponseCode
 from remoting.protocol.command import RemotingCommand
-from remoting.protocol.message import BatchItem, encode_batch, encode_properties
+from remoting.protocol.message import encode_properties
 from remoting.protocol.route import TopicRouteData
 from tests.broker.wire import create_topic, route, send_v2, total_messages, view
 from tests.cluster import Cluster

@@ -16,18 +16,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from remoting.errors import MessageDecodeError
+from remoting.protocol.batch import BatchItem, decode_batch, encode_batch
 from remoting.protocol.message import (
     MAGIC_V1,
     MAGIC_V2,
-    BatchItem,
     MessageExt,
     Prop,
     SysFlag,
-    decode_batch,
     decode_properties,
     decode_record,
     decode_records,
-    encode_batch,
     encode_properties,
     encode_record,
 )
