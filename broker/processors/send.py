@@ -26,7 +26,7 @@ from broker.transactions import Transactions
 from remoting.channel import Channel
 from remoting.dispatch import Deferred
 from remoting.errors import MessageDecodeError, RemotingCommandError
-from remoting.protocol.batch import decode_batch
+from remoting.protocol.batch import DelayInBatch, build_batch, decode_batch
 from remoting.protocol.codes import MQVersion, RequestCode, ResponseCode
 from remoting.protocol.command import RemotingCommand, response_to
 from remoting.protocol.faq import SUGGEST_TODO
@@ -304,15 +304,13 @@ class SendProcessor:
         sys_flag = hdr.sys_flag | (
             SysFlag.MULTI_TAGS if config.topic_filter_type == "MULTI_TAG" else 0
         )
-        msgs = []
-        for item in items:
-            props = {**decode_properties(item.properties), **common}
-            if int(props.get(Prop.DELAY, "0") or 0) > 0:
-                raise Refused(
-                    ResponseCode.MESSAGE_ILLEGAL, "a batch may not carry delayed messages"
-                )
-            msgs.append(sent_message(hdr.topic, item.body, item.flag, props, queue_id, sys_flag,
-                                     hdr.born_timestamp, ch.peer, 0))  # fmt: skip
+        try:
+            msgs = build_batch(items, hdr.topic, common, queue_id, sys_flag,
+                               hdr.born_timestamp, ch.peer)  # fmt: skip
+        except DelayInBatch as exc:
+            raise Refused(
+                ResponseCode.MESSAGE_ILLEGAL, "a batch may not carry delayed messages"
+            ) from exc
         return msgs, wait
 
     async def _retry_or_dlq(

@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 
 from remoting.client import RemotingClient
+from remoting.protocol.batch import BatchItem, encode_batch
 from remoting.protocol.codes import RequestCode, ResponseCode
+from remoting.protocol.command import RemotingCommand
 from remoting.protocol.message import encode_properties
 from tests.broker.wire import create_topic, send_v2, total_messages
 from tests.cluster import BrokerProc, Cluster
@@ -109,3 +111,33 @@ async def test_properties_that_break_the_encoding(
     )
     resp = await client.invoke(small.addr, cmd)
     assert resp.code == 0, resp.remark
+
+
+async def test_a_batch_with_a_delayed_message_is_refused(
+    small: BrokerProc, client: RemotingClient
+) -> None:
+    """A batch may not carry delayed messages (CommitLog.asyncPutMessages; 4.9.8's
+    MessageBatch refuses them on the client side too): a delay level above 0 on one item, or
+    on the request's own properties, is MESSAGE_ILLEGAL and nothing of the batch is stored;
+    level 0 is no delay."""
+    remark = "a batch may not carry delayed messages"
+
+    def batch(delays: list[str | None], common: dict[str, str]) -> RemotingCommand:
+        items = [
+            BatchItem(b"m%d" % i, 0, encode_properties({"DELAY": d} if d is not None else {}))
+            for i, d in enumerate(delays)
+        ]
+        cmd = send_v2("Known", encode_batch(items), queue_id=0, props=common)
+        cmd.code = RequestCode.SEND_BATCH_MESSAGE
+        return cmd
+
+    refused: list[tuple[list[str | None], dict[str, str]]] = [
+        ([None, "2", None], {}),
+        ([None, None], {"DELAY": "1"}),
+    ]
+    for delays, common in refused:
+        resp = await client.invoke(small.addr, batch(delays, common))
+        assert (resp.code, resp.remark) == (ResponseCode.MESSAGE_ILLEGAL, remark)
+    assert await total_messages(client, small.addr, "Known", 4) == 0
+    ok = await client.invoke(small.addr, batch(["0", None, "0"], {}))
+    assert ok.code == ResponseCode.SUCCESS and len(ok.ext_fields["msgId"].split(",")) == 3
