@@ -113,6 +113,18 @@ class Slots:
             return True
         return False
 
+    def take_up_to(self, n: int) -> int:
+        """Up to ``n`` of the free slots at once; how many were taken."""
+        k = min(n, self.limit - self.used)
+        if k <= 0:
+            return 0
+        self.used += k
+        return k
+
+    def release_many(self, k: int) -> None:
+        for _ in range(k):
+            self.release()
+
     async def take(self, timeout: float | None) -> bool:
         """Wait for a slot; False if ``timeout`` seconds pass first."""
         if self.try_take():
@@ -223,29 +235,38 @@ class Dispatcher:
     ) -> list[asyncio.Task[None]]:
         """Handle requests of one batchable code that arrived together, in order: the route's
         batch handler takes as many as it can at once, the next goes to ``dispatch``, and so
-        on. Returns the Tasks still handling some. A saturated bulkhead sends each request
-        through ``dispatch`` (and its queue)."""
+        on. Returns the Tasks still handling some. Each request of a run holds a bulkhead slot
+        while it is handled (until answered, for Deferred answers), so a run is no longer
+        than the free slots; a saturated bulkhead sends each request through ``dispatch`` (and
+        its queue)."""
         tasks: list[asyncio.Task[None]] = []
         i, n = 0, len(cmds)
         while i < n:
             route = self._routes[cmds[i].code]
             slots = self._slots.get(route.group)
-            if n - i > 1 and route.batch is not None and (slots is None or slots.try_take()):
+            batch, k = route.batch if n - i > 1 else None, 0
+            if batch is not None:
+                k = n - i if slots is None else slots.take_up_to(n - i)
+                if k == 1 and slots is not None:  # a run of one goes the usual way
+                    slots.release()
+                    k = 0
+            if batch is not None and k:
                 started = perf_counter() if self._stats is not None else 0.0
-                rest = cmds[i:] if i else cmds
+                rest = cmds if k == n else cmds[i : i + k]
                 try:
-                    answers = route.batch(rest, conn)
+                    answers = batch(rest, conn)
                 except Exception as exc:  # noqa: BLE001 -- a handler's failure (logged in _failed)
                     answers = [_failed(cmd, conn, exc) for cmd in rest]
-                finally:
-                    if slots is not None:
-                        slots.release()
                 if isinstance(answers, Deferred):  # one task answers them all once settled
                     done = rest[: answers.taken]
-                    coro = self._settled(answers, done, conn, reply, started)
+                    if slots is not None:  # those answered later keep their slots until then
+                        slots.release_many(k - len(done))
+                    coro = self._settled(answers, done, conn, reply, started, slots)
                     tasks += [self._track(asyncio.get_running_loop().create_task(coro))] * len(done)
                     answers = []
                     i += len(done)
+                elif slots is not None:
+                    slots.release_many(k)
                 for cmd, response in zip(rest, answers, strict=False):
                     reply(cmd, response)
                     if self._stats is not None:
@@ -266,13 +287,18 @@ class Dispatcher:
         conn: Any,
         reply: Reply,
         started: float,
+        slots: Slots | None,
     ) -> None:
-        """Reply to ``cmds`` with ``deferred``'s answers (the task is counted once per request
-        of the run: the connection's in-flight cap sees each)."""
+        """Reply to ``cmds`` with ``deferred``'s answers, then give back their bulkhead slots:
+        each is in flight until answered, as it would be alone (the task is counted once per
+        request of the run: the connection's in-flight cap sees each)."""
         try:
             answers = await deferred.answers
         except Exception as exc:  # noqa: BLE001 -- a handler's failure (logged in _failed)
             answers = [_failed(cmd, conn, exc) for cmd in cmds]
+        finally:
+            if slots is not None:
+                slots.release_many(len(cmds))
         for cmd, response in zip(cmds, answers, strict=True):
             reply(cmd, response)
             if self._stats is not None:
