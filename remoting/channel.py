@@ -15,9 +15,9 @@ import collections
 import time
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Final
 
+from remoting.channel_options import ChannelOptions, peer_addr
 from remoting.deadlines import Deadlines
 from remoting.dispatch import Dispatcher
 from remoting.errors import (
@@ -27,7 +27,6 @@ from remoting.errors import (
     RemotingSendRequestError,
     RemotingTimeoutError,
 )
-from remoting.limits import MemoryLimits
 from remoting.log import get_logger
 from remoting.protocol.codes import ResponseCode, SerializeType
 from remoting.protocol.command import (
@@ -37,24 +36,13 @@ from remoting.protocol.command import (
     next_opaque,
     response_to,
 )
-from remoting.protocol.frame import DEFAULT_MAX_FRAME, FrameDecoder, encode
+from remoting.protocol.frame import FrameDecoder, encode
 
 log = get_logger(__name__)
 
 _PAUSED_IN_FLIGHT: Final = 1
 _PAUSED_WRITES: Final = 2
 _CORK_MAX: Final = 64 * 1024  # gathered output written at once past this many bytes
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ChannelOptions:
-    """Per-connection limits, shared by every channel of a server or client."""
-
-    max_frame: int = DEFAULT_MAX_FRAME
-    max_in_flight: int = 1024  # requests being handled; reading pauses at the cap
-    write_stall_timeout: float = 30.0  # seconds a peer may leave our writes unread
-    pause_reading_on_write_stall: bool = True  # servers: a peer that does not read, is not read
-    limits: MemoryLimits | None = None  # a server's caps over all its connections
 
 
 class Channel(asyncio.Protocol):
@@ -104,8 +92,8 @@ class Channel(asyncio.Protocol):
         # uvloop's transports are not asyncio.Transport subclasses, but have its interface
         transport = typing.cast(asyncio.Transport, transport)
         self._transport = transport
-        self.peer = _addr(transport.get_extra_info("peername"))
-        self.local = _addr(transport.get_extra_info("sockname"))
+        self.peer = peer_addr(transport.get_extra_info("peername"))
+        self.local = peer_addr(transport.get_extra_info("sockname"))
         self._log = log.bind(peer=self.peer)
         self._log.debug("connection_opened", local=self.local)
 
@@ -410,10 +398,3 @@ class Channel(asyncio.Protocol):
         """Close at once, dropping buffered writes."""
         if self._transport is not None:
             self._transport.abort()
-
-
-def _addr(info: object) -> str:
-    if isinstance(info, tuple) and len(info) >= 2:
-        host = str(info[0])
-        return f"[{host}]:{info[1]}" if ":" in host else f"{host}:{info[1]}"
-    return str(info)

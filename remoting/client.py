@@ -7,7 +7,8 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from remoting.channel import Channel, ChannelOptions
+from remoting.channel import Channel
+from remoting.channel_options import ChannelOptions
 from remoting.config import ClientConfig
 from remoting.dispatch import Dispatcher, Route
 from remoting.errors import RemotingConnectError

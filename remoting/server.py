@@ -8,7 +8,8 @@ import socket
 import time
 from collections.abc import Callable, Mapping
 
-from remoting.channel import Channel, ChannelOptions
+from remoting.channel import Channel
+from remoting.channel_options import ChannelOptions
 from remoting.config import ServerConfig
 from remoting.counters import RequestStats
 from remoting.dispatch import Bulkhead, Dispatcher, Routes, Unknown, not_supported
