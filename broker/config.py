@@ -101,6 +101,9 @@ class BrokerConfig:
     # 0 = any free port, -1 = off. A second broker on one host sets its own: a port taken
     # leaves the broker serving without metrics (logged). 4.9.8 has none (5.x: 5557).
     metrics_port: int = 5557
+    # ours: the address /metrics binds; "" = brokerIP1, the address clients are given (5.x's
+    # metricsPromExporterHost does the same); 0.0.0.0 for every interface
+    metrics_host: str = ""
     # keys UPDATE_BROKER_CONFIG refuses, ";"-separated (brokerConfigPath, rocketmqHome and
     # configBlackList always are: AdminBrokerProcessor.initConfigBlackList)
     config_black_list: str = "configBlackList;brokerConfigPath"

@@ -121,7 +121,7 @@ class Broker(Service):
             server.add_close_listener(self.consumers.channel_closed)
             await server.start()
         if stats is not None:
-            self.metrics = Metrics(server_cfg.bind_address, cfg.metrics_port, stats,
+            self.metrics = Metrics(cfg.metrics_host or cfg.broker_ip1, cfg.metrics_port, stats,
                                    self._listeners, [BrokerCollector(self)])  # fmt: skip
             await self.metrics.start()
         ctx.topics.listeners.append(self.register_soon)

@@ -5,7 +5,9 @@ getBrokerConfig over org.apache.rocketmq.common.Configuration).
 The keys are those of BrokerConfig, StoreConfig and ServerConfig, the objects one broker.conf
 feeds. An update:
 
-- refuses the whole request with NO_PERMISSION when it names a black-listed key;
+- refuses the whole request with NO_PERMISSION when it names a black-listed key, or a key no
+  request may change (broker.runtime_keys.REFUSED: paths, layout, identity, addresses,
+  listeners), and with SYSTEM_ERROR when a value is outside broker.runtime_keys.BOUNDS;
 - ignores keys none of the three has, as ``Configuration.update`` does (``mergeIfExist`` keeps
   only keys already known, ``properties2Object`` sets only existing fields);
 - applies at once the keys the running broker reads at each use (``LIVE_KEYS``); the others
@@ -24,6 +26,7 @@ from typing import Final
 
 import structlog
 
+from broker import runtime_keys
 from broker.config import BrokerConfig
 from broker.context import BrokerContext
 from broker.store.config import StoreConfig
@@ -37,6 +40,7 @@ from remoting.config import (
     parse_properties,
     update_properties,
 )
+from remoting.errors import ConfigError
 from remoting.files import atomic_write
 from remoting.protocol.codes import ResponseCode
 from remoting.protocol.message import now_ms
@@ -63,6 +67,7 @@ LIVE_KEYS: Final = frozenset({
 # AdminBrokerProcessor.initConfigBlackList: these always, plus BrokerConfig.configBlackList
 ALWAYS_BLACK_LISTED: Final = frozenset({"brokerConfigPath", "rocketmqHome", "configBlackList"})
 BLACK_LIST_REMARK: Final = "Can not update config in black list."
+RESTART_HINT: Final = "set it in the broker's config file and restart"
 
 
 class SettingsRefused(Exception):
@@ -119,10 +124,19 @@ class BrokerSettings:
         given = {k: v.text for k, v in parse_properties(text, "UPDATE_BROKER_CONFIG").items()}
         if self.black_list() & given.keys():
             raise SettingsRefused(ResponseCode.NO_PERMISSION, BLACK_LIST_REMARK)
+        blocked = runtime_keys.refused(given.keys())
+        if blocked:
+            why = "; ".join(f"{k} ({runtime_keys.REFUSED[k]})" for k in blocked)
+            raise SettingsRefused(
+                ResponseCode.NO_PERMISSION, f"Can not update at run time: {why}: {RESTART_HINT}"
+            )
         accepted = {k: v for k, v in given.items() if k in KNOWN}
         async with self._lock:
             running = self._running()
             wanted = self._check({**running, **self.pending}, accepted)
+            bad = runtime_keys.out_of_bounds({k: wanted[k] for k in accepted}, now_ms())
+            if bad is not None:
+                raise ConfigError(f"UPDATE_BROKER_CONFIG: {bad}")
             restart = []
             for key in accepted.keys() - LIVE_KEYS:
                 if wanted[key] == running[key]:

@@ -6,7 +6,7 @@ import argparse
 import asyncio
 import sys
 
-from namesrv.config import DEFAULT_LISTEN_PORT, NamesrvConfig
+from namesrv.config import DEFAULT_BIND_ADDRESS, DEFAULT_LISTEN_PORT, NamesrvConfig
 from namesrv.server import Namesrv
 from remoting.config import ServerConfig
 from remoting.errors import ConfigError
@@ -23,7 +23,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         config, server = load_configs(
-            args, [NamesrvConfig, ServerConfig], defaults={"listenPort": str(DEFAULT_LISTEN_PORT)}
+            args,
+            [NamesrvConfig, ServerConfig],
+            defaults={
+                "listenPort": str(DEFAULT_LISTEN_PORT),
+                "bindAddress": DEFAULT_BIND_ADDRESS,
+            },
         )
     except ConfigError as exc:
         return config_error_exit(exc)

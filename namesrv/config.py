@@ -29,6 +29,11 @@ class NamesrvConfig:
     # ours: /metrics in Prometheus text format on this port (on the listener's bind address);
     # 0 = any free port, -1 = off; a port taken leaves the name server serving without metrics
     metrics_port: int = 5556
+    # ours: the address /metrics binds; "" = the name server's bindAddress
+    metrics_host: str = ""
 
 
 DEFAULT_LISTEN_PORT = 9876
+# compat: Java's name server binds 0.0.0.0; ours answers only on loopback unless bindAddress
+# says otherwise (a name server open to every network lets anyone register a broker)
+DEFAULT_BIND_ADDRESS = "127.0.0.1"

@@ -48,7 +48,7 @@ class Namesrv(Service):
         self.server.add_close_listener(self._channel_closed)
         self._scan: asyncio.Task[None] | None = None
         self.metrics = None if stats is None else Metrics(
-            server_config.bind_address, config.metrics_port, stats,
+            config.metrics_host or server_config.bind_address, config.metrics_port, stats,
             lambda: {"main": self.server}, [NamesrvCollector(self.table)],
         )  # fmt: skip
 

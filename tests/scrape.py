@@ -64,6 +64,12 @@ def buckets(samples: Samples, name: str, **labels: str) -> list[tuple[float, flo
 
 def listening_ports(pid: int) -> set[int]:
     """The TCP ports process ``pid`` listens on (its sockets in LISTEN state, from /proc)."""
+    return {port for _host, port in listening_addrs(pid)}
+
+
+def listening_addrs(pid: int) -> set[tuple[str, int]]:
+    """The (address, port) pairs process ``pid`` listens on over TCP, IPv4 addresses dotted
+    (``0.0.0.0``: every interface), IPv6 ones as /proc shows them (32 hex digits)."""
     inodes = set()
     for fd in Path(f"/proc/{pid}/fd").iterdir():
         try:
@@ -72,13 +78,16 @@ def listening_ports(pid: int) -> set[int]:
             continue
         if target.startswith("socket:["):
             inodes.add(target[8:-1])
-    ports = set()
+    addrs = set()
     for table in ("tcp", "tcp6"):
         for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
             fields = line.split()
             if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
-                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
-    return ports
+                host, port = fields[1].rsplit(":", 1)
+                if len(host) == 8:  # IPv4, the bytes of a little-endian word
+                    host = ".".join(str(int(host[i : i + 2], 16)) for i in (6, 4, 2, 0))
+                addrs.add((host, int(port, 16)))
+    return addrs
 
 
 def grew(before: Samples, after: Samples, name: str, **labels: str) -> float:

@@ -1,0 +1,100 @@
+"""What UPDATE_BROKER_CONFIG (25) may change while the broker runs, and within what bounds.
+
+An update is persisted to the broker's config file, so whatever it sets also holds after the
+next restart. No request, whoever sends it, may therefore move the store, point the broker at
+other name servers or another address, change its identity or role, or touch its listeners
+and their limits: ``REFUSED`` lists those keys, each with the reason the answer gives. They
+are set in the config file (or with ``--set``) and take effect when the broker starts.
+Values a request may set are also held to ``BOUNDS``, stricter than what a config file may
+say where a value would stop the broker serving or delete data (a config file is the
+operator's own; a request may come from anyone who reaches the port).
+
+compat: 4.9.8 refuses only brokerConfigPath, rocketmqHome and configBlackList
+(AdminBrokerProcessor.initConfigBlackList) and stores any value it can parse; this request
+was the way in for CVE-2023-33246. docs/compatibility.md D3 lists the differences.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Final
+
+_PATH = "a path"
+_LAYOUT = "the layout of the files already written"
+_IDENTITY = "the broker's identity or role"
+_ADDRESS = "where the broker registers, or the address its clients dial"
+_LISTENER = "a listener's setting"
+
+# key -> why it cannot change at run time (Apache's three keep Java's answer: settings.py)
+REFUSED: Final[Mapping[str, str]] = {
+    "storePathRootDir": _PATH,
+    "storePathCommitLog": _PATH,
+    "brokerConfigPath": _PATH,
+    "rocketmqHome": _PATH,
+    "configBlackList": "the list of keys refused",
+    "mappedFileSizeCommitLog": _LAYOUT,
+    "mappedFileSizeConsumeQueue": _LAYOUT,
+    "maxHashSlotNum": _LAYOUT,
+    "maxIndexNum": _LAYOUT,
+    "brokerClusterName": _IDENTITY,
+    "brokerName": _IDENTITY,
+    "brokerId": _IDENTITY,
+    "brokerRole": _IDENTITY,
+    "haMasterAddress": _IDENTITY,
+    "namesrvAddr": _ADDRESS,
+    "brokerIP1": _ADDRESS,
+    "brokerIP2": _ADDRESS,
+    "listenPort": _LISTENER,
+    "bindAddress": _LISTENER,
+    "haListenPort": _LISTENER,
+    "metricsPort": _LISTENER,
+    "metricsHost": _LISTENER,
+    "frameMaxLength": _LISTENER,
+    "serverChannelMaxIdleTimeSeconds": _LISTENER,
+    "serverConnectionMaxInFlight": _LISTENER,
+    "serverWriteStallTimeoutMillis": _LISTENER,
+    "serverOutputBufferMaxBytes": _LISTENER,
+    "serverPartialFrameMaxBytes": _LISTENER,
+}
+
+# key -> (least, most or None) a request may set; beyond them the broker would refuse every
+# send, drop its consumers or its slave, or delete what it holds
+BOUNDS: Final[Mapping[str, tuple[int, int | None]]] = {
+    "maxMessageSize": (1024, None),  # below it, every real message is refused
+    "fileReservedTime": (1, None),  # 0 h: every file deleted at the next deleteWhen
+    # compat: MessageStoreConfig.getDiskMaxUsedSpaceRatio reads anything else as 10 or 95
+    "diskMaxUsedSpaceRatio": (10, 95),
+    "diskSpaceWarningLevelRatio": (50, 100),  # lower: writes refused on a half-empty disk
+    "diskSpaceFreeFloorMb": (0, 1024),  # higher: writes refused on a disk with room
+    "syncFlushTimeout": (100, None),  # lower: SYNC_FLUSH / SYNC_MASTER sends time out
+    "transactionCheckMax": (1, None),  # 0: every half discarded at its first check
+    "transactionCheckInterval": (1000, None),
+    "registerBrokerTimeoutMills": (1000, None),  # lower: registrations fail, routes go
+    "clientChannelExpiredTime": (60_000, None),  # lower: live consumers dropped (30 s beats)
+    "haHousekeepingInterval": (10_000, None),  # lower: the slave's connection dropped
+    "haSlaveFallbehindMax": (1 << 20, None),  # lower: SYNC_MASTER finds no slave in sync
+    "waitTimeMillsInSendQueue": (100, None),  # lower: sends refused as SYSTEM_BUSY
+    "defaultTopicQueueNums": (1, 1024),  # what auto-created topics get
+}
+
+
+def refused(keys: Iterable[str]) -> list[str]:
+    """The keys of ``keys`` no request may change, sorted."""
+    return sorted(k for k in keys if k in REFUSED)
+
+
+def out_of_bounds(values: Mapping[str, str], now_ms: int) -> str | None:
+    """Why one of ``values`` (normalized, as BrokerSettings checks them) may not be set at run
+    time, or None."""
+    for key, text in sorted(values.items()):
+        if key == "startAcceptSendRequestTimeStamp" and int(text) > now_ms:
+            return f"{key}: a time to come would refuse every send until then, got {text}"
+        bounds = BOUNDS.get(key)
+        if bounds is None:
+            continue
+        least, most = bounds
+        value = int(text)
+        if value < least or (most is not None and value > most):
+            span = f"at least {least}" if most is None else f"between {least} and {most}"
+            return f"{key}: must be {span} at run time, got {value}"
+    return None
