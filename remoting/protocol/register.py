@@ -37,7 +37,8 @@ from remoting.protocol.topic import TopicConfig
 # group + "_" + a 127-character topic); anything much longer is not a topic
 TOPIC_NAME_MAX: Final = 1024
 FILTER_SERVERS_MAX: Final = 1024
-_INT32 = range(-(2**31), 2**31)
+_INT32_MIN: Final = -(2**31)
+_INT32_MAX: Final = 2**31 - 1
 _INT64 = range(-(2**63), 2**63)
 _WINDOWS: Final = (512, 64 * 1024)  # bytes the C decoder may parse in one call
 _PART_MAX: Final = 64 * 1024  # one length-prefixed part of the compressed form
@@ -225,16 +226,18 @@ def unregistrable(config: TopicConfig) -> str | None:
         return "the topic name is blank"
     if len(name) > TOPIC_NAME_MAX:
         return f"the topic name is {len(name)} characters long (at most {TOPIC_NAME_MAX})"
+    lo, hi = _INT32_MIN, _INT32_MAX  # a broker checks 100,000 topics per registration: cheap
     if not (
-        config.read_queue_nums in _INT32
-        and config.write_queue_nums in _INT32
-        and config.perm in _INT32
-        and config.topic_sys_flag in _INT32
+        lo <= config.read_queue_nums <= hi
+        and lo <= config.write_queue_nums <= hi
+        and lo <= config.perm <= hi
+        and lo <= config.topic_sys_flag <= hi
     ):
         return "queue numbers, perm and topicSysFlag must be Java ints"
-    strings = (name, config.topic_filter_type, *config.attributes, *config.attributes.values())
-    if any(text.unencodable(s) for s in strings):
-        return "the topic config holds text that is not valid UTF-8"
+    attrs, filter_type = config.attributes, config.topic_filter_type
+    if attrs or not (name.isascii() and filter_type.isascii()):
+        if any(text.unencodable(s) for s in (name, filter_type, *attrs, *attrs.values())):
+            return "the topic config holds text that is not valid UTF-8"
     return None
 
 
