@@ -235,9 +235,9 @@ def unregistrable(config: TopicConfig) -> str | None:
     ):
         return "queue numbers, perm and topicSysFlag must be Java ints"
     attrs, filter_type = config.attributes, config.topic_filter_type
-    if attrs or not (name.isascii() and filter_type.isascii()):
-        if any(text.unencodable(s) for s in (name, filter_type, *attrs, *attrs.values())):
-            return "the topic config holds text that is not valid UTF-8"
+    plain = not attrs and name.isascii() and filter_type.isascii()  # nothing to encode
+    if not plain and any(text.unencodable(s) for s in (name, filter_type, *attrs, *attrs.values())):
+        return "the topic config holds text that is not valid UTF-8"
     return None
 
 
