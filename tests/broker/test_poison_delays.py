@@ -113,6 +113,34 @@ async def test_a_refusal_that_can_pass_backs_off_and_then_delivers(tmp_path: Pat
     assert schedule.skipped == {}
 
 
+def tried(schedule: ScheduleService) -> int:
+    """Rounds of level 1 that raised ValueError (none counted before issue 29)."""
+    failures: dict[str, int] = getattr(schedule, "failures", {})
+    return failures.get("ValueError", 0)
+
+
+async def test_an_error_in_one_level_backs_it_off_and_ends_nothing(tmp_path: Path) -> None:
+    """A level whose round raises (here: its queue file closed under it, as a bug could)
+    backs that level off and logs it once; the service keeps running (it used to end, and
+    with it every delayed delivery of the broker until a restart)."""
+    store = MessageStore(store_config(tmp_path), store_host="127.0.0.1:10911")
+    await store.start()
+    schedule = ScheduleService(store, ConfigFile(tmp_path / "delayOffset.json"))
+    await store.put(delayed("RealT"))
+    await store.shutdown()  # level 1's queue file is closed: reading it raises ValueError
+    with capture_logs() as logs:
+        task = asyncio.get_running_loop().create_task(schedule.run())
+        try:
+            async with asyncio.timeout(10):
+                while not task.done() and tried(schedule) < 3:  # noqa: ASYNC110 -- a task's work
+                    await asyncio.sleep(0.02)
+            assert not task.done(), task.exception()
+        finally:
+            task.cancel()
+    crashed = [e for e in logs if e["event"] == "delayed_delivery_crashed"]
+    assert len(crashed) == 1 and crashed[0]["delay_level"] == 1, crashed
+
+
 async def test_every_other_route_and_retry_flows_past_both_poisons(tmp_path: Path) -> None:
     """Build item 3's joint test, in one running broker: an unroutable topic put in its table
     and an undeliverable level-1 message stored in front of two groups' retries. Every other
