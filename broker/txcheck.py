@@ -232,19 +232,18 @@ class TransactionCheck:
             born_host=half.born_host,
             reconsume_times=half.reconsume_times,
         )
-        result = await self.tx.put_with_ops([moved], half)
+        result, to = await self.tx.put_with_ops([moved], half), TRANS_CHECK_MAX_TIME_TOPIC
         if result.status in NEVER_STORED:  # not even as it was stored: drop it
-            result = await self.tx.put_with_ops([], half)
-            moved.topic = ""
+            result, to = await self.tx.put_with_ops([], half), "nowhere: its chain is closed"
         props = half.properties
         if refused is None:
             log.error("transaction_checked_too_often", msg_id=props.get(Prop.UNIQ_KEY),
                       real_topic=props.get(Prop.REAL_TOPIC), moved=result.status.name,
-                      to=moved.topic)  # fmt: skip
+                      to=to)  # fmt: skip
         elif (held := self._warnings.hit(("set_aside", refused))) is not None:
             log.error("transaction_half_set_aside", msg_id=props.get(Prop.UNIQ_KEY),
                       real_topic=props.get(Prop.REAL_TOPIC), refused=refused.name,
-                      moved=result.status.name, to=moved.topic, suppressed=held)  # fmt: skip
+                      moved=result.status.name, to=to, suppressed=held)  # fmt: skip
         return result.status in STORED
 
     def _send_check(self, copy: MessageExt) -> bool:

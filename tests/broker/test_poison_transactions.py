@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 
+from remoting.protocol.command import RemotingCommand
 from remoting.protocol.message import MAX_PROPERTIES_BYTES, decode_record, encode_properties
 from remoting.protocol.topic import TRANS_CHECK_MAX_TIME_TOPIC
 from tests.broker.test_transactions import Producer, messages, producer, setup, until
@@ -51,3 +52,27 @@ async def test_a_half_whose_copy_can_never_be_stored_holds_back_no_other(
     assert value(metrics, name, status="PROPERTIES_SIZE_EXCEEDED") == 1
     set_aside = [e for e in broker.proc.events if e.get("event") == "transaction_half_set_aside"]
     assert len(set_aside) == 1 and set_aside[0]["msg_id"] == FAT, set_aside
+
+
+async def test_a_half_that_no_longer_fits_at_all_is_dropped_and_holds_back_no_other(
+    cluster: Cluster, producer: Producer
+) -> None:
+    """A half of 2 KiB, then maxMessageSize lowered to 1 KiB (a live key): neither its check
+    copy nor its move to TRANS_CHECK_MAX_TIME_TOPIC can be stored, ever. Its chain is closed
+    without a copy, counted; the small half behind it is checked."""
+    broker = await setup(cluster, producer)
+    cli, addr = producer.cli, broker.addr
+    await producer.register(addr)
+    await producer.half(addr, "TxT", b"b" * 2048, FAT)
+    lowered = await cli.invoke(addr, RemotingCommand.request(25, {}, b"maxMessageSize=1024"))
+    assert lowered.code == 0, lowered.remark
+    await producer.half(addr, "TxT", b"thin", THIN)
+    check = await asyncio.wait_for(producer.checks.get(), 15)
+    assert decode_record(check.body).properties["UNIQ_KEY"] == THIN
+    assert broker.proc is not None
+    metrics = await scrape(broker.proc.metrics_port())
+    name = "rocketmq_transaction_halves_set_aside_total"
+    assert value(metrics, name, status="MESSAGE_ILLEGAL") == 1
+    (set_aside,) = [e for e in broker.proc.events if e.get("event") == "transaction_half_set_aside"]
+    assert set_aside["msg_id"] == FAT and set_aside["to"].startswith("nowhere"), set_aside
+    assert await messages(cli, addr, TRANS_CHECK_MAX_TIME_TOPIC, 0) == []
