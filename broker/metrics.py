@@ -48,6 +48,7 @@ class BrokerCollector(Collector):
         yield from self._queues()
         yield from self._storage()
         yield from self._clients()
+        yield from self._set_aside()
 
     def _info(self) -> Iterable[Metric]:
         b = self.broker
@@ -131,3 +132,28 @@ class BrokerCollector(Collector):
             consumers.add_metric([consumer_group], len(group.clients))
         yield producers
         yield consumers
+
+    def _set_aside(self) -> Iterable[Metric]:
+        """What the broker isolated rather than let it stop the rest (issue 29: no poison
+        pill): topics left out of registration, delayed messages skipped or held back,
+        transaction halves set aside."""
+        b = self.broker
+        left_out = b.namesrv.left_out.count
+        yield CounterMetricFamily(PREFIX + "register_topics_left_out", "Topics left out of the "
+                                  "name server registration because no name server would "
+                                  "route them (each once)", value=left_out)  # fmt: skip
+        schedule = b.consumers.schedule
+        skipped = counter("delayed_messages_skipped", "Due delayed messages the store refuses "
+                          "for good, skipped, by reason", ["reason"])  # fmt: skip
+        for reason, count in sorted(schedule.skipped.items()):
+            skipped.add_metric([reason], count)
+        failed = counter("delayed_delivery_failures", "Refusals of a due delayed message that "
+                         "may pass (retried after a back-off), by status", ["status"])  # fmt: skip
+        for status, count in sorted(schedule.failures.items()):
+            failed.add_metric([status], count)
+        halves = counter("transaction_halves_set_aside", "Transaction halves whose copy the "
+                         "store refuses for good, moved aside unchecked, by status",
+                         ["status"])  # fmt: skip
+        for status, count in sorted(b.tx_check.set_aside.items()):
+            halves.add_metric([status], count)
+        yield from (skipped, failed, halves)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import structlog
 
+from broker.registrable import LeftOut
 from remoting.client import RemotingClient
 from remoting.errors import RemotingError
 from remoting.protocol.codes import RequestCode, ResponseCode
@@ -40,9 +41,11 @@ class NamesrvAPI:
         self.addrs = addrs
         self._timeout = timeout
         self.master: RegisterBrokerResponseHeader | None = None  # learned by a slave
+        self.left_out = LeftOut()  # topics no name server would route: never sent
 
     async def register_all(self, me: BrokerIdentity, topics: TopicConfigWrapper) -> int:
         """REGISTER_BROKER to every name server at once; returns how many accepted it."""
+        topics = self.left_out.registrable(topics)
         body = RegisterBrokerBody(topic_config_wrapper=topics).encode()
         ext = RegisterBrokerRequestHeader(
             broker_name=me.name,

@@ -9,6 +9,13 @@ CHECK_IMMUNITY_TIME_IN_SECONDS) ends the round, or, with that property, is re-ap
 unchecked. Any other is re-appended with TRANSACTION_CHECK_TIMES + 1 and
 CHECK_TRANSACTION_STATE (39) about the copy goes, oneway, to a live producer of its PGROUP.
 The round yields to the loop every time slice, so thousands of pending halves stall nothing.
+
+No poison pill (issue 29): a half whose copy the store refuses for good (its properties at
+the limit, so the check count no longer fits; a body over a lowered maxMessageSize) can never
+be checked. Ending the round there, as for a refusal that can pass, stopped every round at it
+and no later half was ever checked again. It is moved to TRANS_CHECK_MAX_TIME_TOPIC as if
+checked too often (or, if even that is refused for good, its chain is closed), counted in
+``set_aside`` by status, and the round goes on.
 """
 
 from __future__ import annotations
@@ -21,7 +28,8 @@ from typing import Final
 import structlog
 
 from broker.registry import ClientRegistry
-from broker.store import GetStatus
+from broker.store import GetStatus, PutStatus
+from broker.store.results import NEVER_STORED
 from broker.transactions import CHECK_GROUP, READ_BATCH, STORED, Transactions
 from remoting.channel import Channel
 from remoting.errors import MessageDecodeError
@@ -36,6 +44,7 @@ from remoting.protocol.topic import (
     Perm,
 )
 from remoting.tasks import TimeSlice
+from remoting.warnlimit import WarnLimiter
 
 log = structlog.get_logger(__name__)
 
@@ -44,6 +53,7 @@ MAX_ROUND_SECONDS: Final = 60.0  # TransactionalMessageServiceImpl.MAX_PROCESS_T
 # halves wait at most about this long (the default slice, 5 ms, showed as the p99 of other
 # requests: benchmarks/transactions.py)
 SLICE_SECONDS: Final = 0.002
+WARN_SECONDS: Final = 10.0  # at most one line this often per kind of half set aside
 
 
 @dataclasses.dataclass(slots=True)
@@ -65,6 +75,8 @@ class TransactionCheck:
         self.registry = registry
         self._turn = itertools.count()
         self.rounds = 0
+        self.set_aside: dict[str, int] = {}  # halves no copy of could be stored, by status
+        self._warnings = WarnLimiter(WARN_SECONDS)
 
     async def run(self) -> None:
         """Every transactionCheckInterval, one round (read afresh: it may be updated)."""
@@ -145,10 +157,11 @@ class TransactionCheck:
         if 0 <= age < immunity:
             if Prop.CHECK_IMMUNITY_TIME_IN_SECONDS not in half.properties:
                 return False
-            return await self._copy(half, times) is not None  # putImmunityMsgBackToHalfQueue
+            copy = await self._copy(half, times)  # putImmunityMsgBackToHalfQueue
+            return not isinstance(copy, PutStatus) or await self._never_copied(half, copy, report)
         copy = await self._copy(half, times + 1)
-        if copy is None:
-            return False
+        if isinstance(copy, PutStatus):
+            return await self._never_copied(half, copy, report)
         if not self._send_check(copy):
             group = half.properties.get(Prop.PGROUP, "")
             report.no_producer[group] = report.no_producer.get(group, 0) + 1
@@ -161,9 +174,19 @@ class TransactionCheck:
         seconds = _int(half.properties.get(Prop.CHECK_IMMUNITY_TIME_IN_SECONDS), -1)
         return timeout if seconds == -1 else seconds * 1000
 
-    async def _copy(self, half: MessageExt, times: int) -> MessageExt | None:
+    async def _never_copied(self, half: MessageExt, status: PutStatus, report: RoundReport) -> bool:
+        """The store refused ``half``'s copy: for now (False: the round ends here, the half
+        comes first next round), or for good (set aside; True: the round goes on)."""
+        if status not in NEVER_STORED or not await self._discard(half, status):
+            return False
+        report.discarded += 1
+        self.set_aside[status.name] = self.set_aside.get(status.name, 0) + 1
+        return True
+
+    async def _copy(self, half: MessageExt, times: int) -> MessageExt | PutStatus:
         """renewHalfMessageInner: the half again at the queue's end, with the check count;
-        every copy names its chain's first record (our TRAN_PREPARED_QUEUE_OFFSET use)."""
+        every copy names its chain's first record (our TRAN_PREPARED_QUEUE_OFFSET use); the
+        store's status if it refused it."""
         props = dict(half.properties)
         props.setdefault(Prop.TRAN_PREPARED_QUEUE_OFFSET, str(half.queue_offset))
         if times > 0:
@@ -181,13 +204,18 @@ class TransactionCheck:
         )
         result = await self.store.put(copy, wait_flush=False)
         if result.status not in STORED:
-            log.error("transaction_half_put_back_failed", status=result.status.name)
-            return None
+            held = self._warnings.hit(("put_back", result.status))
+            if held is not None:
+                log.error("transaction_half_put_back_failed", status=result.status.name,
+                          msg_id=props.get(Prop.UNIQ_KEY), suppressed=held)  # fmt: skip
+            return result.status
         return copy  # the store filled in its queue and CommitLog offsets
 
-    async def _discard(self, half: MessageExt) -> bool:
+    async def _discard(self, half: MessageExt, refused: PutStatus | None = None) -> bool:
         """resolveDiscardMsg: a copy in TRANS_CHECK_MAX_TIME_TOPIC (1 queue, perm 6); ours
-        also closes the chain (in the same append), so a late END cannot deliver it."""
+        also closes the chain (in the same append), so a late END cannot deliver it.
+        ``refused``: why the half cannot be checked any more, if not its check count. Should
+        the store refuse the copy for good too, the chain is closed without one."""
         topics = self.tx.ctx.topics
         if topics.get(TRANS_CHECK_MAX_TIME_TOPIC) is None:
             await topics.create_plain(
@@ -204,10 +232,18 @@ class TransactionCheck:
             born_host=half.born_host,
             reconsume_times=half.reconsume_times,
         )
-        result = await self.tx.put_with_ops([moved], half)
+        result, to = await self.tx.put_with_ops([moved], half), TRANS_CHECK_MAX_TIME_TOPIC
+        if result.status in NEVER_STORED:  # not even as it was stored: drop it
+            result, to = await self.tx.put_with_ops([], half), "nowhere: its chain is closed"
         props = half.properties
-        log.error("transaction_checked_too_often", msg_id=props.get(Prop.UNIQ_KEY),
-                  real_topic=props.get(Prop.REAL_TOPIC), moved=result.status.name)  # fmt: skip
+        if refused is None:
+            log.error("transaction_checked_too_often", msg_id=props.get(Prop.UNIQ_KEY),
+                      real_topic=props.get(Prop.REAL_TOPIC), moved=result.status.name,
+                      to=to)  # fmt: skip
+        elif (held := self._warnings.hit(("set_aside", refused))) is not None:
+            log.error("transaction_half_set_aside", msg_id=props.get(Prop.UNIQ_KEY),
+                      real_topic=props.get(Prop.REAL_TOPIC), refused=refused.name,
+                      moved=result.status.name, to=to, suppressed=held)  # fmt: skip
         return result.status in STORED
 
     def _send_check(self, copy: MessageExt) -> bool:

@@ -1,25 +1,26 @@
 """The name server's own metrics, read from its route table when ``/metrics`` is scraped:
-registered brokers, broker names, clusters and topics (ours: 4.9.8 has no metrics endpoint).
+registered brokers, broker names, clusters and topics, and the topics registrations left out
+(ours: 4.9.8 has no metrics endpoint).
 Requests, latency, connections and event-loop lag come from ``remoting.metrics``."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-from namesrv.routes import RouteTable
+from namesrv.processors import NamesrvProcessor
 from remoting.metrics import PREFIX
 
 
 class NamesrvCollector(Collector):
-    def __init__(self, table: RouteTable) -> None:
-        self.table = table
+    def __init__(self, processor: NamesrvProcessor) -> None:
+        self.processor = processor
 
     def collect(self) -> Iterable[Metric]:
-        table = self.table
+        table = self.processor.table
         brokers = GaugeMetricFamily(
             PREFIX + "namesrv_brokers",
             "Registered broker addresses (masters and slaves), per cluster",
@@ -38,3 +39,7 @@ class NamesrvCollector(Collector):
                                 value=len(table.clusters))  # fmt: skip
         yield GaugeMetricFamily(PREFIX + "namesrv_topics", "Topics with a route",
                                 value=len(table.topic_queues))  # fmt: skip
+        yield CounterMetricFamily(PREFIX + "namesrv_register_topics_skipped", "Topics left out "
+                                  "of broker registrations because they cannot be routed "
+                                  "(counted at each registration)",
+                                  value=self.processor.topics_skipped)  # fmt: skip

@@ -13,12 +13,19 @@ much (see remoting.protocol.register).
 A name that cannot be written as UTF-8 never enters the tables (bodies are checked as they
 are parsed, names here); should one get in anyway, the aggregate answers leave it out and
 log an error instead of failing for every client.
+
+One topic of a registration that cannot be routed (remoting.protocol.register.unregistrable:
+2**40 queues, a 2,000-character name, a config that is not one) is skipped, counted
+(``topics_skipped``, on /metrics) and named in a warning at most once a minute per broker;
+every other topic of that broker is registered. 4.9.8 would refuse the whole body (its JSON
+parser throws), and the broker's every topic would lose its route.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import zlib
 from collections.abc import Callable
 from typing import Final, TypeVar
@@ -45,6 +52,7 @@ from remoting.protocol.route import dumps, encodable, encode_kv_table, encode_to
 from remoting.protocol.steps import Steps
 from remoting.protocol.topic import TopicConfig
 from remoting.tasks import run_steps
+from remoting.warnlimit import WarnLimiter
 
 log = structlog.get_logger(__name__)
 
@@ -53,6 +61,9 @@ T = TypeVar("T")
 INLINE_BODY_MAX: Final = 64 * 1024  # bodies up to this size parse in about a millisecond
 SLICE_SECONDS: Final = 0.002  # longest run of registration work between other requests
 DATA_VERSION_MAX: Final = 4096
+SKIPPED_WARN_SECONDS: Final = 60.0  # per broker address: one line a minute at most
+SKIPPED_NAMED: Final = 10  # topics a warning names (their count is in it too)
+NAME_SHOWN: Final = 200  # characters of a skipped topic's name a warning shows
 
 
 class CrcMismatch(ValueError):
@@ -125,6 +136,8 @@ class NamesrvProcessor:
         self._big_body = asyncio.Semaphore(1)
         self._route_cache: dict[str, bytes] = {}
         self._cache_key = (-1, -1)
+        self.topics_skipped = 0  # topics left out of registrations, each time (/metrics)
+        self._skip_warnings = WarnLimiter(SKIPPED_WARN_SECONDS)
 
     def routes(self) -> Routes:
         c = RequestCode
@@ -155,7 +168,7 @@ class NamesrvProcessor:
         big = hdr.compressed or len(req.body) > INLINE_BODY_MAX
         async with self._big_body if big else contextlib.nullcontext():
             try:
-                topics = await self._topics(req.body, hdr, big)
+                parsed = await self._parse(req.body, hdr, big)
             except ValueError as exc:
                 remark = (
                     str(exc) if isinstance(exc, CrcMismatch) else f"bad RegisterBrokerBody: {exc}"
@@ -163,6 +176,9 @@ class NamesrvProcessor:
                 log.warning("register_body_refused", broker=hdr.broker_name,
                             addr=hdr.broker_addr, error=remark)  # fmt: skip
                 return response_to(req, ResponseCode.SYSTEM_ERROR, remark)
+            topics = parsed.topic_config_wrapper
+            if parsed.skipped:
+                self._skipped(hdr, parsed.skipped)
             first = hdr.broker_addr not in self.table.live
             result = await run_steps(self.table.register_steps(
                 cluster=hdr.cluster_name, broker_addr=hdr.broker_addr,
@@ -182,19 +198,30 @@ class NamesrvProcessor:
         order = self.kv.namespace(ORDER_TOPIC_CONFIG)
         return ok(req, ext, self._kv_body(order) if order else b"")
 
-    async def _topics(
+    async def _parse(
         self, body: bytes, hdr: h.RegisterBrokerRequestHeader, big: bool
-    ) -> TopicConfigWrapper:
-        """The body's topic table; ValueError if it is refused."""
+    ) -> RegisterBrokerBody:
+        """The body, its unroutable topics skipped; ValueError if it is refused."""
         if not body:
-            return TopicConfigWrapper()
+            return RegisterBrokerBody(topic_config_wrapper=TopicConfigWrapper())
         if big:
             args = (body, hdr.body_crc32, hdr.compressed, self._max_body)
             body = await asyncio.to_thread(check_and_inflate, *args)
         else:
             check_and_inflate(body, hdr.body_crc32, False, self._max_body)
         steps = RegisterBrokerBody.parse_steps(body, compressed=hdr.compressed)
-        return (await run_steps(steps, SLICE_SECONDS)).topic_config_wrapper
+        return await run_steps(steps, SLICE_SECONDS)
+
+    def _skipped(self, hdr: h.RegisterBrokerRequestHeader, skipped: dict[str, str]) -> None:
+        """Count the topics a registration left out; name some, once a minute per broker."""
+        self.topics_skipped += len(skipped)
+        held = self._skip_warnings.hit(hdr.broker_addr)
+        if held is None:
+            return
+        named = itertools.islice(skipped.items(), SKIPPED_NAMED)
+        log.warning("register_topics_skipped", broker=hdr.broker_name, addr=hdr.broker_addr,
+                    count=len(skipped), topics={n[:NAME_SHOWN]: why for n, why in named},
+                    suppressed=held)  # fmt: skip
 
     def unregister_broker(self, req: RemotingCommand, ch: Channel) -> Response:
         hdr = h.BrokerIdentityHeader.from_ext(req.ext_fields)

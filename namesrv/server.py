@@ -49,7 +49,7 @@ class Namesrv(Service):
         self._scan: asyncio.Task[None] | None = None
         self.metrics = None if stats is None else Metrics(
             config.metrics_host or server_config.bind_address, config.metrics_port, stats,
-            lambda: {"main": self.server}, [NamesrvCollector(self.table)],
+            lambda: {"main": self.server}, [NamesrvCollector(self.processor)],
         )  # fmt: skip
 
     @property

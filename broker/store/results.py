@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from enum import Enum
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 
 class PutStatus(Enum):
@@ -18,6 +18,12 @@ class PutStatus(Enum):
     PROPERTIES_SIZE_EXCEEDED = "PROPERTIES_SIZE_EXCEEDED"
     OS_PAGECACHE_BUSY = "OS_PAGECACHE_BUSY"
     UNKNOWN_ERROR = "UNKNOWN_ERROR"
+
+
+# refusals that depend on the message alone (its topic, size or properties): the same message
+# is refused again however often it is tried, so a background loop re-storing it must set it
+# aside rather than wait for it (broker/schedule.py, broker/txcheck.py)
+NEVER_STORED: Final = frozenset({PutStatus.MESSAGE_ILLEGAL, PutStatus.PROPERTIES_SIZE_EXCEEDED})
 
 
 class GetStatus(Enum):

@@ -9,6 +9,12 @@ containers larger than that are walked here, and a caller may let other work run
 steps. A worker thread would not help: CPython's json holds the GIL, so a 16 MiB
 ``json.loads`` in a thread stalls the loop for all of its ~300 ms. zlib releases the GIL:
 ``inflate`` is what to run in a thread. ``decode`` does everything at once.
+
+One topic a name server cannot route (``unregistrable``: a blank or absurdly long name,
+numbers Java's int cannot hold, a config that is not one) is left out of the parsed table and
+named in ``RegisterBrokerBody.skipped``: it must not cost the broker the routes of all its
+other topics. What is malformed as a whole -- bad JSON, a bad length prefix, a zlib bomb,
+text that is not valid UTF-8 in the JSON form -- still refuses the body.
 """
 
 from __future__ import annotations
@@ -31,7 +37,8 @@ from remoting.protocol.topic import TopicConfig
 # group + "_" + a 127-character topic); anything much longer is not a topic
 TOPIC_NAME_MAX: Final = 1024
 FILTER_SERVERS_MAX: Final = 1024
-_INT32 = range(-(2**31), 2**31)
+_INT32_MIN: Final = -(2**31)
+_INT32_MAX: Final = 2**31 - 1
 _INT64 = range(-(2**63), 2**63)
 _WINDOWS: Final = (512, 64 * 1024)  # bytes the C decoder may parse in one call
 _PART_MAX: Final = 64 * 1024  # one length-prefixed part of the compressed form
@@ -43,6 +50,8 @@ _BLANKS: Final = frozenset((b" ", b"\t", b"\r", b"\n"))
 _INT_KEY = re.compile(rb"-?[0-9]{1,20}")
 _scan = json.JSONDecoder().raw_decode
 _MALFORMED = (TypeError, AttributeError, KeyError, ArithmeticError, RecursionError, struct.error)
+# what one topic config that is not one raises (TopicConfig.from_json, a compressed line)
+_BAD_TOPIC = (ValueError, TypeError, AttributeError, KeyError, ArithmeticError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +109,8 @@ class TopicConfigWrapper:
 class RegisterBrokerBody:
     topic_config_wrapper: TopicConfigWrapper = field(default_factory=TopicConfigWrapper)
     filter_server_list: list[str] = field(default_factory=list)
+    # parsed only: topics left out of the table, name -> why (never encoded)
+    skipped: dict[str, str] = field(default_factory=dict)
 
     def encode(self) -> bytes:
         """Uncompressed JSON: what we always send."""
@@ -112,8 +123,9 @@ class RegisterBrokerBody:
     def decode(
         cls, body: bytes, *, compressed: bool = False, max_inflated: int = DEFAULT_MAX_FRAME
     ) -> Self:
-        """Raises ValueError (or a subclass) when the body is malformed, holds a name that is
-        blank, too long or not valid UTF-8, or inflates past ``max_inflated`` bytes."""
+        """Raises ValueError (or a subclass) when the body is malformed, holds text that is
+        not valid UTF-8, or inflates past ``max_inflated`` bytes; a topic that is not
+        registrable goes to ``skipped`` instead of the table."""
         data = inflate(body, max_inflated) if compressed else body
         return finish(cls.parse_steps(data, compressed=compressed))
 
@@ -136,18 +148,24 @@ class RegisterBrokerBody:
         wrapper = _object(obj, "RegisterBrokerBody").get("topicConfigSerializeWrapper")
         wrapper = _object(wrapper or {}, "topicConfigSerializeWrapper")
         table: dict[str, TopicConfig] = {}
+        skipped: dict[str, str] = {}
         entries = _object(wrapper.get("topicConfigTable") or {}, "topicConfigTable")
         for i, name in enumerate(list(entries)):
             # popped: freeing 100,000 parsed entries at once would stall the loop for ~20 ms
-            table[name] = _checked(
-                TopicConfig.from_json(_object(entries.pop(name), "a topic config"))
-            )
+            entry = entries.pop(name)
+            try:
+                config = TopicConfig.from_json(_object(entry, "the topic config"))
+            except _BAD_TOPIC as exc:
+                skipped[name] = f"malformed: {type(exc).__name__}: {exc}"
+            else:
+                _keep(name, config, table, skipped)
             if i % _TOPICS_PER_STEP == _TOPICS_PER_STEP - 1:
                 yield
         version = DataVersion.from_json(wrapper.get("dataVersion"))
         return cls(
             topic_config_wrapper=TopicConfigWrapper(topic_config_table=table, data_version=version),
             filter_server_list=_filter_servers(obj.get("filterServerList")),
+            skipped=skipped,
         )
 
     @classmethod
@@ -157,16 +175,22 @@ class RegisterBrokerBody:
         version = DataVersion.from_json(text.loads(part, "DataVersion"))
         (count,), pos = struct.unpack_from(">i", data, pos), pos + 4
         table: dict[str, TopicConfig] = {}
+        skipped: dict[str, str] = {}
         for i in range(count):
-            part, pos = _part(data, pos)
-            topic = _checked(_decode_topic_line(part.decode()))
-            table[topic.topic_name] = topic
+            part, pos = _part(data, pos)  # a bad length prefix: nothing after it can be read
+            try:
+                topic = _decode_topic_line(part.decode())
+            except _BAD_TOPIC as exc:
+                name = part[:TOPIC_NAME_MAX].split(b" ", 1)[0].decode(errors="replace")
+                skipped[name] = f"malformed: {type(exc).__name__}: {exc}"
+            else:
+                _keep(topic.topic_name, topic, table, skipped)
             if i % _TOPICS_PER_STEP == _TOPICS_PER_STEP - 1:
                 yield
         part, pos = _part(data, pos)
         servers = _filter_servers(text.loads(part, "filterServerList"))
         wrapper = TopicConfigWrapper(topic_config_table=table, data_version=version)
-        return cls(topic_config_wrapper=wrapper, filter_server_list=servers)
+        return cls(topic_config_wrapper=wrapper, filter_server_list=servers, skipped=skipped)
 
 
 def inflate(body: bytes, limit: int = DEFAULT_MAX_FRAME) -> bytes:
@@ -193,22 +217,38 @@ def inflate(body: bytes, limit: int = DEFAULT_MAX_FRAME) -> bytes:
     return b"".join(chunks)
 
 
-def _checked(config: TopicConfig) -> TopicConfig:
-    """Refuse what no broker hosts: a blank or absurdly long name, numbers Java's int cannot
-    hold."""
+def unregistrable(config: TopicConfig) -> str | None:
+    """Why a name server will not route ``config``, or None if it will: a blank or absurdly
+    long name, text that cannot be written as UTF-8, numbers Java's int cannot hold. The name
+    server skips such a topic; the broker leaves it out of what it registers (one rule)."""
     name = config.topic_name
     if not name.strip():
-        raise ValueError(f"a topic name is blank: {name!r}")
+        return "the topic name is blank"
     if len(name) > TOPIC_NAME_MAX:
-        raise ValueError(f"a topic name is {len(name)} characters long (at most {TOPIC_NAME_MAX})")
+        return f"the topic name is {len(name)} characters long (at most {TOPIC_NAME_MAX})"
+    lo, hi = _INT32_MIN, _INT32_MAX  # a broker checks 100,000 topics per registration: cheap
     if not (
-        config.read_queue_nums in _INT32
-        and config.write_queue_nums in _INT32
-        and config.perm in _INT32
-        and config.topic_sys_flag in _INT32
+        lo <= config.read_queue_nums <= hi
+        and lo <= config.write_queue_nums <= hi
+        and lo <= config.perm <= hi
+        and lo <= config.topic_sys_flag <= hi
     ):
-        raise ValueError(f"topic {name!r}: queue numbers, perm and topicSysFlag must be Java ints")
-    return config
+        return "queue numbers, perm and topicSysFlag must be Java ints"
+    attrs, filter_type = config.attributes, config.topic_filter_type
+    plain = not attrs and name.isascii() and filter_type.isascii()  # nothing to encode
+    if not plain and any(text.unencodable(s) for s in (name, filter_type, *attrs, *attrs.values())):
+        return "the topic config holds text that is not valid UTF-8"
+    return None
+
+
+def _keep(
+    name: str, config: TopicConfig, table: dict[str, TopicConfig], skipped: dict[str, str]
+) -> None:
+    reason = unregistrable(config)
+    if reason is None:
+        table[name] = config
+    else:
+        skipped[name] = reason
 
 
 def _object(obj: Any, what: str) -> dict[Any, Any]:

@@ -21,6 +21,7 @@ from remoting.protocol.register import (
     DataVersion,
     RegisterBrokerBody,
     TopicConfigWrapper,
+    unregistrable,
 )
 from remoting.protocol.route import (
     BrokerData,
@@ -60,6 +61,11 @@ def acceptable(name: str) -> bool:
     return bool(name.strip()) and len(name) <= TOPIC_NAME_MAX and not text.unencodable(name)
 
 
+def routable(name: str) -> bool:
+    """A valid UTF-8 name the name server still skips: blank or over TOPIC_NAME_MAX."""
+    return bool(name.strip()) and len(name) <= TOPIC_NAME_MAX
+
+
 def compressed(version: DataVersion, topics: list[TopicConfig], servers: list[str]) -> bytes:
     """Java's RegisterBrokerBody.encode(true): int32-length-prefixed parts in a zlib stream."""
 
@@ -91,20 +97,19 @@ def zlib_bomb(mib: int) -> bytes:
 @given(st.lists(ANY_TEXT, min_size=1, max_size=4), st.dictionaries(ANY_TEXT, ANY_TEXT, max_size=2))
 def test_names_round_trip_or_are_refused(names: list[str], attrs: dict[str, str]) -> None:
     """Unencodable strings issue: any topic name or attribute, lone surrogates included, either
-    round-trips or is refused with ValueError -- never another error, never stored."""
+    round-trips or is refused with ValueError -- never another error, never stored; a blank or
+    over-long name is skipped alone (issue 29: no poison pill)."""
     data = ascii_json(body_json(names, attrs))
-    good = all(acceptable(n) for n in names) and not any(
-        text.unencodable(s) for kv in attrs.items() for s in kv
-    )
-    if not good:
-        with pytest.raises(ValueError, match=r"not valid UTF-8|blank|characters long"):
+    if any(text.unencodable(s) for s in [*names, *attrs, *attrs.values()]):
+        with pytest.raises(ValueError, match=r"not valid UTF-8"):
             RegisterBrokerBody.decode(data)
         return
     body = RegisterBrokerBody.decode(data)
     table = body.topic_config_wrapper.topic_config_table
     assert {n: (t.topic_name, t.attributes) for n, t in table.items()} == {
-        n: (n, attrs) for n in names
+        n: (n, attrs) for n in names if routable(n)
     }
+    assert set(body.skipped) == {n for n in names if not routable(n)}
     assert body.topic_config_wrapper.data_version == DataVersion(3, 9)
 
 
@@ -144,11 +149,6 @@ def test_junk_in_any_field_raises_only_value_error(junk: Any, where: str) -> Non
     [
         (b"[" * 100_000, "not a JSON object"),
         (b'{"a":' * 100_000, "nested more than"),
-        (ascii_json(body_json([""])), "blank"),
-        (ascii_json(body_json(["x" * (TOPIC_NAME_MAX + 1)])), "characters long"),
-        (ascii_json(body_json(["T"])).replace(b'"perm": 6', b'"perm": 1e999'), "OverflowError"),
-        (ascii_json(body_json(["T"])).replace(b'"perm": 6', b'"perm": 4294967296'), "Java ints"),
-        (ascii_json(body_json(["T"])).replace(b'"perm": 6', b'"perm": NaN'), "NaN"),
         (ascii_json(body_json(["T"])).replace(b'"perm": 6', b'"perm": ' + b"9" * 5000), "limit"),
         (b'{"filterServerList":"' + b"x" * 70_000 + b'"}', "longer than 65536"),
         (b'{"a":1,' + b" " * 70_000 + b'"b":2}', "whitespace"),
@@ -156,10 +156,73 @@ def test_junk_in_any_field_raises_only_value_error(junk: Any, where: str) -> Non
     ],
 )
 def test_hostile_shapes_are_value_errors(body: bytes, message: str) -> None:
-    """Hostile bodies: deep nesting, blank or absurd names, numbers Java's int cannot hold,
-    huge values and invalid UTF-8 are each refused with a ValueError saying why."""
+    """Hostile bodies: deep nesting, huge values and invalid UTF-8 are each refused with a
+    ValueError saying why."""
     with pytest.raises(ValueError, match=message):
         RegisterBrokerBody.decode(body)
+
+
+def _with(name: str, old: bytes, new: bytes) -> bytes:
+    """A body of topics A, ``name`` and Z, ``old`` replaced by ``new`` in ``name``'s config."""
+    data = ascii_json(body_json(["A", name, "Z"]))
+    at = data.index(b'"' + ascii_json(name)[1:-1] + b'": {')
+    end = data.index(b"}", data.index(b"writeQueueNums", at))  # the entry's last field
+    return data[:at] + data[at:end].replace(old, new, 1) + data[end:]
+
+
+@pytest.mark.parametrize(
+    ("body", "bad", "reason"),
+    [
+        (ascii_json(body_json(["A", "", "Z"])), "", "blank"),
+        (ascii_json(body_json(["A", "x" * (TOPIC_NAME_MAX + 1), "Z"])), "x" * (TOPIC_NAME_MAX + 1),
+         "characters long"),
+        (_with("T", b'"perm": 6', b'"perm": 1e999'), "T", "OverflowError"),
+        (_with("T", b'"perm": 6', b'"perm": 4294967296'), "T", "Java ints"),
+        (_with("%RETRY%g", b'"readQueueNums": 16', b'"readQueueNums": 1099511627776'),
+         "%RETRY%g", "Java ints"),
+        (_with("T", b'"perm": 6', b'"perm": NaN'), "T", "NaN"),
+        (_with("T", b'"perm": 6', b'"perm": "six"'), "T", "invalid literal"),
+        (_with("T", b'"topicName": "T"', b'"name": "T"'), "T", "KeyError"),
+        (_with("T", b'"attributes": {}', b'"attributes": [1]'), "T", "AttributeError"),
+        (ascii_json(body_json(["A", "Z"])).replace(b'"Z": {', b'"T": 7, "Z": {'), "T",
+         "not a JSON object"),
+    ],
+)  # fmt: skip
+def test_one_unroutable_topic_is_skipped_alone(body: bytes, bad: str, reason: str) -> None:
+    """Issue 29 (no poison pill): a topic whose name is blank or too long, whose numbers
+    Java's int cannot hold, or whose config is not one is left out of the table and named in
+    ``skipped`` with the reason; the topics around it are parsed as usual."""
+    decoded = RegisterBrokerBody.decode(body)
+    assert list(decoded.topic_config_wrapper.topic_config_table) == ["A", "Z"]
+    assert list(decoded.skipped) == [bad]
+    assert reason in decoded.skipped[bad]
+    assert decoded.topic_config_wrapper.data_version == DataVersion(3, 9)
+
+
+def test_the_broker_and_name_server_share_one_rule() -> None:
+    """``unregistrable``: what the name server skips is what the broker leaves out."""
+    fine = TopicConfig(topic_name="T", read_queue_nums=2**31 - 1, perm=-(2**31))
+    assert unregistrable(fine) is None
+    for bad in (
+        TopicConfig(topic_name=" "),
+        TopicConfig(topic_name="x" * (TOPIC_NAME_MAX + 1)),
+        TopicConfig(topic_name="T", read_queue_nums=2**40),
+        TopicConfig(topic_name="T", write_queue_nums=-(2**31) - 1),
+        TopicConfig(topic_name="T", perm=2**31),
+        TopicConfig(topic_name="T", topic_sys_flag=2**63),
+        TopicConfig(topic_name="T\ud800"),
+        TopicConfig(topic_name="T", attributes={"k": "\udfff"}),
+    ):
+        assert unregistrable(bad) is not None, bad
+        body = RegisterBrokerBody(
+            topic_config_wrapper=TopicConfigWrapper(
+                topic_config_table={bad.topic_name: bad, "Z": TopicConfig(topic_name="Z")}
+            )
+        )
+        if text.unencodable(json.dumps(bad.to_json(), ensure_ascii=False)):
+            continue  # unencodable text: the JSON form refuses the whole body (above)
+        decoded = RegisterBrokerBody.decode(ascii_json(json.loads(body.encode())))
+        assert list(decoded.skipped) == [bad.topic_name]
 
 
 def test_zlib_bomb_is_refused_at_the_limit_and_the_limit_itself_passes() -> None:
@@ -187,16 +250,15 @@ def test_zlib_bomb_is_refused_at_the_limit_and_the_limit_itself_passes() -> None
 )  # fmt: skip
 def test_compressed_form_round_trips_or_is_refused(names: list[str], attrs: dict[str, str]) -> None:
     """protocol.md 6.7: the compressed variant (Java's compressedRegister) decodes to the
-    same topics; an attribute that is not valid UTF-8 is refused there too."""
+    same topics; a topic line with an attribute that is not valid UTF-8, or a blank or
+    over-long name, is skipped alone (issue 29)."""
     topics = [TopicConfig(topic_name=n, read_queue_nums=3, perm=7, attributes=attrs) for n in names]
     body = compressed(DataVersion(5, 6), topics, ["127.0.0.1:1"])
     bad = any(text.unencodable(s) for kv in attrs.items() for s in kv)
-    if bad or not all(acceptable(n) for n in names):
-        with pytest.raises(ValueError):
-            RegisterBrokerBody.decode(body, compressed=True)
-        return
     decoded = RegisterBrokerBody.decode(body, compressed=True)
-    assert decoded.topic_config_wrapper.topic_config_table == {t.topic_name: t for t in topics}
+    kept = {t.topic_name: t for t in topics if not bad and acceptable(t.topic_name)}
+    assert decoded.topic_config_wrapper.topic_config_table == kept
+    assert len(decoded.skipped) == len(topics) - len(kept)
     assert decoded.topic_config_wrapper.data_version == DataVersion(5, 6)
     assert decoded.filter_server_list == ["127.0.0.1:1"]
 
