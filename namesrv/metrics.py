@@ -1,12 +1,13 @@
 """The name server's own metrics, read from its route table when ``/metrics`` is scraped:
-registered brokers, broker names, clusters and topics (ours: 4.9.8 has no metrics endpoint).
+registered brokers, broker names, clusters and topics, and the topic configs registrations
+carried (what registering costs it; ours: 4.9.8 has no metrics endpoint).
 Requests, latency, connections and event-loop lag come from ``remoting.metrics``."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
@@ -38,3 +39,6 @@ class NamesrvCollector(Collector):
                                 value=len(table.clusters))  # fmt: skip
         yield GaugeMetricFamily(PREFIX + "namesrv_topics", "Topics with a route",
                                 value=len(table.topic_queues))  # fmt: skip
+        yield CounterMetricFamily(PREFIX + "namesrv_registered_topics", "Topic configs "
+                                  "received in REGISTER_BROKER bodies (a whole table, or "
+                                  "an increment)", value=table.topics_received)  # fmt: skip
