@@ -44,7 +44,7 @@ class TableFile:
         self._snapshot_size = 0
         self._lock = asyncio.Lock()  # one compaction at a time
         self._compacting: asyncio.Task[bool] | None = None
-        # journal writes that failed, and how many of them the last compaction covered
+        # writes that failed (journal lines, compactions), and how many a compaction covered
         self._lost = self._covered = 0
         self._failing = False
 
@@ -131,6 +131,7 @@ class TableFile:
         await self.maintain()
 
     def _failed(self, exc: Exception, event: str = "config_file_not_saved") -> bool:
+        self._lost += 1  # the next compaction is due whatever the journal holds
         if not self._failing:
             log.error(event, path=str(self.path), error=str(exc),
                       action="kept in memory and in the journal, written again later")  # fmt: skip
