@@ -134,27 +134,33 @@ class Journal:
     async def _drain(self) -> None:
         while self._queue:
             batch, self._queue = self._queue, []
-            data = b"".join(line for line, _ in batch)
-            async with self._lock:
-                segment = self._segment
-                try:
-                    await asyncio.to_thread(self._write, segment, data)
-                except OSError as exc:
-                    self._close()
-                    self._segment = segment + 1  # never append after a torn tail
-                    if not self._failing:
-                        log.error("journal_not_written", path=str(self.segment_path(segment)),
-                                  error=str(exc), action="kept in memory, written again "
-                                  "later")  # fmt: skip
-                    self._failing, written = True, False
-                else:
-                    self.size += len(data)
-                    if self._failing:
-                        log.warning("journal_written_again", path=str(self.file))
-                    self._failing, written = False, True
-            for _, future in batch:
-                if not future.done():
-                    future.set_result(written)
+            written = False
+            try:
+                written = await self._write_batch(b"".join(line for line, _ in batch))
+            finally:  # also if stopped: nobody waits forever
+                for _, future in batch:
+                    if not future.done():
+                        future.set_result(written)
+
+    async def _write_batch(self, data: bytes) -> bool:
+        async with self._lock:
+            segment = self._segment
+            try:
+                await asyncio.to_thread(self._write, segment, data)
+            except OSError as exc:
+                self._close()
+                self._segment = segment + 1  # never append after a torn tail
+                if not self._failing:
+                    log.error("journal_not_written", path=str(self.segment_path(segment)),
+                              error=str(exc), action="kept in memory, written again "
+                              "later")  # fmt: skip
+                self._failing = True
+                return False
+            self.size += len(data)
+            if self._failing:
+                log.warning("journal_written_again", path=str(self.file))
+            self._failing = False
+            return True
 
     def _write(self, segment: int, data: bytes) -> None:
         """In a worker thread, under the lock."""
