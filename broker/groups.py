@@ -1,14 +1,18 @@
 """SubscriptionGroups: consumer groups a broker knows (SubscriptionGroupManager), persisted to
 subscriptionGroup.json; unknown groups are created on first use when
-autoCreateSubscriptionGroup is on."""
+autoCreateSubscriptionGroup is on. A change is durable once its journal line is (as for
+topics.json: broker.tablefile), so its cost does not grow with the number of groups."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 import structlog
 
 from broker.configfile import ConfigFile
+from broker.tablefile import TableFile
 from remoting.errors import ConfigError
 from remoting.protocol.group import SubscriptionGroupConfig
 from remoting.protocol.message import now_ms
@@ -24,29 +28,42 @@ SYSTEM_GROUPS = ("TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "SELF_TEST_C_GROUP",
 
 class SubscriptionGroups:
     def __init__(self, file: ConfigFile, *, auto_create: bool) -> None:
-        self.file = file
+        self.file = TableFile(file, self._snapshot)
         self.auto_create = auto_create
         self.groups = {g: SubscriptionGroupConfig(group_name=g) for g in SYSTEM_GROUPS}
         self._saving: set[asyncio.Task[bool]] = set()
         self.data_version = DataVersion(0, now_ms())
 
-    def load(self) -> None:
-        obj = self.file.load()
-        if obj is None:
-            return
+    def load(self, *, fold: bool = True) -> None:
+        """The file, then its journal (written into the file if ``fold``)."""
+        obj, records = self.file.load()
         try:
-            table = obj.get("subscriptionGroupTable") or {}
-            for name, raw in table.items():
-                self.groups[str(name)] = SubscriptionGroupConfig.from_json(raw)
-            self.data_version = DataVersion.from_json(obj.get("dataVersion"))
+            if obj is not None:
+                table = obj.get("subscriptionGroupTable") or {}
+                for name, raw in table.items():
+                    self.groups[str(name)] = SubscriptionGroupConfig.from_json(raw)
+                self.data_version = DataVersion.from_json(obj.get("dataVersion"))
+            for record in records:
+                self._replay(record)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ConfigError(f"{self.file.path}: malformed subscription groups: {exc}") from exc
+        if records and fold:
+            self.file.compact_now()
+
+    def _replay(self, record: Any) -> None:
+        if "put" in record:
+            config = SubscriptionGroupConfig.from_json(record["put"])
+            self.groups[config.group_name] = config
+        else:
+            self.groups.pop(str(record["delete"]), None)
+        self.data_version = DataVersion.from_json(record["dataVersion"])
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "dataVersion": self.data_version.to_json(),
-            "subscriptionGroupTable": {k: v.to_json() for k, v in self.groups.items()},
-        }
+        return _file_json(self.groups, self.data_version)
+
+    def _snapshot(self) -> Callable[[], Any]:
+        groups, version = dict(self.groups), self.data_version
+        return lambda: _file_json(groups, version)
 
     def find(self, group: str) -> SubscriptionGroupConfig | None:
         """findSubscriptionGroupConfig: the group, created on first use if auto-create is on
@@ -55,8 +72,7 @@ class SubscriptionGroups:
         if config is None and self.auto_create:
             config = self.groups[group] = SubscriptionGroupConfig(group_name=group)
             log.info("subscription_group_created", group=group)
-            self.data_version = self.data_version.next(now_ms())
-            task = asyncio.get_running_loop().create_task(self.file.save(self.to_json()))
+            task = asyncio.get_running_loop().create_task(self._changed(config))
             self._saving.add(task)
             task.add_done_callback(self._saving.discard)
         return config
@@ -69,15 +85,35 @@ class SubscriptionGroups:
     async def put(self, config: SubscriptionGroupConfig) -> None:
         self.groups[config.group_name] = config
         log.info("subscription_group_updated", group=config.group_name)
-        await self._changed()
+        await self._changed(config)
 
     async def delete(self, group: str) -> bool:
         if self.groups.pop(group, None) is None:
             return False
         log.info("subscription_group_deleted", group=group)
-        await self._changed()
+        await self._changed(None, group)
         return True
 
-    async def _changed(self) -> None:
+    async def replace(
+        self, groups: dict[str, SubscriptionGroupConfig], version: DataVersion
+    ) -> None:
+        """Take another table whole (a slave copying its master's), and persist it."""
+        self.groups.clear()
+        self.groups.update(groups)
+        self.data_version = version
+        await self.file.compact()
+
+    def _changed(
+        self, config: SubscriptionGroupConfig | None, deleted: str = ""
+    ) -> Coroutine[Any, Any, bool]:
+        """Journal one change at once (in order); awaiting the result waits for the disk."""
         self.data_version = self.data_version.next(now_ms())
-        await self.file.save(self.to_json())
+        change: dict[str, Any] = {"put": config.to_json()} if config else {"delete": deleted}
+        return self.file.record({"dataVersion": self.data_version.to_json(), **change})
+
+
+def _file_json(groups: dict[str, SubscriptionGroupConfig], version: DataVersion) -> dict[str, Any]:
+    return {
+        "dataVersion": version.to_json(),
+        "subscriptionGroupTable": {k: v.to_json() for k, v in groups.items()},
+    }

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 from pathlib import Path
 
 import structlog
@@ -31,6 +30,7 @@ from broker.processors.pull import PullProcessor
 from broker.processors.query import QueryProcessor
 from broker.processors.runtime import RuntimeProcessor
 from broker.processors.send import SendProcessor
+from broker.registration import Registrar
 from broker.replication import Replication, check_role
 from broker.routes import Processors, bulkheads, routes
 from broker.slave_sync import SlaveSync, SyncProcessor
@@ -47,8 +47,6 @@ from remoting.lifecycle import Service
 from remoting.metrics import Metrics
 from remoting.process import prepare_server_process
 from remoting.protocol.message import now_ms
-from remoting.protocol.register import TopicConfigWrapper
-from remoting.protocol.topic import Perm, TopicConfig
 from remoting.server import RemotingServer
 from remoting.tasks import every
 
@@ -81,8 +79,7 @@ class Broker(Service):
         )
         self.servers: list[RemotingServer] = []  # the main port, then the VIP port
         self._loops: list[asyncio.Task[None]] = []
-        self._register_task: asyncio.Task[None] | None = None
-        self._register_again = False
+        self.registrar: Registrar | None = None
         self.metrics: Metrics | None = None
 
     async def start(self) -> None:
@@ -124,12 +121,15 @@ class Broker(Service):
             self.metrics = Metrics(cfg.metrics_host or cfg.broker_ip1, cfg.metrics_port, stats,
                                    self._listeners, [BrokerCollector(self)])  # fmt: skip
             await self.metrics.start()
-        ctx.topics.listeners.append(self.register_soon)
-        ctx.topic_registered = ctx.topics.registered = self.wait_registered
+        self.registrar = registrar = Registrar(
+            self.namesrv, ctx.topics, lambda: self.identity, lambda: ctx.config.broker_permission
+        )
+        ctx.topics.listeners.append(registrar.changed)
+        ctx.topic_registered = ctx.topics.registered = registrar.wait
         ctx.on_config_change.append(self._config_changed)
         if not self.namesrv.addrs:
             log.warning("no_namesrv", hint="set namesrvAddr, -n or NAMESRV_ADDR")
-        await self._register()
+        await registrar.register_all()
         self._start_loops()
         log.info(
             "listening",
@@ -229,7 +229,7 @@ class Broker(Service):
         loop = asyncio.get_running_loop()
         period = max(1.0, min(60.0, self.config.register_name_server_period / 1000))
         jobs = [
-            (period, "register_broker_all", self._register),
+            (period, "register_broker_all", self._registrar().register_all),
             (SAMPLE_SECONDS, "stats_sample", self._sample_stats),
             (self.config.flush_consumer_offset_interval / 1000, "retry_config_files",
              self._retry_config_files),
@@ -250,14 +250,14 @@ class Broker(Service):
         self.ctx.stats.sample()
 
     async def _retry_config_files(self) -> None:
-        """topics.json and subscriptionGroup.json writes that failed (a full disk), again."""
-        await self.ctx.topics.file.retry()
-        await self.ctx.groups.file.retry()
+        """topics.json and subscriptionGroup.json fold their journals in (and are written
+        again after a failed write: a full disk)."""
+        await self.ctx.topics.file.maintain()
+        await self.ctx.groups.file.maintain()
 
-    async def _register(self) -> None:
-        wrapper = advertised(self.ctx.topics.wrapper(), self.ctx.config.broker_permission)
-        accepted = await self.namesrv.register_all(self.identity, wrapper)
-        log.debug("broker_registered", namesrv=accepted, of=len(self.namesrv.addrs))
+    def _registrar(self) -> Registrar:
+        assert self.registrar is not None, "started"
+        return self.registrar
 
     def _config_changed(self, keys: frozenset[str]) -> None:
         """AdminBrokerProcessor.updateBrokerConfig: a brokerPermission update bumps the topic
@@ -265,65 +265,32 @@ class Broker(Service):
         if "brokerPermission" in keys:
             topics = self.ctx.topics
             topics.data_version = topics.data_version.next(now_ms())
-            self.register_soon()
-
-    async def wait_registered(self) -> None:
-        """Until the registration rounds a topic change started are done."""
-        task = self._register_task
-        if task is not None and not task.done():
-            await asyncio.shield(task)
-
-    def register_soon(self) -> None:
-        """Register at once after a topic change; changes during a round get one more round."""
-        self._register_again = True
-        if self._register_task is None or self._register_task.done():
-            self._register_task = asyncio.get_running_loop().create_task(self._register_rounds())
-
-    async def _register_rounds(self) -> None:
-        while self._register_again:
-            self._register_again = False
-            await self._register()
+            self._registrar().changed(None)
 
     async def close(self) -> None:
         for server in self.servers:
             server.stop_accepting()
         if self.metrics is not None:
             await self.metrics.close()
+        if self.registrar is not None:  # no registration after (or racing) the unregistration
+            await self.registrar.close()
         await self.namesrv.unregister_all(self.identity)
-        for task in [*self._loops, self._register_task]:
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+        for task in self._loops:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         self.consumers.answer_parked()  # consumers move on at once
         await asyncio.gather(*(server.close(drain_timeout=5.0) for server in self.servers))
         # only now, with every request drained: offsets committed during the drain count
         self.consumers.persist_now()
         await self.ctx.groups.flush()
-        await self._retry_config_files()
+        await self.ctx.topics.file.close()  # the journals folded into the files
+        await self.ctx.groups.file.close()
         await self.replication.close()
         await self.slave_sync.close()
         await self.ctx.store.shutdown()
         await self.namesrv.close()
         log.info("broker_stopped", broker=self.config.broker_name)
-
-
-def advertised(wrapper: TopicConfigWrapper, broker_permission: int) -> TopicConfigWrapper:
-    """BrokerController.registerBrokerAll: unless the broker is readable and writable, every
-    topic is registered with the broker's permission (and, as there, the other fields at
-    their defaults), so producers stop routing here (perm 4) or consumers stop pulling."""
-    if Perm.readable(broker_permission) and Perm.writeable(broker_permission):
-        return wrapper
-    table = {
-        name: TopicConfig(
-            topic_name=name,
-            read_queue_nums=t.read_queue_nums,
-            write_queue_nums=t.write_queue_nums,
-            perm=broker_permission,
-        )
-        for name, t in wrapper.topic_config_table.items()
-    }
-    return dataclasses.replace(wrapper, topic_config_table=table)
 
 
 def config_path(store_config: StoreConfig) -> Path:

@@ -85,10 +85,7 @@ class SlaveSync:
         table = self.ctx.topics
         if wrapper.data_version == table.data_version:
             return
-        table.topics.clear()
-        table.topics.update(wrapper.topic_config_table)
-        table.data_version = wrapper.data_version
-        await table.file.save(table.wrapper().to_json())
+        await table.replace(wrapper)
         log.info("slave_topics_synced", master=addr, topics=len(table.topics))
 
     async def _offsets(self, addr: str) -> None:
@@ -111,10 +108,7 @@ class SlaveSync:
             return
         table = obj.get("subscriptionGroupTable") or {}
         fresh = {str(name): SubscriptionGroupConfig.from_json(raw) for name, raw in table.items()}
-        groups.groups.clear()
-        groups.groups.update(fresh)
-        groups.data_version = version
-        await groups.file.save(groups.to_json())
+        await groups.replace(fresh, version)
         log.info("slave_groups_synced", master=addr, groups=len(groups.groups))
 
     async def close(self) -> None:

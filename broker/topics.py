@@ -1,18 +1,22 @@
 """TopicTable: the topics a broker hosts (TopicConfigManager), persisted to topics.json.
 
 System topics come first, then the file overrides them, as in Java. Every change bumps the
-data version (the name server skips registrations whose version it has), is written
-atomically off the loop, and is announced to listeners (the broker re-registers at once).
+data version (the name server skips registrations whose version it has), is durable once
+its journal line is (broker.tablefile: topics.json itself is rewritten off the hot path),
+and is then announced to listeners with the topics it changed (the broker registers those
+at once; None, for a deletion or a new table, has it register everything).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 import structlog
 
 from broker.configfile import ConfigFile
+from broker.tablefile import TableFile
 from remoting.errors import ConfigError
 from remoting.protocol.message import now_ms
 from remoting.protocol.register import DataVersion, TopicConfigWrapper
@@ -81,27 +85,48 @@ class TopicTable:
     def __init__(
         self, file: ConfigFile, builtin: dict[str, TopicConfig], *, auto_create: bool
     ) -> None:
-        self.file = file
+        self.file = TableFile(file, self._snapshot)
         self.topics: dict[str, TopicConfig] = dict(builtin)
         self.data_version = DataVersion(0, now_ms())
         self._auto_create = auto_create
         self._lock = asyncio.Lock()
-        self.listeners: list[Callable[[], None]] = []
+        # called with the topics a change set, or None when any may have gone
+        self.listeners: list[Callable[[Sequence[str] | None], None]] = []
         # awaits the registration a change started (the broker sets it)
         self.registered: Callable[[], Awaitable[None]] = _nothing_pending
 
-    def load(self) -> None:
-        """Overlay topics.json (if any) on the built-in topics; a corrupt file is an error."""
-        obj = self.file.load()
-        if obj is None:
+    def load(self, *, fold: bool = True) -> None:
+        """Overlay topics.json (if any) on the built-in topics, then replay its journal (and,
+        if ``fold``, write it into the file); a corrupt file or journal is an error."""
+        obj, records = self.file.load()
+        if obj is None and not records:
             return
         try:
-            wrapper = TopicConfigWrapper.from_json(obj)
+            if obj is not None:
+                wrapper = TopicConfigWrapper.from_json(obj)
+                self.topics.update(wrapper.topic_config_table)
+                self.data_version = wrapper.data_version
+            for record in records:
+                self._replay(record)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ConfigError(f"{self.file.path}: malformed topic config: {exc}") from exc
-        self.topics.update(wrapper.topic_config_table)
-        self.data_version = wrapper.data_version
-        log.info("topics_loaded", path=str(self.file.path), topics=len(self.topics))
+        if records and fold:
+            self.file.compact_now()
+        log.info("topics_loaded", path=str(self.file.path), topics=len(self.topics),
+                 journal_records=len(records))  # fmt: skip
+
+    def _replay(self, record: Any) -> None:
+        if "put" in record:
+            config = TopicConfig.from_json(record["put"])
+            self.topics[config.topic_name] = config
+        else:
+            self.topics.pop(str(record["delete"]), None)
+        self.data_version = DataVersion.from_json(record["dataVersion"])
+
+    def _snapshot(self) -> Callable[[], Any]:
+        """What builds topics.json's object off the loop, from the table as it is now."""
+        table, version = dict(self.topics), self.data_version
+        return lambda: TopicConfigWrapper(topic_config_table=table, data_version=version).to_json()
 
     def get(self, topic: str) -> TopicConfig | None:
         return self.topics.get(topic)
@@ -111,11 +136,20 @@ class TopicTable:
             topic_config_table=dict(self.topics), data_version=self.data_version
         )
 
-    async def _changed(self) -> None:
+    async def _changed(self, config: TopicConfig | None, deleted: str = "") -> None:
+        """Persist one change (a put, or the deletion of ``deleted``), then announce it."""
         self.data_version = self.data_version.next(now_ms())
-        await self.file.save(self.wrapper().to_json())
+        change: dict[str, Any] = {"put": config.to_json()} if config else {"delete": deleted}
+        await self.file.record({"dataVersion": self.data_version.to_json(), **change})
         for listener in self.listeners:
-            listener()
+            listener([config.topic_name] if config else None)
+
+    async def replace(self, wrapper: TopicConfigWrapper) -> None:
+        """Take another table whole (a slave copying its master's), and persist it."""
+        self.topics.clear()
+        self.topics.update(wrapper.topic_config_table)
+        self.data_version = wrapper.data_version
+        await self.file.compact()
 
     async def put(self, config: TopicConfig) -> None:
         """Create or replace a topic (UPDATE_AND_CREATE_TOPIC, send-back topics)."""
@@ -127,13 +161,13 @@ class TopicTable:
             write=config.write_queue_nums,
             perm=config.perm,
         )
-        await self._changed()
+        await self._changed(config)
 
     async def delete(self, topic: str) -> bool:
         if self.topics.pop(topic, None) is None:
             return False
         log.info("topic_deleted", topic=topic)
-        await self._changed()
+        await self._changed(None, topic)
         return True
 
     async def create_in_send(
@@ -167,7 +201,7 @@ class TopicTable:
             self.topics[topic] = config
             log.info("topic_created", topic=topic, default_topic=default_topic, queues=queues,
                      perm=config.perm)  # fmt: skip
-            await self._changed()
+            await self._changed(config)
         await self.registered()
         return config
 
@@ -213,7 +247,7 @@ class TopicTable:
             )
             self.topics[topic] = config
             log.info("topic_created", topic=topic, queues=queue_nums, perm=perm)
-            await self._changed()
+            await self._changed(config)
         if wait_registered:  # registered inline, as createTopicInSendMessageBackMethod does
             await self.registered()
         return config

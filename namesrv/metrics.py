@@ -1,6 +1,7 @@
 """The name server's own metrics, read from its route table when ``/metrics`` is scraped:
-registered brokers, broker names, clusters and topics, and the topics registrations left out
-(ours: 4.9.8 has no metrics endpoint).
+registered brokers, broker names, clusters and topics, the topic configs registrations
+carried (what registering costs it) and the topics they left out (ours: 4.9.8 has no
+metrics endpoint).
 Requests, latency, connections and event-loop lag come from ``remoting.metrics``."""
 
 from __future__ import annotations
@@ -43,3 +44,6 @@ class NamesrvCollector(Collector):
                                   "of broker registrations because they cannot be routed "
                                   "(counted at each registration)",
                                   value=self.processor.topics_skipped)  # fmt: skip
+        yield CounterMetricFamily(PREFIX + "namesrv_registered_topics", "Topic configs "
+                                  "received in REGISTER_BROKER bodies (a whole table, or "
+                                  "an increment)", value=table.topics_received)  # fmt: skip

@@ -65,6 +65,7 @@ class RouteTable:
         self.live: dict[str, BrokerLive] = {}
         self.version = 0  # bumped whenever a route could have changed (route caches key on it)
         self._rebuilding: dict[str, object] = {}  # broker name -> token of its running rebuild
+        self.topics_received = 0  # topic configs REGISTER_BROKER bodies carried (metrics)
 
     # ------------------------------------------------------------ registration
 
@@ -85,6 +86,7 @@ class RouteTable:
         it reports, a slice per step (RouteInfoManager.registerBroker)."""
         first = self._link(cluster, broker_addr, broker_name, broker_id)
         version = topics.data_version if topics is not None else DataVersion()
+        self.topics_received += len(topics.topic_config_table) if topics is not None else 0
         prev = self.live.get(broker_addr)
         self.live[broker_addr] = BrokerLive(
             self._clock(), version, channel, ha_server_addr, timeout_ms or self._expired_ms

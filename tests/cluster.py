@@ -58,7 +58,8 @@ class Cluster:
             "metricsPort": "0",  # /metrics on any free port (5556 is the default)
             **self.namesrv_sets,
         }
-        self.namesrv = ServerProcess(["-m", "namesrv", "--listen-port", "0", *_sets(sets)])
+        port = str(self.namesrv_port)  # 0 the first time; the same port on restart
+        self.namesrv = ServerProcess(["-m", "namesrv", "--listen-port", port, *_sets(sets)])
         self.namesrv_port = self.namesrv.listening_port()
 
     def add_broker(

@@ -207,7 +207,7 @@ class SendProcessor:
             raise Refused(ResponseCode.SYSTEM_ERROR, f"broker unable to service, until {until}")
         # without the write bit only an order topic is refused; other sends are stored
         # (registration advertises the broker's permission, so producers stop routing here:
-        # Broker._register)
+        # broker.registration.advertised)
         topic = hdr.topic
         known = self.topics.get(topic)
         if known is not None and known.order and not Perm.writeable(cfg.broker_permission):

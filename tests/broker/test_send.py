@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import re
 
+from broker.configfile import ConfigFile
+from broker.topics import TopicTable
 from remoting.client import RemotingClient
 from remoting.protocol.batch import BatchItem, encode_batch
 from remoting.protocol.codes import RequestCode, ResponseCode
@@ -20,7 +22,7 @@ async def test_new_topic_is_created_from_tbw102(
     cluster: Cluster, json_client: RemotingClient
 ) -> None:
     """protocol.md 12.1 / seed 000: a send to an unknown topic with defaultTopic=TBW102 creates
-    it with min(4, TBW102's 8) queues and perm 6, persists topics.json and re-registers at once;
+    it with min(4, TBW102's 8) queues and perm 6, persists it and registers it at once;
     the answer carries msgId, queueId, queueOffset, MSG_REGION and TRACE_ON."""
     broker = cluster.add_broker("broker-a")
     resp = await json_client.invoke(broker.addr, send_v2("AutoTopic", b"hello"))
@@ -29,11 +31,13 @@ async def test_new_topic_is_created_from_tbw102(
     assert re.fullmatch(r"[0-9A-F]{32}", ext["msgId"])
     assert 0 <= int(ext["queueId"]) < 4 and ext["queueOffset"] == "0"
     assert (ext["MSG_REGION"], ext["TRACE_ON"]) == ("DefaultRegion", "true")
-    saved = json.loads((broker.store / "config" / "topics.json").read_text())
-    topic = saved["topicConfigTable"]["AutoTopic"]
-    assert (topic["readQueueNums"], topic["writeQueueNums"], topic["perm"]) == (4, 4, 6)
-    tbw = saved["topicConfigTable"]["TBW102"]
-    assert (tbw["readQueueNums"], tbw["perm"]) == (8, 7)
+    saved = TopicTable(ConfigFile(broker.store / "config" / "topics.json"), {}, auto_create=True)
+    saved.load(fold=False)  # topics.json and its journal, read as a restart reads them
+    topic = saved.topics["AutoTopic"]
+    assert (topic.read_queue_nums, topic.write_queue_nums, topic.perm) == (4, 4, 6)
+    get_all = RemotingCommand.request(RequestCode.GET_ALL_TOPIC_CONFIG)
+    tbw = json.loads((await json_client.invoke(broker.addr, get_all)).body)["topicConfigTable"]
+    assert (tbw["TBW102"]["readQueueNums"], tbw["TBW102"]["perm"]) == (8, 7)
     got = await route(json_client, cluster.namesrv_addr, "AutoTopic")
     assert got.code == 0, "registered with the name server at once, not after 30 s"
     (qd,) = TopicRouteData.decode(got.body).queue_datas

@@ -1,0 +1,96 @@
+"""Incremental registration (issue 29, N6), step by step: a broker's Registrar and TopicTable
+(real files) against real in-process name servers on port 0 over real sockets, so each
+registration round is driven by the test rather than by a timer."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from broker.configfile import ConfigFile
+from broker.namesrv_api import BrokerIdentity, NamesrvAPI
+from broker.registration import Registrar
+from broker.topics import TopicTable, system_topics
+from namesrv.config import NamesrvConfig
+from namesrv.server import Namesrv
+from remoting.client import RemotingClient
+from remoting.config import ServerConfig
+from remoting.protocol.topic import TopicConfig
+
+ME = BrokerIdentity("C", "broker-a", 0, "127.0.0.1:10911", "127.0.0.1:10912")
+
+
+def namesrv(tmp: Path, name: str) -> Namesrv:
+    config = NamesrvConfig(kv_config_path=str(tmp / name / "kv.json"), metrics_port=-1)
+    return Namesrv(config, ServerConfig(listen_port=0, bind_address="127.0.0.1"))
+
+
+def routed(ns: Namesrv) -> set[str]:
+    """The topics ``ns`` routes to broker-a."""
+    return {t for t, queues in ns.table.topic_queues.items() if "broker-a" in queues}
+
+
+@pytest.fixture
+async def broker(tmp_path: Path) -> AsyncIterator[tuple[TopicTable, Registrar, NamesrvAPI]]:
+    table = TopicTable(
+        ConfigFile(tmp_path / "topics.json"),
+        system_topics("C", "broker-a", auto_create=True, default_queue_nums=8),
+        auto_create=True,
+    )
+    table.load()
+    api = NamesrvAPI(RemotingClient(), [], 3.0)
+    registrar = Registrar(api, table, lambda: ME, lambda: 6)
+    table.listeners.append(registrar.changed)
+    table.registered = registrar.wait
+    yield table, registrar, api
+    await registrar.close()
+    await api.close()
+    await table.file.close()
+
+
+async def create(table: TopicTable, name: str) -> None:
+    await table.put(TopicConfig(topic_name=name, read_queue_nums=2, write_queue_nums=2))
+    await table.registered()
+
+
+async def test_a_name_server_that_saw_only_an_increment_gets_everything_at_the_next_full(
+    tmp_path: Path, broker: tuple[TopicTable, Registrar, NamesrvAPI]
+) -> None:
+    """A create registers that topic alone; a name server whose first registration was such
+    an increment (started, or restarted, after the other creates) records its data version,
+    and the next full registration must still rebuild there: it carries another version."""
+    table, registrar, api = broker
+    async with namesrv(tmp_path, "first") as first:
+        api.addrs = [f"127.0.0.1:{first.port}"]
+        await registrar.register_all()
+        for i in range(20):
+            await create(table, f"T{i}")
+        assert routed(first) == set(table.topics)
+        async with namesrv(tmp_path, "late") as late:
+            api.addrs.append(f"127.0.0.1:{late.port}")
+            received = late.table.topics_received
+            await create(table, "X")  # the late name server's first registration
+            assert late.table.topics_received - received == 1, "only the new topic is sent"
+            assert routed(late) == {"X"}
+            await registrar.register_all()  # the periodic full registration
+            assert routed(late) == set(table.topics)
+            assert routed(first) == set(table.topics)
+
+
+async def test_concurrent_creates_share_registration_rounds(
+    tmp_path: Path, broker: tuple[TopicTable, Registrar, NamesrvAPI]
+) -> None:
+    """50 creates at once: each answered after a round that holds it, far fewer rounds than
+    creates, and no round carries more than the topics changed since the one before."""
+    table, registrar, api = broker
+    async with namesrv(tmp_path, "ns") as ns:
+        api.addrs = [f"127.0.0.1:{ns.port}"]
+        await registrar.register_all()
+        received, rounds = ns.table.topics_received, registrar.rounds
+        await asyncio.gather(*(create(table, f"C{i}") for i in range(50)))
+        assert {f"C{i}" for i in range(50)} <= routed(ns)
+        assert ns.table.topics_received - received == 50
+        assert registrar.rounds - rounds < 25, registrar.rounds - rounds
