@@ -97,3 +97,12 @@ async def send_back(cli: RemotingClient, addr: str, topic: str, group: str, leve
 async def retried(cli: RemotingClient, addr: str, group: str) -> int:
     """Messages delivered to ``%RETRY%<group>`` (one queue, as groups are made by default)."""
     return await max_offset(cli, addr, f"%RETRY%{group}", 0)
+
+
+async def registered(broker: Broker, *, full: bool = False) -> None:
+    """Until the registration the changes so far started is done (``full``: a whole-table
+    round of its own, as the periodic timer makes)."""
+    assert broker.registrar is not None, "started"
+    if full:
+        await broker.registrar.register_all()
+    await broker.registrar.wait()

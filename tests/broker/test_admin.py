@@ -171,5 +171,12 @@ async def test_stats_and_broker_config(cluster: Cluster, client: RemotingClient)
     assert stored.code == ResponseCode.SUCCESS
     bad = await client.invoke(broker.addr, req(C.UPDATE_BROKER_CONFIG, b"brokerPermission=x\n"))
     assert bad.code == 1 and "brokerPermission" in str(bad.remark)
-    later = await client.invoke(broker.addr, req(C.UPDATE_BROKER_CONFIG, b"listenPort=1\n"))
-    assert (later.code, later.remark) == (0, "updated; takes effect after restart: listenPort")
+    later = await client.invoke(
+        broker.addr, req(C.UPDATE_BROKER_CONFIG, b"flushIntervalCommitLog=9\n")
+    )
+    assert (later.code, later.remark) == (
+        0,
+        "updated; takes effect after restart: flushIntervalCommitLog",
+    )
+    moved = await client.invoke(broker.addr, req(C.UPDATE_BROKER_CONFIG, b"listenPort=1\n"))
+    assert moved.code == ResponseCode.NO_PERMISSION and "listenPort" in str(moved.remark)

@@ -24,6 +24,7 @@ from tests.broker.poison import (
     delayed,
     in_process,
     queue_counts,
+    registered,
     retried,
     send_back,
     store_config,
@@ -162,7 +163,7 @@ async def test_every_other_route_and_retry_flows_past_both_poisons(tmp_path: Pat
             async with asyncio.timeout(20):
                 while await max_offset(cli, addr, "GoodT", 0) < 3:  # noqa: ASYNC110 -- 2 sent, 1 delayed
                     await asyncio.sleep(0.1)
-            await broker.wait_registered()
+            await registered(broker)
             for topic in ("GoodT", "%RETRY%normal_g", "%RETRY%other_g"):
                 code, queues = await queue_counts(cli, namesrv, topic)
                 assert code == 0 and queues, topic

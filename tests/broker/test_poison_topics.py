@@ -16,7 +16,7 @@ from structlog.testing import capture_logs
 from remoting.client import RemotingClient
 from remoting.protocol.register import DataVersion, TopicConfigWrapper
 from remoting.protocol.topic import TopicConfig
-from tests.broker.poison import in_process, queue_counts
+from tests.broker.poison import in_process, queue_counts, registered
 from tests.broker.wire import create_topic
 from tests.cluster import Cluster
 from tests.scrape import scrape, value
@@ -80,12 +80,11 @@ async def test_a_topic_put_in_the_table_is_left_out_and_warned_about_once(
             addr, namesrv = f"127.0.0.1:{broker.port}", f"127.0.0.1:{ns.port}"
             assert (await cli.invoke(addr, create_topic("GoodT", 4))).code == 0
             await broker.ctx.topics.put(EVIL)  # a future bug: no request, no load check
-            await broker.wait_registered()
+            await registered(broker)
             assert (await cli.invoke(addr, create_topic("OtherT", 4))).code == 0
-            await broker.wait_registered()
+            await registered(broker)
             for _ in range(2):  # two more registrations, as the 1 s timer makes them
-                broker.register_soon()
-                await broker.wait_registered()
+                await registered(broker, full=True)
             for topic in GOOD:
                 assert await queue_counts(cli, namesrv, topic) == (0, [4]), topic
             assert (await queue_counts(cli, namesrv, EVIL.topic_name))[0] == 17
