@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 import structlog
 
 from broker.configfile import ConfigFile
+from broker.quarantine import usable_topics
 from remoting.errors import ConfigError
 from remoting.protocol.message import now_ms
 from remoting.protocol.register import DataVersion, TopicConfigWrapper
@@ -96,6 +97,7 @@ class TopicTable:
         if obj is None:
             return
         try:
+            obj = usable_topics(obj, self.file.path, self.topics)
             wrapper = TopicConfigWrapper.from_json(obj)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ConfigError(f"{self.file.path}: malformed topic config: {exc}") from exc
