@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from remoting.client import RemotingClient
+from remoting.protocol.batch import BatchItem, encode_batch
 from remoting.protocol.codes import RequestCode, ResponseCode
 from remoting.protocol.command import RemotingCommand
-from tests.broker.wire import create_topic, route
+from tests.broker.wire import create_topic, pull, route, send_v2
 from tests.cluster import BrokerProc, Cluster
 
 INT_MAX, LONG_MAX = 2**31 - 1, 2**63 - 1
@@ -148,3 +149,22 @@ async def test_out_of_range_numbers_are_refused_naming_the_field(
     assert (await client.invoke(broker.addr, create_topic("After", 1))).code == 0
     assert (await route(client, cluster.namesrv_addr, "After")).code == 0
     assert refusals(cluster, broker) == []
+
+
+async def test_max_msg_nums_is_read_as_at_most_1024(
+    broker: BrokerProc, client: RemotingClient
+) -> None:
+    """A filtered pull scans ConsumeQueue units in proportion to maxMsgNums (Java: 20 bytes
+    each, at least 16,000 bytes; Java's int overflow caps the product, Python's ints do not):
+    maxMsgNums 2**31-1 made one pull scan the whole queue on the broker's loop. It is read
+    as 1024 (the Java push consumer's pullBatchSize bound): a pull for tag B over 1,100
+    tag-A messages stops after 1,024 units."""
+    items = [BatchItem(b"a") for _ in range(100)]
+    for _ in range(11):
+        batch = send_v2("GoodT", encode_batch(items), queue_id=0, m="true", props={"TAGS": "A"})
+        batch.code = RequestCode.SEND_BATCH_MESSAGE
+        assert (await client.invoke(broker.addr, batch)).code == 0
+    ask = pull("pg", "GoodT", 0, 0, sys_flag=4, subscription="B", max_msgs=INT_MAX)
+    got = await client.invoke(broker.addr, ask)
+    assert got.code == ResponseCode.PULL_RETRY_IMMEDIATELY, got.remark
+    assert got.ext_fields["nextBeginOffset"] == "1024"
