@@ -20,6 +20,7 @@ import re
 from typing import Final
 
 from remoting.protocol.group import SubscriptionGroupConfig
+from remoting.protocol.headers.base import parse_int
 from remoting.protocol.heartbeat import HeartbeatData, LockBatchBody
 from remoting.protocol.topic import (
     DLQ_GROUP_TOPIC_PREFIX,
@@ -171,6 +172,29 @@ def heartbeat_refusal(data: HeartbeatData) -> str | None:
                 bad = bad or java_int_refusal(f"{where}.codeSet", code)
             if bad is not None:
                 return bad
+    return None
+
+
+def order_topic_conf_refusal(value: str) -> str | None:
+    """An ORDER_TOPIC_CONFIG value, ``broker:queues;broker:queues``: every client turns it
+    into that many MessageQueues (MQClientInstance.topicRouteData2TopicPublishInfo parses
+    each count with Integer.parseInt), so each count is a queue count."""
+    items = value.split(";")
+    if items and not items[-1]:
+        items.pop()  # a trailing ";" (Java's split drops it)
+    if not items:
+        return "an order topic config names no broker"
+    for item in items:
+        name, colon, count = item.partition(":")
+        if not name or not colon:
+            return f"order topic config {item!r} is not broker:queues"
+        try:
+            queues = parse_int(count)
+        except ValueError:
+            return f"order topic config {item!r}: {count!r} is not a number"
+        bad = queue_nums_refusal("queues", queues)
+        if bad is not None:
+            return f"order topic config {item!r}: {bad}"
     return None
 
 
