@@ -57,6 +57,8 @@ RETRIED_GROUP_MAX_LENGTH: Final = TOPIC_MAX_LENGTH - len(RETRY_GROUP_TOPIC_PREFI
 PULL_MSG_NUMS_MAX: Final = 1024
 
 _VALID_NAME = re.compile(r"[%|a-zA-Z0-9_-]+")  # whole name (fullmatch: "$" accepts "\n")
+_VALID_GROUPS: set[str] = set()  # names that passed check_group_name
+_VALID_GROUPS_MAX: Final = 4096
 
 
 def range_refusal(field: str, value: int, low: int, high: int) -> str | None:
@@ -85,12 +87,17 @@ def queue_id_refusal(field: str, value: int) -> str | None:
 
 def check_group_name(group: str | None) -> str | None:
     """Validators.checkGroup: the remark refusing ``group``, or None when it is valid."""
+    if group in _VALID_GROUPS:  # every pull names its group: most names are checked once
+        return None
     if not group or not group.strip():
         return "The specified group is blank."
     if len(group) > GROUP_MAX_LENGTH:
         return f"The specified group is longer than group max length {GROUP_MAX_LENGTH}."
     if not _VALID_NAME.fullmatch(group):
         return "The specified group contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
+    if len(_VALID_GROUPS) >= _VALID_GROUPS_MAX:  # bounded whatever clients send
+        _VALID_GROUPS.clear()
+    _VALID_GROUPS.add(group)
     return None
 
 
