@@ -10,6 +10,7 @@ from pathlib import Path
 
 from broker.config import BrokerConfig
 from broker.groups import SubscriptionGroups
+from broker.refusals import EdgeRefusals
 from broker.stats import BrokerStats
 from broker.store import MessageStore
 from broker.store.config import StoreConfig
@@ -38,3 +39,5 @@ class BrokerContext:
     on_config_change: list[Callable[[frozenset[str]], None]] = field(default_factory=list)
     # awaits the registration a topic change started (Java registers before answering)
     topic_registered: Callable[[], Awaitable[None]] = _nothing_pending
+    # answers (and rate-limited warnings) for requests refused at the edge
+    refusals: EdgeRefusals = field(default_factory=EdgeRefusals)

@@ -12,8 +12,10 @@ from typing import Any
 import structlog
 
 from broker.configfile import ConfigFile
+from broker.quarantine import usable_groups
 from broker.tablefile import TableFile
 from remoting.errors import ConfigError
+from remoting.protocol.bounds import check_group_name
 from remoting.protocol.group import SubscriptionGroupConfig
 from remoting.protocol.message import now_ms
 from remoting.protocol.register import DataVersion
@@ -38,7 +40,8 @@ class SubscriptionGroups:
         """The file, then its journal (written into the file if ``fold``)."""
         obj, records = self.file.load()
         try:
-            if obj is not None:
+            if obj is not None:  # the journal holds only what this version's edges let in
+                obj = usable_groups(obj, self.file.path)
                 table = obj.get("subscriptionGroupTable") or {}
                 for name, raw in table.items():
                     self.groups[str(name)] = SubscriptionGroupConfig.from_json(raw)
@@ -69,7 +72,8 @@ class SubscriptionGroups:
         """findSubscriptionGroupConfig: the group, created on first use if auto-create is on
         (written to disk in the background: pulls and heartbeats never wait for it)."""
         config = self.groups.get(group)
-        if config is None and self.auto_create:
+        # a name no group may have is never created (the edges refuse it first)
+        if config is None and self.auto_create and check_group_name(group) is None:
             config = self.groups[group] = SubscriptionGroupConfig(group_name=group)
             log.info("subscription_group_created", group=group)
             task = asyncio.get_running_loop().create_task(self._changed(config))

@@ -8,6 +8,7 @@ from typing import Any
 import structlog
 
 from broker.configfile import ConfigFile, Snapshot
+from broker.quarantine import usable_offsets
 from remoting.errors import ConfigError
 
 log = structlog.get_logger(__name__)
@@ -25,6 +26,7 @@ class ConsumerOffsets(Snapshot):
         if obj is None:
             return
         try:
+            obj = usable_offsets(obj, self.file.path)
             for key, queues in (obj.get("offsetTable") or {}).items():
                 self.table[str(key)] = {int(q): int(o) for q, o in queues.items()}
         except (ValueError, TypeError, AttributeError) as exc:

@@ -16,6 +16,7 @@ from typing import Any
 import structlog
 
 from broker.configfile import ConfigFile
+from broker.quarantine import usable_topics
 from broker.tablefile import TableFile
 from remoting.errors import ConfigError
 from remoting.protocol.message import now_ms
@@ -102,7 +103,8 @@ class TopicTable:
         if obj is None and not records:
             return
         try:
-            if obj is not None:
+            if obj is not None:  # the journal holds only what this version's edges let in
+                obj = usable_topics(obj, self.file.path, self.topics)
                 wrapper = TopicConfigWrapper.from_json(obj)
                 self.topics.update(wrapper.topic_config_table)
                 self.data_version = wrapper.data_version

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from client.errors import MQClientError
 from client.message import Message
+from remoting.protocol.bounds import check_group_name
 from remoting.protocol.topic import NOT_ALLOWED_SEND_TOPICS, check_topic_name
 
 _BODY_TYPES = (bytes, bytearray, memoryview)
@@ -42,10 +43,11 @@ def _check_topic(topic: str) -> None:
 
 
 def check_group(group: str) -> None:
-    """Validators.checkGroup, plus Java's refusal of the default group names for consumers."""
-    bad = check_topic_name(group)
+    """Validators.checkGroup (the brokers' rule too: blank, 255 characters, charset), plus
+    Java's refusal of the default group names for consumers."""
+    bad = check_group_name(group)
     if bad is not None:
-        raise MQClientError(bad.replace("topic", "group").replace("Topic", "Group"))
+        raise MQClientError(bad)
     if group == "DEFAULT_CONSUMER":
         raise MQClientError(
             "consumerGroup can not equal DEFAULT_CONSUMER, please specify another one."

@@ -15,6 +15,7 @@ import structlog
 
 from remoting.errors import ConfigError
 from remoting.files import atomic_write
+from remoting.protocol.bounds import order_topic_conf_refusal
 from remoting.protocol.text import unencodable
 
 log = structlog.get_logger(__name__)
@@ -48,9 +49,10 @@ class KVConfig:
             for key, value in kv.items():
                 if _refusal(ns, key, value) is None:
                     self.table.setdefault(ns, {})[key] = value
-                else:  # an older version let it in (a JSON "\ud800" escape): drop, not fail
+                else:  # an older version let it in (a JSON "\ud800" escape, an order topic
+                    # config no client can use): drop, not fail
                     log.warning("kv_config_entry_dropped", namespace=ascii(ns), key=ascii(key),
-                                reason="not valid UTF-8")  # fmt: skip
+                                reason=_refusal(ns, key, value))  # fmt: skip
         log.info("kv_config_loaded", path=str(self._path), namespaces=len(self.table))
 
     async def _persist(self) -> None:
@@ -87,4 +89,8 @@ def _refusal(namespace: str, key: str, value: str) -> str | None:
     for what, text in (("namespace", namespace), ("key", key), ("value", value)):
         if unencodable(text):
             return f"the KV config {what} {text!a} is not valid UTF-8 (a lone surrogate)"
+    if namespace == ORDER_TOPIC_CONFIG:  # rides on every route of the topic, to every client
+        bad = order_topic_conf_refusal(value)
+        if bad is not None:
+            return f"the KV config value of {ORDER_TOPIC_CONFIG} {key}: {bad}"
     return None

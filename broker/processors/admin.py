@@ -12,6 +12,7 @@ from broker.context import BrokerContext
 from broker.settings import BrokerSettings, SettingsRefused
 from remoting.channel import Channel
 from remoting.errors import ConfigError
+from remoting.protocol.bounds import topic_config_refusal
 from remoting.protocol.codes import ResponseCode
 from remoting.protocol.command import RemotingCommand, response_to
 from remoting.protocol.headers.admin import (
@@ -62,8 +63,6 @@ class AdminProcessor:
         refusal = self._topic_refusal(hdr.topic)
         if refusal is not None:
             return error(req, refusal)
-        if hdr.read_queue_nums < 0 or hdr.write_queue_nums < 0 or not 0 <= hdr.perm <= 15:
-            return error(req, f"invalid queue numbers or perm for topic[{hdr.topic}]")
         config = TopicConfig(
             topic_name=hdr.topic,
             read_queue_nums=hdr.read_queue_nums,
@@ -73,6 +72,11 @@ class AdminProcessor:
             topic_sys_flag=hdr.topic_sys_flag or 0,
             order=hdr.order,
         )
+        # compat: 4.9.8 takes any int; queue counts, perm bits and filter types no client
+        # or name server can carry are refused (remoting.protocol.bounds)
+        refusal = topic_config_refusal(config)
+        if refusal is not None:
+            return self.ctx.refusals.refuse(req, ch, f"topic[{hdr.topic}]: {refusal}")
         await self.ctx.topics.put(config)  # persists and re-registers at once
         await self.ctx.topic_registered()  # compat: Java answers once the name servers know
         return ok(req)

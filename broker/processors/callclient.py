@@ -20,6 +20,7 @@ from broker.registry import ClientRegistry
 from remoting.channel import Channel
 from remoting.errors import MessageDecodeError, RemotingError, RemotingTimeoutError
 from remoting.protocol import fastjson
+from remoting.protocol.bounds import group_refusal
 from remoting.protocol.codes import MQVersion, RequestCode, version_desc
 from remoting.protocol.codes import ResponseCode as R
 from remoting.protocol.command import RemotingCommand, response_to
@@ -87,6 +88,9 @@ class CallClientProcessor:
     ) -> RemotingCommand:
         """AdminBrokerProcessor.callConsumer: the same code, the request's ext fields as
         they came and ``body``, sent to the client; its answer is returned unchanged."""
+        refusal = group_refusal("consumerGroup", group)
+        if refusal is not None:
+            return _refuse(req, refusal)
         found = self.registry.find_consumer(group, client_id)
         channel = found[0] if found is not None else None
         if found is None or not isinstance(channel, Channel):
@@ -110,6 +114,9 @@ class CallClientProcessor:
         """Broker2Client.getConsumeStatus: each client's GetConsumerStatusBody
         messageQueueTable, by client id; ``clientAddr`` (a client id) asks that client only."""
         hdr = ConsumerStatusRequestHeader.from_ext(req.ext_fields)
+        refusal = group_refusal("group", hdr.group)
+        if refusal is not None:
+            return _refuse(req, refusal)
         group = self.registry.consumers.get(hdr.group)
         # compat: for a group never seen Java fails with a NullPointerException (code 1 too)
         if group is None or not group.clients:

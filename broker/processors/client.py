@@ -18,6 +18,13 @@ from broker.processors.send import DLQ_PERM
 from broker.registry import ClientInfo, ClientRegistry
 from broker.store import PutStatus
 from remoting.channel import Channel
+from remoting.protocol.bounds import (
+    group_refusal,
+    heartbeat_refusal,
+    lock_body_refusal,
+    queue_id_refusal,
+    retry_topics_refusal,
+)
 from remoting.protocol.codes import LanguageCode, MQVersion
 from remoting.protocol.codes import ResponseCode as R
 from remoting.protocol.command import RemotingCommand, response_to
@@ -33,6 +40,7 @@ from remoting.protocol.heartbeat import HeartbeatData, LockBatchBody, encode_mq_
 from remoting.protocol.message import MessageExt, Prop, decode_record
 from remoting.protocol.route import dumps
 from remoting.protocol.topic import Perm, TopicSysFlag, dlq_topic, retry_topic
+from remoting.throttle import Throttle
 
 log = structlog.get_logger(__name__)
 
@@ -57,6 +65,7 @@ class ClientProcessor:
         self.offsets = offsets
         self.locks = locks
         self._notify = notify
+        self._no_retry_topic = Throttle()
 
     # ------------------------------------------------------------ membership
 
@@ -65,6 +74,10 @@ class ClientProcessor:
             data = HeartbeatData.decode(req.body)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             return response_to(req, R.SYSTEM_ERROR, f"bad HeartbeatData: {exc}")
+        # compat: 4.9.8 takes any group name (Java clients check theirs before they send)
+        refusal = heartbeat_refusal(data)
+        if refusal is not None:
+            return self.ctx.refusals.refuse(req, ch, f"bad HeartbeatData: {refusal}")
         language = _language(req.language)
         info = ClientInfo(data.client_id, ch.peer, language, req.version, time.monotonic())
         retry_topics = []
@@ -72,7 +85,8 @@ class ClientProcessor:
         # its registrations with it (they would outlive it by 120 s if made afterwards)
         for consumer in data.consumers:
             group = self.ctx.groups.find(consumer.group_name)
-            if group is not None:  # the group's retry topic exists from its first heartbeat
+            if group is not None and self._retriable(consumer.group_name, ch):
+                # the group's retry topic exists from its first heartbeat
                 retry_topics.append((retry_topic(consumer.group_name), group.retry_queue_nums))
             if self.registry.register_consumer(consumer, ch, info):
                 log.info("consumer_group_changed", group=consumer.group_name, client=data.client_id)
@@ -84,6 +98,20 @@ class ClientProcessor:
             await self.ctx.topics.create_plain(topic, queues, Perm.READ | Perm.WRITE)
         return ok(req)
 
+    def _retriable(self, group: str, ch: Channel) -> bool:
+        """Whether ``group`` can have its retry topic. A longer group (Java clients allow 255
+        characters) is registered without one -- consumption works, send-back is refused
+        -- rather than refused: 4.9.8 takes its heartbeat, and refusing it would stop the
+        group consuming at all. Said once a minute, with the count left out."""
+        refusal = retry_topics_refusal("groupName", group)
+        if refusal is None:
+            return True
+        left_out = self._no_retry_topic.allow(None)
+        if left_out is not None:
+            log.warning("retry_topic_not_created", group=group, peer=ch.peer, reason=refusal,
+                        left_out=left_out)  # fmt: skip
+        return False
+
     def unregister_client(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
         hdr = UnregisterClientRequestHeader.from_ext(req.ext_fields)
         for group in self.registry.unregister(ch, hdr.consumer_group, hdr.producer_group):
@@ -93,6 +121,9 @@ class ClientProcessor:
 
     def consumer_list(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
         group = ConsumerGroupHeader.from_ext(req.ext_fields).consumer_group
+        refusal = group_refusal("consumerGroup", group)
+        if refusal is not None:
+            return self.ctx.refusals.refuse(req, ch, refusal)
         info = self.registry.consumers.get(group)
         if info is None or not info.clients:
             return response_to(req, R.SYSTEM_ERROR, f"no consumer for this group, {group}")
@@ -104,6 +135,9 @@ class ClientProcessor:
         """protocol.md 5.3: a stored offset; else 0 while nothing aged out of the queue (its
         min offset 0 and message 0 still in memory); else QUERY_NOT_FOUND."""
         hdr = QueueOffsetRequestHeader.from_ext(req.ext_fields)
+        refusal = group_refusal("consumerGroup", hdr.consumer_group)
+        if refusal is not None:
+            return self.ctx.refusals.refuse(req, ch, refusal)
         offset = self.offsets.query(hdr.consumer_group, hdr.topic, hdr.queue_id)
         if offset < 0 and hdr.set_zero_if_not_found is not False:
             store = self.ctx.store
@@ -121,6 +155,13 @@ class ClientProcessor:
 
     def update_offset(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
         hdr = UpdateConsumerOffsetRequestHeader.from_ext(req.ext_fields)
+        # compat: 4.9.8 stores an offset for any group and queue id; consumerOffset.json
+        # keeps only what a queue of a valid group can have
+        refusal = group_refusal("consumerGroup", hdr.consumer_group) or queue_id_refusal(
+            "queueId", hdr.queue_id
+        )
+        if refusal is not None:
+            return self.ctx.refusals.refuse(req, ch, refusal)
         self.offsets.commit(hdr.consumer_group, hdr.topic, hdr.queue_id, hdr.commit_offset)
         return ok(req)
 
@@ -131,6 +172,9 @@ class ClientProcessor:
             body = LockBatchBody.decode(req.body)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             return response_to(req, R.SYSTEM_ERROR, f"bad LockBatchRequestBody: {exc}")
+        refusal = lock_body_refusal(body)
+        if refusal is not None:
+            return self.ctx.refusals.refuse(req, ch, f"bad LockBatchRequestBody: {refusal}")
         held = self.locks.try_lock(body.consumer_group, body.mq_set, body.client_id)
         return ok(req, body=encode_mq_set("lockOKMQSet", held))
 
@@ -139,6 +183,9 @@ class ClientProcessor:
             body = LockBatchBody.decode(req.body)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             return response_to(req, R.SYSTEM_ERROR, f"bad UnlockBatchRequestBody: {exc}")
+        refusal = lock_body_refusal(body)
+        if refusal is not None:
+            return self.ctx.refusals.refuse(req, ch, f"bad UnlockBatchRequestBody: {refusal}")
         self.locks.unlock(body.consumer_group, body.mq_set, body.client_id)
         return ok(req)
 
@@ -148,6 +195,12 @@ class ClientProcessor:
         """protocol.md 5.5: a message the consumer failed goes to %RETRY%<group> (delay level
         3 + reconsumeTimes) or, past maxReconsumeTimes, to %DLQ%<group>."""
         hdr = SendMsgBackRequestHeader.from_ext(req.ext_fields)
+        # compat: 4.9.8 accepts any group here and then stores a message no delivery can
+        # put anywhere (its %RETRY% topic too long for a record: N2); refused before the
+        # group is looked up (which creates it)
+        refusal = group_refusal("group", hdr.group) or retry_topics_refusal("group", hdr.group)
+        if refusal is not None:
+            return self.ctx.refusals.refuse(req, ch, refusal)
         group = self.ctx.groups.find(hdr.group)
         if group is None:
             remark = f"subscription group not exist, {hdr.group} {SUGGEST_TODO}"

@@ -15,6 +15,7 @@ from broker.registry import ClientInfo, ClientRegistry
 from broker.stats import SEPARATOR
 from remoting.channel import Channel
 from remoting.protocol import fastjson, text
+from remoting.protocol.bounds import group_config_refusal, group_refusal
 from remoting.protocol.codes import LanguageCode, MQVersion, RequestCode, version_desc
 from remoting.protocol.codes import ResponseCode as R
 from remoting.protocol.command import RemotingCommand, response_to
@@ -55,6 +56,11 @@ class GroupAdminProcessor:
             config = SubscriptionGroupConfig.from_json(text.loads(req.body))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             return response_to(req, R.SYSTEM_ERROR, f"bad SubscriptionGroupConfig: {exc}")
+        # compat: 4.9.8 stores any SubscriptionGroupConfig; one it cannot carry (retryQueueNums
+        # 2**40 made a retry topic no name server registers: N1) is refused, the field named
+        refusal = group_config_refusal(config)
+        if refusal is not None:
+            return self.ctx.refusals.refuse(req, ch, f"bad SubscriptionGroupConfig: {refusal}")
         await self.ctx.groups.put(config)
         return ok(req)
 
@@ -73,6 +79,9 @@ class GroupAdminProcessor:
 
     def consumer_connections(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
         name = ConsumerGroupHeader.from_ext(req.ext_fields).consumer_group
+        refusal = group_refusal("consumerGroup", name)
+        if refusal is not None:
+            return self.ctx.refusals.refuse(req, ch, refusal)
         group = self.registry.consumers.get(name)
         if group is None or not group.clients:
             return response_to(req, R.CONSUMER_NOT_ONLINE, f"the consumer group[{name}] not online")
@@ -87,6 +96,9 @@ class GroupAdminProcessor:
 
     def producer_connections(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
         name = ProducerGroupHeader.from_ext(req.ext_fields).producer_group
+        refusal = group_refusal("producerGroup", name)
+        if refusal is not None:
+            return self.ctx.refusals.refuse(req, ch, refusal)
         members = self.registry.producers.get(name)
         if not members:
             return response_to(req, R.SYSTEM_ERROR, f"the producer group[{name}] not exist")
@@ -97,6 +109,9 @@ class GroupAdminProcessor:
         time of the last message it consumed (MessageQueue object keys, as Java writes)."""
         hdr = ConsumeStatsRequestHeader.from_ext(req.ext_fields)
         group = hdr.consumer_group
+        refusal = group_refusal("consumerGroup", group)
+        if refusal is not None:
+            return self.ctx.refusals.refuse(req, ch, refusal)
         topics = [hdr.topic] if hdr.topic else self.offsets.topics_of(group)
         online = self.registry.consumers.get(group)
         subscribed = online.subscriptions if online is not None else {}
@@ -130,6 +145,9 @@ class GroupAdminProcessor:
         the group's offset, told to every online consumer (220) -- as ResetOffsetBodyForC when
         the admin request comes from C++ (AdminBrokerProcessor.resetOffset's isC)."""
         hdr = ResetOffsetRequestHeader.from_ext(req.ext_fields)
+        refusal = group_refusal("group", hdr.group)
+        if refusal is not None:
+            return self.ctx.refusals.refuse(req, ch, refusal)
         config = self.ctx.topics.get(hdr.topic)
         if config is None:
             return response_to(req, R.SYSTEM_ERROR, "[reset-offset] reset offset failed, "

@@ -17,6 +17,7 @@ from broker.offsets import ConsumerOffsets
 from broker.registry import ClientRegistry
 from broker.store import GetResult, GetStatus
 from remoting.channel import Channel
+from remoting.protocol.bounds import PULL_MSG_NUMS_MAX, group_refusal
 from remoting.protocol.codes import ResponseCode as R
 from remoting.protocol.command import RemotingCommand, response_to
 from remoting.protocol.faq import SUGGEST_TODO
@@ -89,7 +90,7 @@ class PullProcessor:
             hdr.topic,
             hdr.queue_id,
             hdr.queue_offset,
-            hdr.max_msg_nums,
+            min(hdr.max_msg_nums, PULL_MSG_NUMS_MAX),
             max_bytes=hdr.max_msg_bytes,
             tag_codes=codes,
         )
@@ -144,6 +145,9 @@ class PullProcessor:
             raise Refused(
                 R.NO_PERMISSION, f"the broker[{cfg.broker_ip1}] pulling message is forbidden"
             )
+        bad_group = group_refusal("consumerGroup", hdr.consumer_group)
+        if bad_group is not None:  # before the lookup, which creates the group
+            raise Refused(R.SYSTEM_ERROR, bad_group)
         group = self.ctx.groups.find(hdr.consumer_group)
         if group is None:
             raise Refused(
