@@ -21,6 +21,7 @@ import structlog
 from remoting.errors import ConfigError
 from remoting.files import atomic_write
 from remoting.protocol.bounds import (
+    STORED_QUEUE_NUMS_MAX,
     check_group_name,
     group_config_refusal,
     java_long_refusal,
@@ -99,7 +100,7 @@ def topic_rule(builtin: Container[str]) -> Rule:
         if config.topic_name != name:
             return f"topicName {config.topic_name!r} is not its key"
         bad = None if name in builtin else check_topic_name(name)
-        return bad or topic_config_refusal(config)
+        return bad or topic_config_refusal(config, STORED_QUEUE_NUMS_MAX)
 
     return rule
 
@@ -112,7 +113,7 @@ def group_rule(name: str, raw: Any) -> str | None:
         return f"malformed SubscriptionGroupConfig: {exc!r}"
     if config.group_name != name:
         return f"groupName {config.group_name!r} is not its key"
-    return group_config_refusal(config, retried=False)
+    return group_config_refusal(config, retried=False, most=STORED_QUEUE_NUMS_MAX)
 
 
 def offsets_rule(key: str, raw: Any) -> str | None:

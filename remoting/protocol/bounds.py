@@ -43,6 +43,11 @@ INT64_MAX: Final = 2**63 - 1
 # client. 1024 is the largest count 4.9.8 gives a topic itself (BenchmarkTest) and keeps each
 # per-queue answer to a few milliseconds of work.
 QUEUE_NUMS_MAX: Final = 1024
+# What clients can still carry (a MessageQueue per queue is a few MiB at this count): a store
+# written before QUEUE_NUMS_MAX existed may hold bigger topics that worked, and they keep
+# working -- loaded at start, their queue ids accepted -- rather than lose their routes on an
+# upgrade; only a topic beyond this is set aside. Changing such a topic takes it to 1024.
+STORED_QUEUE_NUMS_MAX: Final = 65_535
 # PermName's four bits: PRIORITY | READ | WRITE | INHERIT
 PERM_MAX: Final = Perm.PRIORITY | Perm.READ | Perm.WRITE | Perm.INHERIT
 # TopicFilterType: anything else fails Java's TopicFilterType.valueOf (header and route)
@@ -76,13 +81,14 @@ def java_long_refusal(field: str, value: int) -> str | None:
     return range_refusal(field, value, INT64_MIN, INT64_MAX)
 
 
-def queue_nums_refusal(field: str, value: int) -> str | None:
-    return range_refusal(field, value, 0, QUEUE_NUMS_MAX)
+def queue_nums_refusal(field: str, value: int, most: int = QUEUE_NUMS_MAX) -> str | None:
+    return range_refusal(field, value, 0, most)
 
 
 def queue_id_refusal(field: str, value: int) -> str | None:
-    """A queue id no topic can have (ids run from 0 to QUEUE_NUMS_MAX - 1)."""
-    return range_refusal(field, value, 0, QUEUE_NUMS_MAX - 1)
+    """A queue id no topic can have, stored ones included (0 to STORED_QUEUE_NUMS_MAX - 1;
+    whether the topic has that queue is the processor's check)."""
+    return range_refusal(field, value, 0, STORED_QUEUE_NUMS_MAX - 1)
 
 
 def check_group_name(group: str | None) -> str | None:
@@ -121,12 +127,12 @@ def retry_topics_refusal(field: str, group: str) -> str | None:
     return None
 
 
-def topic_config_refusal(config: TopicConfig) -> str | None:
-    """The numbers and filter type of a topic (UPDATE_AND_CREATE_TOPIC, topics.json); its
-    name is checked by ``check_topic_name``."""
+def topic_config_refusal(config: TopicConfig, most: int = QUEUE_NUMS_MAX) -> str | None:
+    """The numbers and filter type of a topic (UPDATE_AND_CREATE_TOPIC; topics.json with
+    ``most`` STORED_QUEUE_NUMS_MAX); its name is checked by ``check_topic_name``."""
     return (
-        queue_nums_refusal("readQueueNums", config.read_queue_nums)
-        or queue_nums_refusal("writeQueueNums", config.write_queue_nums)
+        queue_nums_refusal("readQueueNums", config.read_queue_nums, most)
+        or queue_nums_refusal("writeQueueNums", config.write_queue_nums, most)
         or range_refusal("perm", config.perm, 0, PERM_MAX)
         or java_int_refusal("topicSysFlag", config.topic_sys_flag)
         or (
@@ -138,11 +144,14 @@ def topic_config_refusal(config: TopicConfig) -> str | None:
     )
 
 
-def group_config_refusal(config: SubscriptionGroupConfig, *, retried: bool = True) -> str | None:
-    """A SubscriptionGroupConfig (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, subscriptionGroup.json).
-    With ``retried``, a group that has retry queues must also be able to have its retry topic
-    (an operator asking for one is told it cannot be); a stored group is loaded without that
-    check, since nothing is derived from it until a heartbeat or send-back, which check."""
+def group_config_refusal(
+    config: SubscriptionGroupConfig, *, retried: bool = True, most: int = QUEUE_NUMS_MAX
+) -> str | None:
+    """A SubscriptionGroupConfig (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP; subscriptionGroup.json
+    with ``most`` STORED_QUEUE_NUMS_MAX). With ``retried``, a group that has retry queues must
+    also be able to have its retry topic (an operator asking for one is told it cannot be); a
+    stored group is loaded without that check, since nothing is derived from it until a
+    heartbeat or send-back, which check."""
     name = config.group_name
     return (
         group_refusal("groupName", name)
@@ -151,7 +160,7 @@ def group_config_refusal(config: SubscriptionGroupConfig, *, retried: bool = Tru
             if retried and config.retry_queue_nums > 0
             else None
         )
-        or queue_nums_refusal("retryQueueNums", config.retry_queue_nums)
+        or queue_nums_refusal("retryQueueNums", config.retry_queue_nums, most)
         or java_int_refusal("retryMaxTimes", config.retry_max_times)
         or java_long_refusal("brokerId", config.broker_id)
         or java_long_refusal(

@@ -118,9 +118,9 @@ CASES = [
     ("codeSet 2**31", subscribed(codeSet=[2**31]), "codeSet"),
     ("lock queueId 2**31", lock(RequestCode.LOCK_BATCH_MQ, 2**31), "queueId"),
     ("lock queueId -1", lock(RequestCode.LOCK_BATCH_MQ, -1), "queueId"),
-    ("unlock queueId 1024", lock(RequestCode.UNLOCK_BATCH_MQ, 1024), "queueId"),
+    ("unlock queueId 65535", lock(RequestCode.UNLOCK_BATCH_MQ, 65535), "queueId"),
     ("offset queueId -1", commit(-1), "queueId"),
-    ("offset queueId 1024", commit(1024), "queueId"),
+    ("offset queueId 65535", commit(65535), "queueId"),
 ]  # fmt: skip
 
 

@@ -46,7 +46,8 @@ BAD_OFFSETS = {"GoodT@bigg": {"0": 2**70}, "GoodT@a/b": {"0": 5}}
 
 def write_old_store(config: Path) -> None:
     config.mkdir(parents=True)
-    topics = {"GoodT": topic("GoodT", 2), **BAD_TOPICS}
+    # Wide: more queues than a request may give a topic now, fewer than clients can carry
+    topics = {"GoodT": topic("GoodT", 2), "Wide": topic("Wide", 2048), **BAD_TOPICS}
     version = {"counter": 7, "timestamp": 1}
     (config / "topics.json").write_text(
         json.dumps({"dataVersion": version, "topicConfigTable": topics})
@@ -55,7 +56,7 @@ def write_old_store(config: Path) -> None:
     (config / "subscriptionGroup.json").write_text(
         json.dumps({"dataVersion": version, "subscriptionGroupTable": groups})
     )
-    offsets = {"GoodT@okg": {"0": 42}, **BAD_OFFSETS}
+    offsets = {"GoodT@okg": {"0": 42}, "Wide@okg": {"2047": 9}, **BAD_OFFSETS}
     (config / "consumerOffset.json").write_text(json.dumps({"offsetTable": offsets}))
 
 
@@ -77,11 +78,15 @@ async def test_bad_stored_entries_are_quarantined_and_the_rest_registers(
     """Start on the old store: one warning per bad entry; GoodT routes (it did not: the
     name server refused the broker's registration); the bad topics, groups and offsets are
     in no table and in the quarantine files; the good ones keep their settings. The state
-    files are written again without them, so a restart finds nothing more to set aside."""
+    files are written again without them, so a restart finds nothing more to set aside.
+    A topic stored with more queues than a request may now ask for (2,048) but what clients
+    can carry loads, routes and keeps its offsets: an upgrade takes no route away."""
     config = cluster.root / "broker-a" / "config"
     write_old_store(config)
     broker = cluster.add_broker("broker-a")
     assert (await route(client, cluster.namesrv_addr, "GoodT")).code == 0
+    wide = await route(client, cluster.namesrv_addr, "Wide")
+    assert wide.code == 0 and json.loads(wide.body)["queueDatas"][0]["writeQueueNums"] == 2048
     for name in BAD_TOPICS:
         gone = await route(client, cluster.namesrv_addr, name)
         assert gone.code == ResponseCode.TOPIC_NOT_EXIST, name
@@ -113,5 +118,5 @@ async def check_tables(client: RemotingClient, addr: str) -> None:
     assert groups["okg"]["retryMaxTimes"] == 3
     assert not set(BAD_GROUPS) & set(groups)
     offsets = await table(client, addr, RequestCode.GET_ALL_CONSUMER_OFFSET, "offsetTable")
-    assert offsets["GoodT@okg"] == {"0": 42}
+    assert (offsets["GoodT@okg"], offsets["Wide@okg"]) == ({"0": 42}, {"2047": 9})
     assert not set(BAD_OFFSETS) & set(offsets)

@@ -126,9 +126,9 @@ def test_heartbeat_and_lock_bodies_name_the_field() -> None:
     )
     data = HeartbeatData(client_id="c", producers=["ok", "a b"])
     assert (heartbeat_refusal(data) or "").startswith("producerDataSet[1].groupName: ")
-    queues = [MessageQueue("T", "b", 0), MessageQueue("T", "b", 1024)]
+    queues = [MessageQueue("T", "b", 65534), MessageQueue("T", "b", 65535)]
     body = LockBatchBody(consumer_group="g", client_id="c", mq_set=queues)
-    assert (lock_body_refusal(body) or "").startswith("mqSet[1].queueId is out of range: 1024")
+    assert (lock_body_refusal(body) or "").startswith("mqSet[1].queueId is out of range: 65535")
     assert lock_body_refusal(LockBatchBody(consumer_group="g", client_id="c")) is None
 
 
