@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Final
 
+from remoting.protocol.bounds import QUEUE_NUMS_MAX
+
 _PATH = "a path"
 _LAYOUT = "the layout of the files already written"
 _IDENTITY = "the broker's identity or role"
@@ -74,7 +76,7 @@ BOUNDS: Final[Mapping[str, tuple[int, int | None]]] = {
     "haHousekeepingInterval": (10_000, None),  # lower: the slave's connection dropped
     "haSlaveFallbehindMax": (1 << 20, None),  # lower: SYNC_MASTER finds no slave in sync
     "waitTimeMillsInSendQueue": (100, None),  # lower: sends refused as SYSTEM_BUSY
-    "defaultTopicQueueNums": (1, 1024),  # what auto-created topics get
+    "defaultTopicQueueNums": (1, QUEUE_NUMS_MAX),  # what auto-created topics get
 }
 
 
