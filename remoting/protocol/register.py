@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Self
 
 from remoting.protocol import text
+from remoting.protocol.bounds import STORED_QUEUE_NUMS_MAX
 from remoting.protocol.frame import DEFAULT_MAX_FRAME
 from remoting.protocol.route import dumps
 from remoting.protocol.steps import Steps, finish
@@ -219,7 +220,8 @@ def inflate(body: bytes, limit: int = DEFAULT_MAX_FRAME) -> bytes:
 
 def unregistrable(config: TopicConfig) -> str | None:
     """Why a name server will not route ``config``, or None if it will: a blank or absurdly
-    long name, text that cannot be written as UTF-8, numbers Java's int cannot hold. The name
+    long name, text that cannot be written as UTF-8, numbers Java's int cannot hold, more
+    queues than a client can carry (remoting.protocol.bounds). The name
     server skips such a topic; the broker leaves it out of what it registers (one rule)."""
     name = config.topic_name
     if not name.strip():
@@ -234,6 +236,11 @@ def unregistrable(config: TopicConfig) -> str | None:
         and lo <= config.topic_sys_flag <= hi
     ):
         return "queue numbers, perm and topicSysFlag must be Java ints"
+    if not (
+        0 <= config.read_queue_nums <= STORED_QUEUE_NUMS_MAX
+        and 0 <= config.write_queue_nums <= STORED_QUEUE_NUMS_MAX
+    ):  # compat: 4.9.8's name server routes any int, and every client then allocates them all
+        return f"queue numbers must be 0 to {STORED_QUEUE_NUMS_MAX} (what a client can carry)"
     attrs, filter_type = config.attributes, config.topic_filter_type
     plain = not attrs and name.isascii() and filter_type.isascii()  # nothing to encode
     if not plain and any(text.unencodable(s) for s in (name, filter_type, *attrs, *attrs.values())):

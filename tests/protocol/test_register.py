@@ -180,6 +180,10 @@ def _with(name: str, old: bytes, new: bytes) -> bytes:
         (_with("T", b'"perm": 6', b'"perm": 4294967296'), "T", "Java ints"),
         (_with("%RETRY%g", b'"readQueueNums": 16', b'"readQueueNums": 1099511627776'),
          "%RETRY%g", "Java ints"),
+        (_with("T", b'"readQueueNums": 16', b'"readQueueNums": 2147483647'), "T",
+         "what a client can carry"),
+        (_with("T", b'"writeQueueNums": 16', b'"writeQueueNums": -1'), "T",
+         "what a client can carry"),
         (_with("T", b'"perm": 6', b'"perm": NaN'), "T", "NaN"),
         (_with("T", b'"perm": 6', b'"perm": "six"'), "T", "invalid literal"),
         (_with("T", b'"topicName": "T"', b'"name": "T"'), "T", "KeyError"),
@@ -190,7 +194,8 @@ def _with(name: str, old: bytes, new: bytes) -> bytes:
 )  # fmt: skip
 def test_one_unroutable_topic_is_skipped_alone(body: bytes, bad: str, reason: str) -> None:
     """Issue 29 (no poison pill): a topic whose name is blank or too long, whose numbers
-    Java's int cannot hold, or whose config is not one is left out of the table and named in
+    Java's int cannot hold, whose queues no client could allocate (over 65,535), or whose
+    config is not one is left out of the table and named in
     ``skipped`` with the reason; the topics around it are parsed as usual."""
     decoded = RegisterBrokerBody.decode(body)
     assert list(decoded.topic_config_wrapper.topic_config_table) == ["A", "Z"]
@@ -201,9 +206,11 @@ def test_one_unroutable_topic_is_skipped_alone(body: bytes, bad: str, reason: st
 
 def test_the_broker_and_name_server_share_one_rule() -> None:
     """``unregistrable``: what the name server skips is what the broker leaves out."""
-    fine = TopicConfig(topic_name="T", read_queue_nums=2**31 - 1, perm=-(2**31))
+    fine = TopicConfig(topic_name="T", read_queue_nums=65_535, perm=-(2**31))
     assert unregistrable(fine) is None
     for bad in (
+        TopicConfig(topic_name="T", read_queue_nums=65_536),
+        TopicConfig(topic_name="T", write_queue_nums=-1),
         TopicConfig(topic_name=" "),
         TopicConfig(topic_name="x" * (TOPIC_NAME_MAX + 1)),
         TopicConfig(topic_name="T", read_queue_nums=2**40),
