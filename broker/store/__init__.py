@@ -31,11 +31,12 @@ from broker.store.consumequeue import storable_topic
 from broker.store.disk import Disk
 from broker.store.dispatch import dispatch_of, index_keys
 from broker.store.flush import Flusher, fsync_all
+from broker.store.highwater import HighWater
 from broker.store.many import plan_puts, put_many, settle_many
 from broker.store.queues import INDEX, QueueTable
 from broker.store.reader import Reader
 from broker.store.reads import StoreReads
-from broker.store.recovery import ScanReport, scan
+from broker.store.recovery import ScanReport, recover
 from broker.store.replica import Replica
 from broker.store.results import GetResult, GetStatus, PutResult, PutStatus
 from broker.store.retention import Retention
@@ -67,6 +68,7 @@ class MessageStore(StoreReads, Replica):
         self.commitlog = CommitLog(
             cl_dir, config.mapped_file_size_commit_log, lambda n: self.disk.check(n, cl_dir)
         )
+        self.highwater = HighWater(root)
         self.delays = delay_levels(config.message_delay_level)
         self.table = QueueTable(root, config, self.disk, self.delays)
         self.reader = Reader(self.commitlog, config)
@@ -77,6 +79,7 @@ class MessageStore(StoreReads, Replica):
             sync=sync,
             interval=config.flush_interval_commit_log / 1000,
             on_error=self._io_failed,
+            end=self._complete_end,
         )
         self._tasks: list[asyncio.Task[None]] = []
         self._running = False
@@ -102,7 +105,11 @@ class MessageStore(StoreReads, Replica):
         was_crash, cp = crashed(self.root), read_checkpoint(self.root)
         self.commitlog.load()
         self.table.load()
-        self.recovery = self._recover(cp, was_crash or cp is None)
+        full = was_crash or cp is None
+        queues, limit = list(self.queues.values()), self.highwater.read()
+        self.recovery = recover(self.commitlog, queues, cp, self._replay, full=full, limit=limit)
+        self.highwater.settle(self.commitlog.max_offset, lower=full)
+        self.commitlog.highwater = self.highwater
         self.flusher.flushed = self.commitlog.max_offset
         create_abort(self.root)
         self.disk.refresh()
@@ -115,28 +122,13 @@ class MessageStore(StoreReads, Replica):
             records=r.records,
             holes=len(r.holes),
             torn_bytes=r.torn,
+            scanned_bytes=r.end - r.start,
+            tail_checked=r.tail,
             max_offset=self.commitlog.max_offset,
             queues=len(self.queues),
             behind=len(self.table.behind),
             ms=int((time.monotonic() - began) * 1000),
         )
-
-    def _recover(self, cp: Checkpoint | None, full: bool) -> ScanReport:
-        size = self.commitlog.segment_size
-        if full:
-            safe = max(cp.safe if cp else 0, self.commitlog.min_offset)
-            start = max(self.commitlog.min_offset, safe - safe % size)
-        else:
-            assert cp is not None
-            start = max(cp.commitlog, self.commitlog.min_offset)
-        for cq in self.queues.values():
-            cq.truncate_from_phys(start)
-        self.commitlog.max_offset = start
-        report = scan(self.commitlog, start, self._replay, check_tail=full)
-        low = self.commitlog.min_offset
-        for cq in self.queues.values():
-            cq.correct_min(low)
-        return report
 
     def _start_loops(self) -> None:
         loop = asyncio.get_running_loop()
@@ -161,6 +153,7 @@ class MessageStore(StoreReads, Replica):
         """Stop as a crash would: loops stopped and files closed, with no final flush or
         checkpoint and the abort file left behind (recovery tests and benchmarks)."""
         await self._stop_loops()
+        await self.highwater.drain()
         self._close()
 
     async def shutdown(self) -> None:
@@ -188,6 +181,7 @@ class MessageStore(StoreReads, Replica):
                 behind=len(self.table.behind),
                 action="the next start recovers",
             )
+        await self.highwater.drain()
         self._close()
         log.info("store_shutdown", max_offset=end)
 
@@ -197,6 +191,11 @@ class MessageStore(StoreReads, Replica):
         if self._lock_fd is not None:
             unlock_store(self._lock_fd)
             self._lock_fd = None
+
+    def _complete_end(self) -> int:
+        """Where the flusher may say the log is durable up to: a record boundary (a record
+        a slave's raw bytes end inside is not), so the checkpoint's offsets always are."""
+        return self.dispatched_phys_offset
 
     def _io_failed(self, what: str, exc: OSError) -> None:
         """A write or fsync failed: refuse puts and hold the checkpoint until a restart."""

@@ -36,8 +36,11 @@ class Flusher:
         sync: bool,
         interval: float,
         on_error: Callable[[str, OSError], None],
+        end: Callable[[], int] | None = None,
     ) -> None:
+        """``end``: how far the log holds whole records (default: its end)."""
         self.commitlog = commitlog
+        self._end = end
         self.sync = sync
         self.interval = interval
         self.flushed = commitlog.max_offset
@@ -75,7 +78,8 @@ class Flusher:
             await self.flush()
 
     async def flush(self) -> None:
-        target, cuts = self.commitlog.max_offset, self._cuts
+        target = self.commitlog.max_offset if self._end is None else self._end()
+        cuts = self._cuts
         if self.failed is None and target > self.flushed:
             segments = self.commitlog.segments_between(self.flushed, target)
             try:

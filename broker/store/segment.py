@@ -30,7 +30,7 @@ from pathlib import Path
 import structlog
 from mypy_extensions import mypyc_attr
 
-from broker.store import warm
+from broker.store import warm, zeros
 from remoting.files import fsync_dir
 
 log = structlog.get_logger(__name__)
@@ -247,14 +247,15 @@ class Segment:
             end = min(at + _CHUNK, stop)
             mm[at:end] = _ZERO_CHUNK[: end - at]
 
-    def zeroed_from(self, pos: int) -> bool:
-        """Whether every byte from ``pos`` to the end is zero (scanned a chunk at a time)."""
-        mm = self.mm
-        for at in range(pos, self.size, _CHUNK):
-            end = min(at + _CHUNK, self.size)
-            if mm[at:end] != _ZERO_CHUNK[: end - at]:
-                return False
-        return True
+    def first_nonzero(self, pos: int, stop: int) -> int:
+        """The position of the first byte from ``pos`` to ``stop`` that is not zero, or
+        ``stop``; read without touching the mapping (zeros.py)."""
+        fd = self.fd if self.fd is not None else os.open(self.path, os.O_RDONLY)
+        try:
+            return zeros.first_nonzero(fd, pos, stop)
+        finally:
+            if fd != self.fd:
+                os.close(fd)
 
     def fsync(self) -> None:
         """Make what was written durable. Errors are raised unless the segment was closed on
