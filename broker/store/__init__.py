@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 
 import structlog
 
+from broker.store import warm
 from broker.store.checkpoint import (
     Checkpoint,
     crashed,
@@ -33,6 +34,7 @@ from broker.store.dispatch import dispatch_of, index_keys
 from broker.store.flush import Flusher, fsync_all
 from broker.store.highwater import HighWater
 from broker.store.many import plan_puts, put_many, settle_many
+from broker.store.memory import Releaser
 from broker.store.queues import INDEX, QueueTable
 from broker.store.reader import Reader
 from broker.store.reads import StoreReads
@@ -72,6 +74,7 @@ class MessageStore(StoreReads, Replica):
         self.delays = delay_levels(config.message_delay_level)
         self.table = QueueTable(root, config, self.disk, self.delays)
         self.reader = Reader(self.commitlog, config)
+        self.releaser = Releaser(self.commitlog, self.table)
         self.retention = Retention(self.commitlog, self.table.index, config, self.disk)
         sync = config.flush_disk_type is FlushDiskType.SYNC_FLUSH
         self.flusher = Flusher(
@@ -211,6 +214,7 @@ class MessageStore(StoreReads, Replica):
             return
         target, cuts = self.dispatched_phys_offset, self._cuts
         dirty = self.table.dirty_segments()
+        index_count = self.index.files[-1].count if self.index.files else 0
         try:
             await asyncio.to_thread(fsync_all, [seg for _cq, _mark, segs in dirty for seg in segs])
             if self.config.message_index_enable:
@@ -236,6 +240,8 @@ class MessageStore(StoreReads, Replica):
             self._checkpoint_error = str(exc)
         else:
             self._checkpoint_error = ""
+        spans = self.releaser.spans(self.flusher.flushed, dirty, index_count)
+        await asyncio.to_thread(warm.release, spans)  # memory.py: the cold pages leave RSS
 
     async def _clean(self) -> None:
         self.retention.run_round(list(self.queues.values()))
