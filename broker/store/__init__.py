@@ -31,7 +31,7 @@ from broker.store.config import FlushDiskType, StoreConfig, delay_levels
 from broker.store.consumequeue import storable_topic
 from broker.store.disk import Disk
 from broker.store.dispatch import dispatch_of, index_keys
-from broker.store.flush import Flusher, fsync_all
+from broker.store.flush import Flusher, Rounds, fsync_all
 from broker.store.highwater import HighWater
 from broker.store.many import plan_puts, put_many, settle_many
 from broker.store.memory import Releaser
@@ -82,8 +82,11 @@ class MessageStore(StoreReads, Replica):
             sync=sync,
             interval=config.flush_interval_commit_log / 1000,
             on_error=self._io_failed,
-            end=self._complete_end,
+            # durable up to a record boundary (not inside a record a slave's raw bytes end
+            # inside), so the checkpoint's offsets always are one
+            end=lambda: self.dispatched_phys_offset,
         )
+        self.rounds = Rounds()
         self._tasks: list[asyncio.Task[None]] = []
         self._running = False
         self._slave = False
@@ -114,6 +117,7 @@ class MessageStore(StoreReads, Replica):
         self.highwater.settle(self.commitlog.max_offset, lower=full)
         self.commitlog.highwater = self.highwater
         self.flusher.flushed = self.commitlog.max_offset
+        self.rounds.start(self.commitlog.max_offset)
         create_abort(self.root)
         self.disk.refresh()
         self._running = True
@@ -137,13 +141,15 @@ class MessageStore(StoreReads, Replica):
         loop = asyncio.get_running_loop()
         cfg = self.config
         jobs = [
-            (cfg.flush_interval_consume_queue / 1000, self._flush_queues, "flush_consume_queue"),
             (cfg.clean_resource_interval / 1000, self._clean, "clean_resource"),
             (1.0, self._catch_up, "dispatch_catch_up"),
         ]
         self._tasks = [loop.create_task(self.flusher.run(), name="store-flush-commitlog")]
         for interval, job, name in jobs:
             self._tasks.append(loop.create_task(every(interval, job, name=name), name=name))
+        rounds = every(cfg.flush_interval_consume_queue / 1000, self._flush_queues,
+                       name="flush_consume_queue", wake=self.rounds.wake)  # fmt: skip
+        self._tasks.append(loop.create_task(rounds, name="flush_consume_queue"))
 
     async def _stop_loops(self) -> None:
         self._running = False
@@ -195,11 +201,6 @@ class MessageStore(StoreReads, Replica):
             unlock_store(self._lock_fd)
             self._lock_fd = None
 
-    def _complete_end(self) -> int:
-        """Where the flusher may say the log is durable up to: a record boundary (a record
-        a slave's raw bytes end inside is not), so the checkpoint's offsets always are."""
-        return self.dispatched_phys_offset
-
     def _io_failed(self, what: str, exc: OSError) -> None:
         """A write or fsync failed: refuse puts and hold the checkpoint until a restart."""
         if self.io_error is None:
@@ -212,6 +213,8 @@ class MessageStore(StoreReads, Replica):
         (never past a record a target still has to get, nor after an I/O error)."""
         if self.io_error is not None:
             return
+        if self.rounds.take_early() and not self.flusher.sync:
+            await self.flusher.flush()  # the checkpoint then covers what woke this round
         target, cuts = self.dispatched_phys_offset, self._cuts
         dirty = self.table.dirty_segments()
         index_count = self.index.files[-1].count if self.index.files else 0
@@ -380,6 +383,8 @@ class MessageStore(StoreReads, Replica):
             dispatch(dispatch_of(msg, phys, plan.size, delays, msg_keys), notify=True)
             ids.append(offset_msg_id(self._host_raw, phys))
             phys += plan.size
+        if phys > self.rounds.due:
+            self.rounds.appended(phys)
         if self._create_error:
             self._create_error = ""
         return first_phys, ids, phys

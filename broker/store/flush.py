@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Final
 
 from broker.store.commitlog import CommitLog
 from broker.store.segment import Segment
+
+ROUND_BYTES: Final = 16 << 20  # appended since the last round: the next one runs at once
 
 
 def fsync_all(segments: list[Segment]) -> None:
@@ -123,3 +126,31 @@ class Flusher:
 def _give_up(fut: asyncio.Future[bool]) -> None:
     if not fut.done():
         fut.set_result(False)
+
+
+class Rounds:
+    """When the next ConsumeQueue/index flush and checkpoint round is due ahead of its time:
+    once ``ROUND_BYTES`` more were appended. A crash restart re-verifies and re-dispatches
+    what came after the checkpoint: under load, a round a second let ~1.5 s of writes pile
+    up past it (the CommitLog is flushed first in such a round, ASYNC_FLUSH too)."""
+
+    __slots__ = ("due", "early", "wake")
+
+    def __init__(self) -> None:
+        self.due = 1 << 62  # set at start
+        self.early = False  # the round was asked for by the writer
+        self.wake = asyncio.Event()
+
+    def appended(self, end: int) -> None:
+        """The log now ends at ``end``: wake the round once ``due`` is passed."""
+        if end > self.due:
+            self.due = end + ROUND_BYTES
+            self.early = True
+            self.wake.set()
+
+    def start(self, end: int) -> None:
+        self.due = end + ROUND_BYTES
+
+    def take_early(self) -> bool:
+        early, self.early = self.early, False
+        return early

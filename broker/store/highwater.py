@@ -13,7 +13,7 @@ The mark is ``<root>/highwater`` (JSON, written atomically). The writer never pa
 durable mark: ``CommitLog.reserve`` and ``append_raw`` ask ``allow`` first once a write
 would end past ``room``. Within ``AHEAD / 2`` of the mark it is raised to ``AHEAD`` past the
 end in a thread, off the loop; a writer that outruns that raises it itself, on the loop,
-before writing. Ours: RocketMQ 4.9.8 scans the whole last segments (recoverAbnormally).
+before writing. Ours: 4.9.8 keeps no such mark (docs/compatibility.md).
 """
 
 from __future__ import annotations

@@ -44,6 +44,8 @@ def recover(
     after forgetting the ConsumeQueue units from there on; ``limit``: the high-water mark."""
     low = commitlog.min_offset
     if full:
+        # compat: CommitLog.recoverAbnormally -- 4.9.8 scans from the start of the newest
+        # file older than the checkpoint; ours from the checkpoint's offset itself
         safe = max(cp.safe if cp else 0, low)
         exact = cp is not None and cp.exact
         start = safe if exact else max(low, safe - safe % commitlog.segment_size)

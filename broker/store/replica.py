@@ -22,7 +22,7 @@ from broker.store.checkpoint import Checkpoint, read_checkpoint, write_checkpoin
 from broker.store.commitlog import CommitLog, Scan
 from broker.store.disk import Disk, DiskFull
 from broker.store.dispatch import dispatch_of
-from broker.store.flush import Flusher
+from broker.store.flush import Flusher, Rounds
 from broker.store.queues import QueueTable
 from broker.store.replay import ScanReport, replay
 from remoting.errors import MessageDecodeError
@@ -38,6 +38,7 @@ class Replica:
     commitlog: CommitLog
     table: QueueTable
     flusher: Flusher
+    rounds: Rounds
     disk: Disk
     root: Path
     delays: list[int]
@@ -79,6 +80,7 @@ class Replica:
             raise
         self._replay_appended(start)
         self.flusher.kick()
+        self.rounds.appended(self.commitlog.max_offset)
 
     def _raw_refusal(self) -> None:
         if not self._running:

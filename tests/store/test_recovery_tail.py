@@ -13,9 +13,11 @@ from pathlib import Path
 
 from broker.store import GetStatus, MessageStore, PutResult
 from broker.store.checkpoint import read_checkpoint
+from broker.store.flush import ROUND_BYTES
 from broker.store.highwater import AHEAD, HighWater
 from remoting.protocol.message import decode_record
 from tests.store.conftest import StoreFactory, message
+from tests.util import wait_until
 
 MIB = 1 << 20
 PAGE = 4096
@@ -202,3 +204,26 @@ async def test_unsynced_pages_dropped_at_random_leave_a_durable_prefix(
         for phys in [p for p in written if p >= end]:
             del written[phys]  # lost: from now on the log grows over where they were
         await store.shutdown()
+
+
+async def test_a_round_runs_early_once_enough_was_appended(
+    open_store: StoreFactory, tmp_path: Path
+) -> None:
+    """With rounds an hour apart, 16 MiB appended still run a flush and checkpoint round at
+    once (the CommitLog flushed first), so a crash restart re-verifies no more than that."""
+    config = {"mapped_file_size_commit_log": 64 * MIB, "flush_interval_commit_log": HOUR,
+              "flush_interval_consume_queue": HOUR}  # fmt: skip
+    store = await open_store(**config)
+    for i in range(600):  # ~38 MiB
+        await store.put(message("T", i % 4, bytes(64 * 1024)))
+    end = store.max_phys_offset
+
+    def checkpointed() -> bool:
+        cp = read_checkpoint(tmp_path)
+        return cp is not None and cp.safe > end - ROUND_BYTES
+
+    await wait_until(checkpointed, timeout=10)
+    await store.abandon()
+    store = await open_store(**config)
+    assert store.recovery is not None and store.recovery.end == end
+    assert store.recovery.end - store.recovery.start <= ROUND_BYTES
