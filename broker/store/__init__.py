@@ -211,10 +211,10 @@ class MessageStore(StoreReads, Replica):
     async def _flush_queues(self) -> None:
         """Make ConsumeQueues and index durable; then the checkpoint may move up to here
         (never past a record a target still has to get, nor after an I/O error)."""
-        if self.io_error is not None:
-            return
         if self.rounds.take_early() and not self.flusher.sync:
             await self.flusher.flush()  # the checkpoint then covers what woke this round
+        if self.io_error is not None:
+            return
         target, cuts = self.dispatched_phys_offset, self._cuts
         dirty = self.table.dirty_segments()
         index_count = self.index.files[-1].count if self.index.files else 0
@@ -244,7 +244,8 @@ class MessageStore(StoreReads, Replica):
         else:
             self._checkpoint_error = ""
         spans = self.releaser.spans(self.flusher.flushed, dirty, index_count)
-        await asyncio.to_thread(warm.release, spans)  # memory.py: the cold pages leave RSS
+        if spans:  # memory.py: the cold pages leave RSS
+            await asyncio.to_thread(warm.release, spans)
 
     async def _clean(self) -> None:
         self.retention.run_round(list(self.queues.values()))
