@@ -5,9 +5,10 @@ zero: a stale but valid-looking record left there -- written before a power loss
 the unsynced pages before it -- would be read as a real one once new records of the same
 sizes line up with it. Recovery zeroes what is not zero past the end; the mark bounds how
 far it looks. No CommitLog byte at or past the mark was written since the last start made
-the tail clean, so a crash restart reads at most ``AHEAD`` bytes past the end of the log
-instead of the rest of a 1 GiB segment (the search for records after invalid bytes stops
-there too).
+the tail clean, so a crash restart reads past the end of the log only what the writer may
+have reached, and at most ``AHEAD`` more -- not the rest of a 1 GiB segment (the search for
+records after invalid bytes stops at the mark too). A start sets the mark ``AHEAD`` past the
+end; only after a crash recovery zeroed the tail up to it may that lower it.
 
 The mark is ``<root>/highwater`` (JSON, written atomically). The writer never passes the
 durable mark: ``CommitLog.reserve`` and ``append_raw`` ask ``allow`` first once a write
