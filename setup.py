@@ -28,9 +28,8 @@ from setuptools.command.build_ext import build_ext
 # - remoting/protocol/headers/: generates its code at run time.
 # - the protocol's cold modules (codes, route, heartbeat, register, group, steps, faq).
 # - broker/store/config.py: mypyc drops the ClassVar of a slots dataclass (BOUNDS).
-# - broker/store/recovery.py: runs once at start, and tests spy on Segment.zeroed_from
-#   through it (a compiled caller would not see the spy).
-# - the other cold store modules (checkpoint, disk, retention, results).
+# - broker/store/recovery.py: runs once at start.
+# - the other cold store modules (checkpoint, disk, highwater, retention, results).
 # - remoting/channel.py, dispatch.py: compiled they cut ~2 % more of a broker send and ~4 % of
 #   an SDK send (callgrind); left out while the send path is being reworked.
 # reads.py and replica.py are MessageStore's mixins: compiled with it (as mypyc traits).

@@ -19,6 +19,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from broker.offsets import SEPARATOR
+from broker.store import memory
 from broker.store.disk import existing
 from remoting.metrics import PREFIX
 
@@ -117,6 +118,22 @@ class BrokerCollector(Collector):
                     "disk", st.f_bavail * st.f_frsize)  # fmt: skip
         yield value("storage_disk_total_bytes", "Size of the CommitLog's disk",
                     st.f_blocks * st.f_frsize)  # fmt: skip
+        yield from self._memory()
+
+    def _memory(self) -> Iterable[Metric]:
+        store = self.broker.ctx.store
+        mapped = gauge("memory_mapped_bytes", "Bytes of the store's files mapped now (address "
+                       "space: cold pages leave memory, the mappings stay)", ["kind"])  # fmt: skip
+        for kind, n in memory.mapped(store.commitlog, list(store.queues.values()),
+                                     store.index).items():  # fmt: skip
+            mapped.add_metric([kind], n)
+        yield mapped
+        resident = gauge("memory_resident_bytes", "Resident bytes of the broker process: file "
+                         "pages (mostly the store's mappings) and anonymous ones (RssFile, "
+                         "RssAnon)", ["kind"])  # fmt: skip
+        for kind, n in memory.resident().items():
+            resident.add_metric([kind], n)
+        yield resident
 
     def _clients(self) -> Iterable[Metric]:
         ctx, registry = self.broker.ctx, self.broker.consumers.registry

@@ -5,6 +5,7 @@ steps with it."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from typing import Final, TypeVar
@@ -21,19 +22,30 @@ async def every(
     *,
     name: str,
     initial_delay: float | None = None,
+    wake: asyncio.Event | None = None,
 ) -> None:
     """Sleep, run ``job``, repeat until cancelled; an exception is logged and survived.
 
     The delay is fixed between the end of one round and the start of the next, so slow rounds
-    never pile up.
+    never pile up. ``wake``, when set, ends a delay early (it is cleared as the round starts).
     """
-    await asyncio.sleep(interval if initial_delay is None else initial_delay)
+    await _pause(interval if initial_delay is None else initial_delay, wake)
     while True:
         try:
             await job()
         except Exception:  # broad catch 2 of 3: a failed round must not stop the loop
             log.exception("periodic_job_failed", job=name)
-        await asyncio.sleep(interval)
+        await _pause(interval, wake)
+
+
+async def _pause(seconds: float, wake: asyncio.Event | None) -> None:
+    if wake is None:
+        await asyncio.sleep(seconds)
+        return
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(seconds):
+            await wake.wait()
+    wake.clear()
 
 
 SLICE_SECONDS: Final = 0.005

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 
 import structlog
 
+from broker.store import warm
 from broker.store.checkpoint import (
     Checkpoint,
     crashed,
@@ -30,12 +31,14 @@ from broker.store.config import FlushDiskType, StoreConfig, delay_levels
 from broker.store.consumequeue import storable_topic
 from broker.store.disk import Disk
 from broker.store.dispatch import dispatch_of, index_keys
-from broker.store.flush import Flusher, fsync_all
+from broker.store.flush import Flusher, Rounds, fsync_all
+from broker.store.highwater import HighWater
 from broker.store.many import plan_puts, put_many, settle_many
+from broker.store.memory import Releaser
 from broker.store.queues import INDEX, QueueTable
 from broker.store.reader import Reader
 from broker.store.reads import StoreReads
-from broker.store.recovery import ScanReport, scan
+from broker.store.recovery import ScanReport, recover
 from broker.store.replica import Replica
 from broker.store.results import GetResult, GetStatus, PutResult, PutStatus
 from broker.store.retention import Retention
@@ -67,9 +70,11 @@ class MessageStore(StoreReads, Replica):
         self.commitlog = CommitLog(
             cl_dir, config.mapped_file_size_commit_log, lambda n: self.disk.check(n, cl_dir)
         )
+        self.highwater = HighWater(root)
         self.delays = delay_levels(config.message_delay_level)
         self.table = QueueTable(root, config, self.disk, self.delays)
         self.reader = Reader(self.commitlog, config)
+        self.releaser = Releaser(self.commitlog, self.table)
         self.retention = Retention(self.commitlog, self.table.index, config, self.disk)
         sync = config.flush_disk_type is FlushDiskType.SYNC_FLUSH
         self.flusher = Flusher(
@@ -77,7 +82,11 @@ class MessageStore(StoreReads, Replica):
             sync=sync,
             interval=config.flush_interval_commit_log / 1000,
             on_error=self._io_failed,
+            # durable up to a record boundary (not inside a record a slave's raw bytes end
+            # inside), so the checkpoint's offsets always are one
+            end=lambda: self.dispatched_phys_offset,
         )
+        self.rounds = Rounds()
         self._tasks: list[asyncio.Task[None]] = []
         self._running = False
         self._slave = False
@@ -102,8 +111,13 @@ class MessageStore(StoreReads, Replica):
         was_crash, cp = crashed(self.root), read_checkpoint(self.root)
         self.commitlog.load()
         self.table.load()
-        self.recovery = self._recover(cp, was_crash or cp is None)
+        full = was_crash or cp is None
+        queues, limit = list(self.queues.values()), self.highwater.read()
+        self.recovery = recover(self.commitlog, queues, cp, self._replay, full=full, limit=limit)
+        self.highwater.settle(self.commitlog.max_offset, lower=full)
+        self.commitlog.highwater = self.highwater
         self.flusher.flushed = self.commitlog.max_offset
+        self.rounds.start(self.commitlog.max_offset)
         create_abort(self.root)
         self.disk.refresh()
         self._running = True
@@ -115,40 +129,27 @@ class MessageStore(StoreReads, Replica):
             records=r.records,
             holes=len(r.holes),
             torn_bytes=r.torn,
+            scanned_bytes=r.end - r.start,
+            tail_checked=r.tail,
             max_offset=self.commitlog.max_offset,
             queues=len(self.queues),
             behind=len(self.table.behind),
             ms=int((time.monotonic() - began) * 1000),
         )
 
-    def _recover(self, cp: Checkpoint | None, full: bool) -> ScanReport:
-        size = self.commitlog.segment_size
-        if full:
-            safe = max(cp.safe if cp else 0, self.commitlog.min_offset)
-            start = max(self.commitlog.min_offset, safe - safe % size)
-        else:
-            assert cp is not None
-            start = max(cp.commitlog, self.commitlog.min_offset)
-        for cq in self.queues.values():
-            cq.truncate_from_phys(start)
-        self.commitlog.max_offset = start
-        report = scan(self.commitlog, start, self._replay, check_tail=full)
-        low = self.commitlog.min_offset
-        for cq in self.queues.values():
-            cq.correct_min(low)
-        return report
-
     def _start_loops(self) -> None:
         loop = asyncio.get_running_loop()
         cfg = self.config
         jobs = [
-            (cfg.flush_interval_consume_queue / 1000, self._flush_queues, "flush_consume_queue"),
             (cfg.clean_resource_interval / 1000, self._clean, "clean_resource"),
             (1.0, self._catch_up, "dispatch_catch_up"),
         ]
         self._tasks = [loop.create_task(self.flusher.run(), name="store-flush-commitlog")]
         for interval, job, name in jobs:
             self._tasks.append(loop.create_task(every(interval, job, name=name), name=name))
+        rounds = every(cfg.flush_interval_consume_queue / 1000, self._flush_queues,
+                       name="flush_consume_queue", wake=self.rounds.wake)  # fmt: skip
+        self._tasks.append(loop.create_task(rounds, name="flush_consume_queue"))
 
     async def _stop_loops(self) -> None:
         self._running = False
@@ -161,6 +162,7 @@ class MessageStore(StoreReads, Replica):
         """Stop as a crash would: loops stopped and files closed, with no final flush or
         checkpoint and the abort file left behind (recovery tests and benchmarks)."""
         await self._stop_loops()
+        await self.highwater.drain()
         self._close()
 
     async def shutdown(self) -> None:
@@ -188,6 +190,7 @@ class MessageStore(StoreReads, Replica):
                 behind=len(self.table.behind),
                 action="the next start recovers",
             )
+        await self.highwater.drain()
         self._close()
         log.info("store_shutdown", max_offset=end)
 
@@ -208,10 +211,13 @@ class MessageStore(StoreReads, Replica):
     async def _flush_queues(self) -> None:
         """Make ConsumeQueues and index durable; then the checkpoint may move up to here
         (never past a record a target still has to get, nor after an I/O error)."""
+        if self.rounds.take_early() and not self.flusher.sync:
+            await self.flusher.flush()  # the checkpoint then covers what woke this round
         if self.io_error is not None:
             return
         target, cuts = self.dispatched_phys_offset, self._cuts
         dirty = self.table.dirty_segments()
+        index_count = self.index.files[-1].count if self.index.files else 0
         try:
             await asyncio.to_thread(fsync_all, [seg for _cq, _mark, segs in dirty for seg in segs])
             if self.config.message_index_enable:
@@ -237,6 +243,9 @@ class MessageStore(StoreReads, Replica):
             self._checkpoint_error = str(exc)
         else:
             self._checkpoint_error = ""
+        spans = self.releaser.spans(self.flusher.flushed, dirty, index_count)
+        if spans:  # memory.py: the cold pages leave RSS
+            await asyncio.to_thread(warm.release, spans)
 
     async def _clean(self) -> None:
         self.retention.run_round(list(self.queues.values()))
@@ -375,6 +384,8 @@ class MessageStore(StoreReads, Replica):
             dispatch(dispatch_of(msg, phys, plan.size, delays, msg_keys), notify=True)
             ids.append(offset_msg_id(self._host_raw, phys))
             phys += plan.size
+        if phys > self.rounds.due:
+            self.rounds.appended(phys)
         if self._create_error:
             self._create_error = ""
         return first_phys, ids, phys

@@ -2,6 +2,9 @@
 
 ``checkpoint`` (JSON, written atomically) says up to which CommitLog offset the log itself and
 the ConsumeQueues and index built from it are durable: recovery re-dispatches from there.
+Both offsets are record boundaries (``exact``), so a crash recovery starts its scan right
+there; a checkpoint an older version wrote (no ``exact``) may hold a slave's offset inside a
+record, and recovery starts at the start of its segment, as it did then.
 ``abort`` exists while the store runs: finding it at start means the last run crashed.
 ``lock`` is held (flock) while running, so two brokers never share a store.
 """
@@ -28,6 +31,7 @@ class Checkpoint:
     commitlog: int  # CommitLog bytes durable
     dispatched: int  # CommitLog offset up to which ConsumeQueues and index are durable
     timestamp: int
+    exact: bool = True  # both offsets are record boundaries
 
     @property
     def safe(self) -> int:
@@ -37,7 +41,8 @@ class Checkpoint:
 def read_checkpoint(root: Path) -> Checkpoint | None:
     try:
         obj = json.loads((root / "checkpoint").read_text())
-        return Checkpoint(int(obj["commitlog"]), int(obj["dispatched"]), int(obj["timestamp"]))
+        offsets = int(obj["commitlog"]), int(obj["dispatched"]), int(obj["timestamp"])
+        return Checkpoint(*offsets, obj.get("exact") is True)
     except FileNotFoundError:
         return None
     except (ValueError, KeyError, TypeError, OSError) as exc:
@@ -46,7 +51,8 @@ def read_checkpoint(root: Path) -> Checkpoint | None:
 
 
 def write_checkpoint(root: Path, cp: Checkpoint) -> None:
-    data = {"commitlog": cp.commitlog, "dispatched": cp.dispatched, "timestamp": cp.timestamp}
+    data = {"commitlog": cp.commitlog, "dispatched": cp.dispatched, "timestamp": cp.timestamp,
+            "exact": cp.exact}  # fmt: skip
     atomic_write(root / "checkpoint", json.dumps(data).encode())
 
 

@@ -17,6 +17,7 @@ from mmap import mmap
 from pathlib import Path
 from typing import Final, NamedTuple
 
+from broker.store.highwater import HighWater
 from broker.store.segment import Segment, SegmentQueue, SpaceCheck
 from remoting.files import fsync_dir
 from remoting.protocol.message import (
@@ -38,6 +39,7 @@ _I: Final = struct.Struct(">i")
 _H: Final = struct.Struct(">h")
 BLANK_MIN: Final = 8
 _PROPERTY_SEPARATOR: Final = 2
+_NO_LIMIT: Final = 1 << 62
 MIN_RECORD: Final = 91  # the smallest V1 record: IPv4 hosts, empty body, topic and properties
 
 
@@ -64,6 +66,10 @@ class CommitLog:
             self.queue.check = check
         self.segment_size = segment_size
         self.max_offset = 0  # where the next record goes
+        # no write ends past the durable high-water mark (highwater.py); up to ``room`` a
+        # write need not ask it. None: no mark is kept (tools reading a store)
+        self.highwater: HighWater | None = None
+        self.room = 0
 
     @property
     def min_offset(self) -> int:
@@ -85,12 +91,21 @@ class CommitLog:
         if seg is None or pos >= seg.end:
             seg = self.queue.create(pos - pos % self.segment_size if seg is None else seg.end)
         space = seg.end - pos
+        end = pos + size if size + BLANK_MIN <= space else seg.end + size
+        if end > self.room:
+            self.make_room(end)
         if size + BLANK_MIN > space:
             seg.write(pos - seg.start, _HEAD.pack(space, BLANK_MAGIC))
             self.max_offset = seg.end
             seg = self.queue.create(seg.end)
             pos = seg.start
         return pos
+
+    def make_room(self, end: int) -> None:
+        """Raise the high-water mark past ``end`` before bytes up to there are written;
+        raises OSError (nothing may be written then) when it cannot be."""
+        mark = self.highwater
+        self.room = _NO_LIMIT if mark is None else mark.allow(end)
 
     def write(self, phys: int, data: bytes | bytearray) -> None:
         """Copy a record in, stamping its PHYSICALOFFSET with ``phys``, its 8-byte head (size,
@@ -190,6 +205,8 @@ class CommitLog:
             raise ValueError(f"{n} bytes at {phys} cross the end of a {size}-byte segment")
         if n == 0:
             return
+        if phys + n > self.room:
+            self.make_room(phys + n)
         if seg is None or new:
             seg = self.queue.create(phys)
         at = phys - seg.start

@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Final
 
 from broker.store.commitlog import CommitLog
 from broker.store.segment import Segment
+
+ROUND_BYTES: Final = 16 << 20  # appended since the last round: the next one runs at once
 
 
 def fsync_all(segments: list[Segment]) -> None:
@@ -36,8 +39,11 @@ class Flusher:
         sync: bool,
         interval: float,
         on_error: Callable[[str, OSError], None],
+        end: Callable[[], int] | None = None,
     ) -> None:
+        """``end``: how far the log holds whole records (default: its end)."""
         self.commitlog = commitlog
+        self._end = end
         self.sync = sync
         self.interval = interval
         self.flushed = commitlog.max_offset
@@ -75,7 +81,8 @@ class Flusher:
             await self.flush()
 
     async def flush(self) -> None:
-        target, cuts = self.commitlog.max_offset, self._cuts
+        target = self.commitlog.max_offset if self._end is None else self._end()
+        cuts = self._cuts
         if self.failed is None and target > self.flushed:
             segments = self.commitlog.segments_between(self.flushed, target)
             try:
@@ -119,3 +126,31 @@ class Flusher:
 def _give_up(fut: asyncio.Future[bool]) -> None:
     if not fut.done():
         fut.set_result(False)
+
+
+class Rounds:
+    """When the next ConsumeQueue/index flush and checkpoint round is due ahead of its time:
+    once ``ROUND_BYTES`` more were appended. A crash restart re-verifies and re-dispatches
+    what came after the checkpoint: under load, a round a second let ~1.5 s of writes pile
+    up past it (the CommitLog is flushed first in such a round, ASYNC_FLUSH too)."""
+
+    __slots__ = ("due", "early", "wake")
+
+    def __init__(self) -> None:
+        self.due = 1 << 62  # set at start
+        self.early = False  # the round was asked for by the writer
+        self.wake = asyncio.Event()
+
+    def appended(self, end: int) -> None:
+        """The log now ends at ``end``: wake the round once ``due`` is passed."""
+        if end > self.due:
+            self.due = end + ROUND_BYTES
+            self.early = True
+            self.wake.set()
+
+    def start(self, end: int) -> None:
+        self.due = end + ROUND_BYTES
+
+    def take_early(self) -> bool:
+        early, self.early = self.early, False
+        return early

@@ -93,6 +93,11 @@ class IndexFile:
         self.backed = target
 
     @property
+    def entries_at(self) -> int:
+        """Where the entries start in the file (after the header and slots)."""
+        return self._entries_at
+
+    @property
     def full(self) -> bool:
         return self.count >= self.entries
 

@@ -34,16 +34,24 @@ class ScanReport:
     end: int = 0  # where the walk stopped: the next record starts here
     records: int = 0
     holes: list[tuple[int, int]] = field(default_factory=list)  # [from, to) of corrupt bytes
-    torn: int = 0  # bytes of a torn tail that were zeroed (recovery)
+    torn: int = 0  # bytes past the end of the log that were not zero, and were zeroed
+    tail: int = 0  # bytes past the end of the log checked to be zero (recovery)
 
 
 def replay(
-    commitlog: CommitLog, report: ScanReport, on_record: OnRecord, *, end: int | None = None
+    commitlog: CommitLog,
+    report: ScanReport,
+    on_record: OnRecord,
+    *,
+    end: int | None = None,
+    limit: int | None = None,
 ) -> Scan | None:
     """Walk from ``report.end`` (set it to the start): ``on_record(phys, size)`` for each
     valid record, holes skipped. Returns why it stopped: None when it reached ``end``; END
     (zeros, or no segment); INCOMPLETE (the bytes end inside a record); INVALID (bytes that
-    are not a record and nothing valid after them -- a torn tail, for recovery)."""
+    are not a record and nothing valid after them -- a torn tail, for recovery). ``limit``:
+    nothing was written at or past it (the high-water mark), so no valid record is looked
+    for there after invalid bytes."""
     pos = report.end
     while end is None or pos < end:
         seg = commitlog.queue.find(pos)
@@ -58,7 +66,7 @@ def replay(
         elif found.kind is Scan.END_OF_SEGMENT:
             pos = seg.end
         elif found.kind is Scan.INVALID:
-            resume = _resync(commitlog, seg, pos, end)
+            resume = _resync(commitlog, seg, pos, end if limit is None else limit)
             if resume is None:
                 report.end = pos
                 return Scan.INVALID
@@ -75,7 +83,8 @@ def replay(
 
 def _resync(commitlog: CommitLog, seg: Segment, pos: int, end: int | None) -> int | None:
     """The offset of the next valid record after the invalid bytes at ``pos`` (and before
-    ``end``), or None when nothing valid follows (a torn tail; or not yet received)."""
+    ``end``: the bytes received so far, or the high-water mark), or None when nothing valid
+    follows (a torn tail; or not yet received)."""
     at = pos - seg.start
     limit = seg.size if end is None else min(seg.size, end - seg.start)
     while (hit := seg.mm.find(_MAGIC_BYTES, at + 5, limit)) >= 0:
@@ -88,7 +97,8 @@ def _resync(commitlog: CommitLog, seg: Segment, pos: int, end: int | None) -> in
         if first in (Scan.RECORD, Scan.END_OF_SEGMENT):
             return later.start  # the rest of this segment is garbage; the log goes on
         if first is Scan.INVALID:
-            hit = later.mm.find(_MAGIC_BYTES)
+            stop = later.size if end is None else min(later.size, end - later.start)
+            hit = later.mm.find(_MAGIC_BYTES, 0, stop)
             if hit >= 4 and commitlog.check(later, hit - 4, end).kind is Scan.RECORD:
                 return later.start + hit - 4
     return None

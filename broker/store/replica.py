@@ -22,7 +22,7 @@ from broker.store.checkpoint import Checkpoint, read_checkpoint, write_checkpoin
 from broker.store.commitlog import CommitLog, Scan
 from broker.store.disk import Disk, DiskFull
 from broker.store.dispatch import dispatch_of
-from broker.store.flush import Flusher
+from broker.store.flush import Flusher, Rounds
 from broker.store.queues import QueueTable
 from broker.store.replay import ScanReport, replay
 from remoting.errors import MessageDecodeError
@@ -38,6 +38,7 @@ class Replica:
     commitlog: CommitLog
     table: QueueTable
     flusher: Flusher
+    rounds: Rounds
     disk: Disk
     root: Path
     delays: list[int]
@@ -79,6 +80,7 @@ class Replica:
             raise
         self._replay_appended(start)
         self.flusher.kick()
+        self.rounds.appended(self.commitlog.max_offset)
 
     def _raw_refusal(self) -> None:
         if not self._running:
@@ -137,11 +139,28 @@ class Replica:
         pending = self._pending_from
         self._pending_from = pending if pending is not None and pending < cl.max_offset else None
         log.warning("commitlog_truncated", to=cl.max_offset, was=old_end, queues_dropped=emptied)
+        self._sync_cut()
+
+    def _sync_cut(self) -> None:
+        """Make the zeroes of a cut durable at once: a clean start reads nothing past the end
+        of the log (a crash restart checks up to the high-water mark anyway)."""
+        seg = self.commitlog.queue.find(self.commitlog.max_offset)
+        if seg is None:
+            return
+        try:
+            seg.fsync()
+        except OSError as exc:
+            if self.io_error is None:
+                self.io_error = f"commitlog_fsync: {exc}"
+                log.error("store_io_error", what="commitlog_fsync", error=str(exc),
+                          action="puts refused until a restart; checkpoint held")  # fmt: skip
 
     def _lower_checkpoint(self, cut: int) -> None:
         cp = read_checkpoint(self.root)
         if cp is not None and max(cp.commitlog, cp.dispatched) > cut:
-            lowered = Checkpoint(min(cp.commitlog, cut), min(cp.dispatched, cut), now_ms())
+            lowered = Checkpoint(
+                min(cp.commitlog, cut), min(cp.dispatched, cut), now_ms(), cp.exact
+            )
             write_checkpoint(self.root, lowered)
 
     def _cut_queues(self, cut: int, emptied: bool) -> None:

@@ -30,7 +30,7 @@ from pathlib import Path
 import structlog
 from mypy_extensions import mypyc_attr
 
-from broker.store import warm
+from broker.store import warm, zeros
 from remoting.files import fsync_dir
 
 log = structlog.get_logger(__name__)
@@ -64,6 +64,20 @@ class MapCache:
     def __len__(self) -> int:
         return len(self._ring)
 
+    def sweep(self) -> None:
+        """Unmap the segments not used since the last sweep (memory.py: idle files leave
+        memory; each is mapped again on its next use)."""
+        ring = self._ring
+        for _ in range(len(ring)):
+            seg = ring.popleft()
+            if not seg.is_mapped:
+                continue  # closed or unmapped meanwhile
+            if seg.used:
+                seg.used = False
+                ring.append(seg)
+            elif not seg.unmap():
+                ring.append(seg)  # a view of it is still in use
+
     def mapped(self, seg: Segment) -> None:
         self._ring.append(seg)
         if len(self._ring) > self.limit:
@@ -88,7 +102,7 @@ class Segment:
     """One file of ``size`` bytes holding offsets ``[start, start + size)``."""
 
     __slots__ = ("_cache", "_mm", "backed", "closed", "faulted", "fd", "path", "prefaulted",
-                 "size", "start", "used")  # fmt: skip
+                 "released", "size", "start", "used")  # fmt: skip
 
     def __init__(
         self,
@@ -108,7 +122,8 @@ class Segment:
         self.faulted = 0  # the writer calls prefault() when it writes past this
         self.prefaulted = 0  # bytes from the start mapped writable (or being so) by prefault
         self.closed = False  # closed on purpose (retention, shutdown): errors are expected
-        self.used = True
+        self.used = True  # mapped since the last sweep (MapCache; memory.py for the CommitLog)
+        self.released = 0  # bytes from the start released from memory (memory.py)
         self._cache = cache
         self._mm: mmap.mmap | None = mmap.mmap(fd, size) if fd is not None else None
 
@@ -247,14 +262,15 @@ class Segment:
             end = min(at + _CHUNK, stop)
             mm[at:end] = _ZERO_CHUNK[: end - at]
 
-    def zeroed_from(self, pos: int) -> bool:
-        """Whether every byte from ``pos`` to the end is zero (scanned a chunk at a time)."""
-        mm = self.mm
-        for at in range(pos, self.size, _CHUNK):
-            end = min(at + _CHUNK, self.size)
-            if mm[at:end] != _ZERO_CHUNK[: end - at]:
-                return False
-        return True
+    def first_nonzero(self, pos: int, stop: int) -> int:
+        """The position of the first byte from ``pos`` to ``stop`` that is not zero, or
+        ``stop``; read without touching the mapping (zeros.py)."""
+        fd = self.fd if self.fd is not None else os.open(self.path, os.O_RDONLY)
+        try:
+            return zeros.first_nonzero(fd, pos, stop)
+        finally:
+            if fd != self.fd:
+                os.close(fd)
 
     def fsync(self) -> None:
         """Make what was written durable. Errors are raised unless the segment was closed on

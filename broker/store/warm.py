@@ -1,5 +1,7 @@
-"""Prefaulting: CommitLog pages mapped writable ahead of the writer, so appends do not fault a
-page at a time (RocketMQ warms its mapped files for the same reason: warmMappedFile).
+"""Prefaulting and releasing: CommitLog pages mapped writable ahead of the writer, so appends
+do not fault a page at a time (RocketMQ warms its mapped files for the same reason:
+warmMappedFile); and cold pages of the store's mappings dropped from the process
+(``release``), so its RSS tracks the working set (memory.py says which).
 
 ``madvise(MADV_POPULATE_WRITE)`` (Linux 5.14+) does it in one call, nothing written: the
 kernel allocates and zeroes page-cache pages, about 3 ms per MiB here. CPython's
@@ -7,6 +9,11 @@ kernel allocates and zeroes page-cache pages, about 3 ms per MiB here. CPython's
 libc's ``madvise`` through ctypes, which releases the GIL, and keeps a few MiB populated ahead
 of the writer. Where ctypes cannot reach ``madvise``, the writer does it on the loop, a chunk
 at a time, as before; on a kernel without MADV_POPULATE_WRITE prefaulting stops.
+
+``madvise(MADV_DONTNEED)`` on a shared file mapping unmaps pages from this process only:
+the page cache keeps them (a dirty page stays dirty and is written back as usual), and the
+next access maps them again from it. Nothing is lost, and only RSS falls; the same ctypes
+call does it off the loop, the mapping pinned the same way.
 
 Only pages within ``backed`` are touched (segment.py: no write fault where the file has no
 blocks). A segment may be closed (retention, a cut, shutdown) while the thread works on it:
@@ -17,6 +24,7 @@ are skipped.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import mmap
@@ -25,6 +33,7 @@ from collections.abc import Callable
 from typing import Final, Protocol
 
 _MADV_POPULATE_WRITE: Final = getattr(mmap, "MADV_POPULATE_WRITE", 23)
+_MADV_DONTNEED: Final = getattr(mmap, "MADV_DONTNEED", 4)
 _PAGE: Final = mmap.PAGESIZE
 _STEP: Final = 256 << 10  # on the loop, per call: about 0.7 ms with the GIL held
 _AHEAD: Final = 4 << 20  # the thread keeps up to this much populated ahead of the writer
@@ -154,3 +163,38 @@ def prefault(seg: Prefaultable, pos: int) -> None:
         except OSError as exc:
             if exc.errno == errno.EINVAL:  # an older kernel: stop trying
                 _on_loop_works = False
+
+
+# A span of a mapping whose pages are to leave this process: (mapping, start, stop).
+Span = tuple[mmap.mmap, int, int]
+
+
+def release(spans: list[Span]) -> int:
+    """``MADV_DONTNEED`` each span (whole pages inside it: ``start`` rounded up, ``stop``
+    down); a mapping closed meanwhile is skipped. Off the loop: the GIL is released for each
+    call where ctypes reaches libc. Returns the bytes asked for."""
+    asked = 0
+    for mm, start, stop in spans:
+        start, stop = -(-start // _PAGE) * _PAGE, stop - stop % _PAGE
+        if start >= stop:
+            continue
+        asked += stop - start
+        if _madvise is None:
+            _release_here(mm, start, stop)
+            continue
+        try:
+            pin = ctypes.c_char.from_buffer(mm, start)  # an export: the mapping stays mapped
+        except (ValueError, BufferError, TypeError):  # closed meanwhile
+            continue
+        try:
+            _madvise(ctypes.addressof(pin), stop - start, _MADV_DONTNEED)
+        finally:
+            del pin
+    return asked
+
+
+def _release_here(mm: mmap.mmap, start: int, stop: int) -> None:
+    """Without ctypes: CPython's ``mmap.madvise`` (the GIL held; a zap is quick)."""
+    if hasattr(mm, "madvise"):
+        with contextlib.suppress(OSError, ValueError):  # closed meanwhile
+            mm.madvise(_MADV_DONTNEED, start, stop - start)

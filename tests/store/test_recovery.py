@@ -14,7 +14,7 @@ from structlog.testing import capture_logs
 
 from broker.store import GetStatus, MessageStore, PutStatus
 from broker.store.config import FlushDiskType
-from broker.store.segment import Segment
+from broker.store.highwater import HighWater
 from remoting.protocol.message import decode_record
 from tests.store.conftest import HOST, StoreFactory, message, small_config
 from tests.store.replication import killed_writer_lines
@@ -54,11 +54,13 @@ def check_consistency(store: MessageStore) -> None:
 async def test_acknowledged_messages_survive_sigkill(tmp_path: Path) -> None:
     """Issue 5: a SYNC_FLUSH writer killed at random moments, 24 rounds on one store: after
     each recovery every acknowledged message reads back bit-exact (by offset and by queue),
-    nothing past the torn tail is served, and ConsumeQueues agree with the CommitLog."""
+    nothing past the torn tail is served, and ConsumeQueues agree with the CommitLog; and
+    (issue 29) the killed writer never wrote past its durable high-water mark."""
     rng = random.Random(2026)
     acked: list[Acked] = []
     for round_ in range(24):
         acked += run_writer(tmp_path, round_, rng.uniform(0.05, 0.4))
+        mark = HighWater(tmp_path).read()  # the writer's durable high-water mark
         store = MessageStore(
             small_config(
                 tmp_path,
@@ -68,6 +70,7 @@ async def test_acknowledged_messages_survive_sigkill(tmp_path: Path) -> None:
             store_host=HOST,
         )
         await store.start()
+        assert mark is not None and mark >= store.max_phys_offset  # it never wrote past it
         for phys, qoff, topic, qid, digest in acked:
             record = store.read(phys)
             assert record is not None, f"round {round_}: acknowledged message at {phys} lost"
@@ -183,26 +186,18 @@ async def test_sync_flush_returns_after_the_fsync(open_store: StoreFactory) -> N
     assert impatient.read(late.phys_offset) is not None
 
 
-async def test_a_clean_start_leaves_the_rest_of_the_log_unread(
-    open_store: StoreFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_a_clean_start_leaves_the_rest_of_the_log_unread(open_store: StoreFactory) -> None:
     """After a clean stop nothing was written past the end, so a start does not read the
     rest of the last CommitLog segment (2.3 s cold for 1 GiB before); after a crash it does,
-    to find and cut a torn tail."""
+    up to the high-water mark (here past the end of the 1 MiB segment), to find and cut a
+    torn tail."""
     store = await open_store(mapped_file_size_commit_log=1 << 20)
     await store.put(message(body=b"x"))
     await store.shutdown()
-    scanned: list[int] = []
-    original = Segment.zeroed_from
-
-    def spy(seg: Segment, pos: int) -> bool:
-        scanned.append(pos)
-        return original(seg, pos)
-
-    monkeypatch.setattr(Segment, "zeroed_from", spy)
     clean = await open_store(mapped_file_size_commit_log=1 << 20)
-    assert scanned == []
+    assert clean.recovery is not None and clean.recovery.tail == 0
     await clean.put(message(body=b"y"))
     await clean.abandon()  # a crash
-    await open_store(mapped_file_size_commit_log=1 << 20)
-    assert len(scanned) == 1
+    crashed = await open_store(mapped_file_size_commit_log=1 << 20)
+    assert crashed.recovery is not None
+    assert crashed.recovery.tail == (1 << 20) - crashed.max_phys_offset

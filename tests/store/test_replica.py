@@ -11,6 +11,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from broker.store import GetStatus, MessageStore, PutStatus
+from broker.store.checkpoint import read_checkpoint
 from broker.store.config import FlushDiskType
 from remoting.protocol.message import decode_record
 from tests.store.conftest import HOST, StoreFactory, message, small_config
@@ -209,6 +210,36 @@ async def test_sync_flush_slave_flushes_raw_appends(
     await copy(master, slave, random.Random(3))
     await wait_until(lambda: slave.flusher.flushed == slave.max_phys_offset)
     assert queue_contents(slave) == queue_contents(master)
+
+
+async def test_a_slave_checkpoints_only_whole_records(
+    open_store: StoreFactory, tmp_path: Path
+) -> None:
+    """Issue 29 (a crash restart scans from the checkpoint itself): a slave whose raw bytes
+    end inside a record flushes and checkpoints up to the last whole record only, so the
+    checkpoint is a record boundary; a crash restart scans from exactly there."""
+    master = await open_store(tmp_path / "m", **replica_config())
+    await fill(master, 200, seed=9)
+    record = sorted(b for b in boundaries(master) if b % SEGMENT)[-20]
+    slave_root = tmp_path / "s"
+    slave = await open_store(slave_root, **replica_config())
+    await copy(master, slave, random.Random(4), upto=record + 37)
+    assert slave.dispatched_phys_offset == record < slave.max_phys_offset
+    await slave.flusher.flush()
+    assert slave.flusher.flushed == record
+
+    def checkpointed() -> bool:
+        cp = read_checkpoint(slave_root)
+        return cp is not None and cp.dispatched == record
+
+    await wait_until(checkpointed)
+    cp = read_checkpoint(slave_root)
+    assert cp is not None and cp.exact and cp.commitlog == cp.dispatched == record
+    await slave.abandon()
+    slave = await open_store(slave_root, **replica_config())
+    assert slave.recovery is not None and slave.recovery.start == record
+    assert slave.max_phys_offset == slave.dispatched_phys_offset == record
+    check_consistency(slave)
 
 
 @pytest.mark.parametrize("crash", [False, True])
