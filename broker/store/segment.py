@@ -67,25 +67,20 @@ class MapCache:
     def sweep(self) -> None:
         """Unmap the segments not used since the last sweep (memory.py: idle files leave
         memory; each is mapped again on its next use)."""
-        ring = self._ring
-        for _ in range(len(ring)):
-            seg = ring.popleft()
-            if not seg.is_mapped:
-                continue  # closed or unmapped meanwhile
-            if seg.used:
-                seg.used = False
-                ring.append(seg)
-            elif not seg.unmap():
-                ring.append(seg)  # a view of it is still in use
+        self._unmap_unused(len(self._ring), first_only=False)
 
     def mapped(self, seg: Segment) -> None:
         self._ring.append(seg)
         if len(self._ring) > self.limit:
-            self._evict()
+            self._unmap_unused(2 * len(self._ring), first_only=True)
 
-    def _evict(self) -> None:
+    def _unmap_unused(self, turns: int, first_only: bool) -> None:
+        """Go round the ring ``turns`` times: a segment used since the last turn is marked
+        unused and kept, an unused one unmapped (the first only, if ``first_only``)."""
         ring = self._ring
-        for _ in range(2 * len(ring)):
+        for _ in range(turns):
+            if not ring:
+                return
             seg = ring.popleft()
             if not seg.is_mapped:
                 continue  # closed or unmapped meanwhile
@@ -93,7 +88,8 @@ class MapCache:
                 seg.used = False
                 ring.append(seg)
             elif seg.unmap():
-                return
+                if first_only:
+                    return
             else:
                 ring.append(seg)  # a view of it is still in use
 
