@@ -59,8 +59,12 @@ REFUSED: Final[Mapping[str, str]] = {
     "serverPartialFrameMaxBytes": _LISTENER,
 }
 
+_MINUTE: Final = 60_000
+_DAY: Final = 86_400_000
+
 # key -> (least, most or None) a request may set; beyond them the broker would refuse every
-# send, drop its consumers or its slave, or delete what it holds
+# send, drop its consumers or its slave, delete what it holds, spin on a periodic job, or
+# (a period of years) never run it again
 BOUNDS: Final[Mapping[str, tuple[int, int | None]]] = {
     "maxMessageSize": (1024, None),  # below it, every real message is refused
     "fileReservedTime": (1, None),  # 0 h: every file deleted at the next deleteWhen
@@ -68,16 +72,28 @@ BOUNDS: Final[Mapping[str, tuple[int, int | None]]] = {
     "diskMaxUsedSpaceRatio": (10, 95),
     "diskSpaceWarningLevelRatio": (50, 100),  # lower: writes refused on a half-empty disk
     "diskSpaceFreeFloorMb": (0, 1024),  # higher: writes refused on a disk with room
-    "syncFlushTimeout": (100, None),  # lower: SYNC_FLUSH / SYNC_MASTER sends time out
+    "syncFlushTimeout": (100, 10 * _MINUTE),  # lower: SYNC_FLUSH / SYNC_MASTER sends time out
     "transactionCheckMax": (1, None),  # 0: every half discarded at its first check
-    "transactionCheckInterval": (1000, None),
-    "registerBrokerTimeoutMills": (1000, None),  # lower: registrations fail, routes go
-    "clientChannelExpiredTime": (60_000, None),  # lower: live consumers dropped (30 s beats)
-    "haHousekeepingInterval": (10_000, None),  # lower: the slave's connection dropped
+    "transactionCheckInterval": (1000, _DAY),
+    "transactionTimeOut": (0, _DAY),
+    "registerBrokerTimeoutMills": (1000, 10 * _MINUTE),  # lower: registrations fail
+    "clientChannelExpiredTime": (_MINUTE, _DAY),  # lower: live consumers dropped (30 s beats)
+    "clientChannelScanInterval": (1000, _DAY),
+    "haSendHeartbeatInterval": (100, _MINUTE),
+    "haHousekeepingInterval": (10_000, _DAY),  # lower: the slave's connection dropped
     "haSlaveFallbehindMax": (1 << 20, None),  # lower: SYNC_MASTER finds no slave in sync
-    "waitTimeMillsInSendQueue": (100, None),  # lower: sends refused as SYSTEM_BUSY
+    "slaveSyncInterval": (1000, _DAY),
+    "waitTimeMillsInSendQueue": (100, 10 * _MINUTE),  # lower: sends refused as SYSTEM_BUSY
+    "shortPollingTimeMills": (1, _MINUTE),
+    "rebalanceLockMaxLiveTime": (1000, _DAY),
+    "flushIntervalCommitLog": (10, _MINUTE),
+    "flushIntervalConsumeQueue": (10, _MINUTE),
+    "flushConsumerOffsetInterval": (100, _DAY),
+    "flushDelayOffsetInterval": (100, _DAY),
+    "cleanResourceInterval": (1000, _DAY),
     "defaultTopicQueueNums": (1, QUEUE_NUMS_MAX),  # what auto-created topics get
 }
+_HOURS: Final = frozenset(str(h) for h in range(24)) | frozenset(f"{h:02d}" for h in range(10))
 
 
 def refused(keys: Iterable[str]) -> list[str]:
@@ -91,6 +107,8 @@ def out_of_bounds(values: Mapping[str, str], now_ms: int) -> str | None:
     for key, text in sorted(values.items()):
         if key == "startAcceptSendRequestTimeStamp" and int(text) > now_ms:
             return f"{key}: a time to come would refuse every send until then, got {text}"
+        if key == "deleteWhen" and not set(text.replace(",", ";").split(";")) <= _HOURS:
+            return f"{key}: must be hours of the day (0 to 23) separated by ';', got {text!r}"
         bounds = BOUNDS.get(key)
         if bounds is None:
             continue

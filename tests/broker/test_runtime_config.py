@@ -128,6 +128,12 @@ async def test_values_out_of_bounds_are_refused(
     resp = await json_client.invoke(broker.addr, update(future))
     assert resp.code == ResponseCode.SYSTEM_ERROR
     assert "startAcceptSendRequestTimeStamp" in str(resp.remark)
+    for hours in ("x", "04;25", "4;;16"):  # found by benchmarks/fuzz.py: "x" never came round
+        resp = await json_client.invoke(broker.addr, update(f"deleteWhen={hours}\n"))
+        assert resp.code == ResponseCode.SYSTEM_ERROR, hours
+        assert "deleteWhen: must be hours of the day" in str(resp.remark)
+    resp = await json_client.invoke(broker.addr, update("deleteWhen=04;16\n"))
+    assert (resp.code, resp.remark) == (0, None)
     sent = await json_client.invoke(broker.addr, send_v2("Bounds", b"x" * 2000))
     assert (sent.code, sent.ext_fields["TRACE_ON"]) == (0, "true")  # nothing applied
     resp = await json_client.invoke(broker.addr, update("maxMessageSize=1024\n"))
