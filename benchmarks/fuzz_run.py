@@ -1,0 +1,239 @@
+"""Drives cases at one server and judges each answer: findings, with their reproducers.
+
+Cases are numbered per server; case ``i`` of seed ``s`` is built from ``Random(f"{s}:{server}:
+{i}")``, so a run's requests are the same each time (with ``workers`` > 1 their interleaving,
+and so the server's state, may differ a little). A finding is kept once per key (its kind,
+the code, what was wrong) with the case that showed it first and how often it was seen.
+
+Judged at once, per answer:
+- ``no_answer``: nothing within the timeout (except where none is due: a name server and a
+  code it does not know; a pull asked to wait);
+- ``closed``: the server closed the connection on a request written in valid UTF-8;
+- ``accepted``: SUCCESS for a request the step's oracle says must be refused;
+- ``leaky_remark``: a remark quoting a Python exception.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Final
+
+from benchmarks.fuzz_cases import Step, choose, dump, namesrv_silent
+from benchmarks.fuzz_procs import Server
+from benchmarks.fuzz_values import World
+from benchmarks.fuzz_wire import Closed, Conn, fits
+from remoting.protocol.codes import RequestCode as C
+from remoting.protocol.command import RemotingCommand
+
+TIMEOUT: Final = 10.0
+SLOW: Final = 3.0  # an answer this late is a finding (a request that holds the server up)
+SILENT_TIMEOUT: Final = 0.25  # a name server's non-answer to an unknown code
+LEAKS: Final = re.compile(
+    r"Traceback|object has no attribute|unsupported operand|NoneType|invalid literal for int|"
+    r"maximum recursion depth|unhashable type|struct\.error|can't concat|argument out of range|"
+    r"not subscriptable|takes \d+ positional"
+)
+
+
+@dataclass
+class Sent:
+    server: str
+    case: str
+    case_index: int
+    step: Step
+    at: float
+    outcome: str = "pending"  # answer, no_answer, silent, held, closed, unsendable
+    code: int | None = None
+    remark: str | None = None
+    answer: RemotingCommand | None = None
+    text: str | None = None  # its header values and body as text, once a judge asked
+    took: float = 0.0  # seconds to the answer
+
+
+@dataclass
+class Finding:
+    kind: str
+    server: str
+    summary: str
+    case: str
+    case_index: int
+    seed: int
+    steps: list[Step]
+    seen: int = 1
+    verdict: str = ""  # from a replay on fresh servers, when one was made
+    event: str = ""  # the log event it is about (error lines, storms)
+    suspects: list[tuple[str, int]] = field(default_factory=list)  # other (server, case)s
+
+    def reproducer(self) -> str:
+        return dump(self.steps)
+
+
+@dataclass
+class Tally:
+    sent: int = 0
+    cases: int = 0
+    by_code: Counter[str] = field(default_factory=Counter)  # response code (or outcome)
+    by_format: Counter[str] = field(default_factory=Counter)
+    codes_tried: set[int] = field(default_factory=set)
+
+
+def case_rng(seed: int, server: str, index: int) -> random.Random:
+    return random.Random(f"{seed}:{server}:{index}")
+
+
+def clean_text(req_ext: dict[str, str]) -> bool:
+    """Whether every header key and value is valid UTF-8 (no lone surrogate)."""
+    try:
+        "".join((*req_ext, *req_ext.values())).encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+class Fuzzer:
+    def __init__(self, server: Server, kind: str, seed: int, world: World, budget: int,
+                 workers: int = 4) -> None:  # fmt: skip
+        self.server = server
+        self.kind = kind
+        self.seed = seed
+        self.world = world
+        self.budget = budget
+        self.workers = workers
+        self.tally = Tally()
+        self.log: list[Sent] = []
+        self.findings: dict[str, Finding] = {}
+        self.cases: dict[int, tuple[str, list[Step]]] = {}
+        self._next_case = 0
+        self.dead = False
+
+    def add(self, key: str, kind: str, summary: str, case: tuple[str, int, list[Step]]) -> None:
+        found = self.findings.get(key)
+        if found is not None:
+            found.seen += 1
+            return
+        name, index, steps = case
+        self.findings[key] = Finding(kind, self.kind, summary, name, index, self.seed, list(steps))
+
+    async def run(self, on_progress: Callable[[], None] | None = None) -> None:
+        await asyncio.gather(*(self._worker(on_progress) for _ in range(self.workers)))
+
+    async def _worker(self, on_progress: Callable[[], None] | None) -> None:
+        conn = Conn(self.server.addr)
+        try:
+            while self.tally.sent < self.budget and not self.dead:
+                index = self._next_case
+                self._next_case += 1
+                await self.run_case(conn, index)
+                if on_progress is not None:
+                    on_progress()
+        finally:
+            await conn.close()
+
+    async def run_case(self, conn: Conn, index: int) -> list[Sent]:
+        rng = case_rng(self.seed, self.kind, index)
+        name, make = choose(self.kind, rng)
+        gen = make(self.world, rng)
+        steps: list[Step] = []
+        sent: list[Sent] = []
+        self.cases[index] = (name, steps)
+        self.tally.cases += 1
+        try:
+            step = next(gen)
+            while True:
+                steps.append(step)
+                one = await self.send(conn, step, name, index)
+                sent.append(one)
+                self.judge(one, (name, index, steps))
+                if not self.server.alive():
+                    self.dead = True
+                    self.add("crash", "crash", f"{self.kind} exited", (name, index, steps))
+                    break
+                answer, one.answer = one.answer, None  # answers can be big: not kept
+                step.req.forget_body()
+                step = gen.send(answer)
+        except StopIteration:
+            pass
+        return sent
+
+    async def send(self, conn: Conn, step: Step, case: str, index: int) -> Sent:
+        req = step.req
+        one = Sent(self.kind, case, index, step, time.monotonic())
+        self.log.append(one)
+        if not fits(req):
+            req.stype = 0  # the binary header cannot carry this code: JSON
+        self.tally.sent += 1
+        self.tally.codes_tried.add(req.code)
+        self.tally.by_format[("json", "rocketmq", "msgpack")[req.stype]] += 1
+        silent = self.kind == "namesrv" and namesrv_silent(req.code)
+        timeout = SILENT_TIMEOUT if silent else TIMEOUT
+        clean = clean_text(req.ext)
+        try:
+            try:
+                resp = await conn.call(req, timeout)
+            except Closed:
+                if not clean:
+                    raise
+                # the connection may have been closed for an earlier request (one the server
+                # could not decode, still on its way when this one went): once more, alone
+                again = Conn(self.server.addr)
+                try:
+                    resp = await again.call(req, timeout)
+                finally:
+                    await again.close()
+            finally:
+                if not clean:  # the server may close this connection: the next request
+                    await conn.close()  # starts on a new one
+        except TimeoutError:
+            one.outcome = "silent" if silent else "no_answer"
+            if req.code == C.PULL_MESSAGE and _suspends(req.ext):
+                one.outcome = "held"
+            self.tally.by_code[one.outcome] += 1
+            return one
+        except (Closed, OSError):
+            one.outcome = "closed"
+            self.tally.by_code["closed"] += 1
+            return one
+        one.outcome, one.code, one.remark, one.answer = "answer", resp.code, resp.remark, resp
+        one.took = time.monotonic() - one.at
+        self.tally.by_code[str(resp.code)] += 1
+        return one
+
+    def judge(self, one: Sent, case: tuple[str, int, list[Step]]) -> None:
+        req, code = one.step.req, one.step.req.code
+        name = C(code).name if code in C._value2member_map_ else str(code)
+        if one.outcome == "no_answer":
+            self.add(
+                f"no_answer:{code}", "no_answer", f"{name}: no answer in {TIMEOUT:.0f} s", case
+            )
+        elif one.outcome == "closed" and clean_text(req.ext):
+            self.add(
+                f"closed:{code}",
+                "closed",
+                f"{name}: connection closed on a valid-UTF-8 request",
+                case,
+            )
+        elif one.outcome == "answer":
+            if one.took > SLOW and not (code == C.PULL_MESSAGE and _suspends(req.ext)):
+                said = f"{name}: answered ({one.code}) only after {one.took:.1f} s"
+                self.add(f"slow:{code}", "slow", said, case)
+            if one.code == 0 and one.step.refuse:
+                for reason in one.step.refuse.split("; "):  # a finding per kind of reason
+                    kind = re.sub(r"-?\d{3,}", "N", reason)
+                    said = f"{name} answered SUCCESS to: {one.step.refuse}"
+                    self.add(f"accepted:{code}:{kind}", "accepted", said, case)
+            if one.remark and LEAKS.search(one.remark):
+                said = f"{name} answered {one.code} with a Python error: {one.remark[:160]!r}"
+                self.add(f"leak:{code}", "leaky_remark", said, case)
+
+
+def _suspends(ext: dict[str, str]) -> bool:
+    try:
+        return bool(int(ext.get("sysFlag", "0")) & 2)
+    except ValueError:
+        return False
