@@ -18,6 +18,7 @@ from typing import Final
 
 from benchmarks.fuzz_checks import Verdict
 from benchmarks.fuzz_verify import Cluster
+from remoting.errors import RemotingError
 from remoting.protocol.codes import RequestCode as C
 from remoting.protocol.command import RemotingCommand
 
@@ -119,8 +120,9 @@ async def probe(c: Cluster, scratch: Path, acked: int | None) -> tuple[list[Prob
         return probes, None
     try:
         await c.restart(crash=False)
-    except RuntimeError as exc:
+        await c.judge.setup()  # the judges' topics and groups, in whatever store it now has
+    except (RuntimeError, AssertionError, RemotingError) as exc:
         v = Verdict()
-        v.notes.append(f"broker did not restart: {str(exc)[:200]}")
+        v.notes.append(f"broker did not restart and serve: {str(exc)[:200]}")
         return probes, v
     return probes, await c.judge.verdict(acked)

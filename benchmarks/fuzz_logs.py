@@ -61,10 +61,19 @@ def suspects(
     Among the requests before it that name one of its values, ranked by: answered SUCCESS
     though its oracle wanted a refusal; answered SUCCESS at all (a refused request changes
     nothing); sent to ``server``, the one that logged it; naming a value fewest requests
-    name; sent last. If none names any, the last request sent to ``server``."""
+    name; sent last. A line about a peer's request of some ``code`` is about that code.
+    If none names any: for a storm (no ``window``) the requests accepted against an oracle,
+    last first; else the requests sent to ``server`` just before the line."""
     before = [s for s in log if s.at <= event.at]
     if window is not None:
         before = [s for s in before if event.at - s.at <= window]
+    code = event.fields.get("code")  # of the request, in a line about one peer's request
+    if (
+        "peer" in event.fields
+        and isinstance(code, int)
+        and any(s.step.req.code == code for s in before)
+    ):
+        before = [s for s in before if s.step.req.code == code and s.server == server]
     texts = [_text(s) for s in before]
     counts = {t: sum(t in text for text in texts) for t in tokens(event)}
     ranked = []
@@ -83,10 +92,31 @@ def suspects(
             out.append(sent)
         if len(out) == n:
             return out
+    if not out:  # it names nothing
+        if window is None:  # a storm: those accepted against an oracle are the usual suspects
+            pool = [s for s in before if s.outcome == "answer" and s.code == 0 and s.step.refuse]
+        else:  # a line a request causes at once: those in flight when it was logged
+            pool = [s for s in before if s.server == server]
+        for sent in reversed(pool):
+            if all(s.case_index != sent.case_index or s.server != sent.server for s in out):
+                out.append(sent)
+            if len(out) == n:
+                break
     if not out:
         mine = [s for s in before if s.server == server]
         out = mine[-1:]
     return out
+
+
+IDENTITY: Final = frozenset({"namesrv", "addr", "peer", "broker", "client", "timestamp", "level"})
+
+
+def signature(event: LogEvent) -> str:
+    """What a line says, without the names and numbers it says it about: two lines with the
+    same event and signature have the same cause."""
+    text = " ".join(str(v) for k, v in sorted(event.fields.items()) if k not in IDENTITY)
+    text = QUOTED.sub("'_'", text)
+    return re.sub(r"\d+", "N", text)[:80]
 
 
 @dataclass
@@ -130,11 +160,12 @@ def short(fields: dict[str, Any], limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def first_ever(server: Server, event: str) -> LogEvent | None:
-    """The first line of ``event`` the server logged since it started: a storm's culprit
-    came before its first line, not before the first line of the quiet window."""
-    found = [e for e in server.events_since(0.0) if e.event == event]
-    return found[0] if found else None
+def first_ever(server: Server, like: LogEvent) -> LogEvent:
+    """The first line the server logged like ``like`` (same event and signature): a storm's
+    culprit came before its first line, not before the first line of the quiet window."""
+    want = signature(like)
+    found = [e for e in server.events_since(0.0) if e.event == like.event]
+    return next((e for e in found if signature(e) == want), like)
 
 
 def log_findings(
@@ -146,7 +177,7 @@ def log_findings(
     owner = {f.kind: f for f in fuzzers}
     findings: dict[str, Finding] = {}
 
-    def add(key: str, kind: str, summary: str, event: str, blamed: list[Sent]) -> None:
+    def add(key: str, kind: str, summary: str, event: LogEvent | None, blamed: list[Sent]) -> None:
         if key in findings:
             findings[key].seen += 1
             return
@@ -154,7 +185,10 @@ def log_findings(
         fz = owner[main.server] if main is not None else fuzzers[0]
         name, steps = fz.cases.get(main.case_index, ("?", [])) if main else ("?", [])
         found = Finding(kind, fz.kind, summary, name, main.case_index if main else -1,
-                        fz.seed, list(steps), event=event)  # fmt: skip
+                        fz.seed, list(steps))  # fmt: skip
+        if event is not None:
+            found.event, found.signature = event.event, signature(event)
+            found.storm = kind == "warning_storm"
         found.suspects = [(s.server, s.case_index) for s in blamed[1:]]
         findings[key] = found
 
@@ -164,16 +198,16 @@ def log_findings(
             errors += 1
             blamed = suspects(e, log, server.name, window=60)
             summary = f"{server.name} logged {e.level} {e.event}: {short(e.fields)}"
-            add(f"error:{server.name}:{e.event}", "error_log", summary, e.event, blamed)
+            add(f"error:{server.name}:{e.event}", "error_log", summary, e, blamed)
         for line in server.raw[:5]:
             summary = f"{server.name} printed a non-JSON line: {line[:200]!r}"
-            add(f"raw:{server.name}:{line[:40]}", "stray_output", summary, "", [])
+            add(f"raw:{server.name}:{line[:40]}", "stray_output", summary, None, [])
     seconds = max(quiet[1] - quiet[0], 1.0)
     for storm in storms(servers, *quiet):
         server = next(s for s in servers if s.name == storm.server)
-        first = first_ever(server, storm.event) or storm.first
+        first = first_ever(server, storm.first)
         blamed = suspects(first, log, storm.server, window=None)
         summary = (f"{storm.server} kept logging {storm.event} at {storm.count / seconds:.1f}/s "
                    f"after the fuzzing stopped: {short(storm.first.fields)}")  # fmt: skip
-        add(f"storm:{storm.server}:{storm.event}", "warning_storm", summary, storm.event, blamed)
+        add(f"storm:{storm.server}:{storm.event}", "warning_storm", summary, first, blamed)
     return list(findings.values()), errors

@@ -205,12 +205,13 @@ def namesrv(root: Path, **more: str) -> Server:
 
 
 def broker(root: Path, namesrv_addr: str, conf: dict[str, str]) -> Server:
-    """A broker started from a config file (``-c``), as in production: UPDATE_BROKER_CONFIG
-    then persists to it, and a restart reads what it persisted."""
+    """A broker started from a config file (``-c``, the name server in it too), as in
+    production: UPDATE_BROKER_CONFIG persists to it, and a restart reads what it persisted."""
     path = root / "broker.conf"
     if not path.exists():
-        path.write_text("".join(f"{k}={v}\n" for k, v in conf.items()))
-    return Server("broker", ["-m", "broker", "-c", str(path), "-n", namesrv_addr])
+        values = {**conf, "namesrvAddr": namesrv_addr}
+        path.write_text("".join(f"{k}={v}\n" for k, v in values.items()))
+    return Server("broker", ["-m", "broker", "-c", str(path)])
 
 
 def warning_rates(events: Sequence[LogEvent], since: float, until: float) -> tuple[float, int]:

@@ -7,7 +7,8 @@ the code, what was wrong) with the case that showed it first and how often it wa
 
 Judged at once, per answer:
 - ``no_answer``: nothing within the timeout (except where none is due: a name server and a
-  code it does not know; a pull asked to wait);
+  code it does not know; an END_TRANSACTION that neither commits nor rolls back; a pull
+  asked to wait);
 - ``closed``: the server closed the connection on a request written in valid UTF-8;
 - ``accepted``: SUCCESS for a request the step's oracle says must be refused;
 - ``leaky_remark``: a remark quoting a Python exception.
@@ -68,6 +69,8 @@ class Finding:
     seen: int = 1
     verdict: str = ""  # from a replay on fresh servers, when one was made
     event: str = ""  # the log event it is about (error lines, storms)
+    signature: str = ""  # that event's text without names and numbers (fuzz_logs.signature)
+    storm: bool = False  # the event went on after the fuzzing: a replay must show it go on
     suspects: list[tuple[str, int]] = field(default_factory=list)  # other (server, case)s
 
     def reproducer(self) -> str:
@@ -170,7 +173,9 @@ class Fuzzer:
         self.tally.sent += 1
         self.tally.codes_tried.add(req.code)
         self.tally.by_format[("json", "rocketmq", "msgpack")[req.stype]] += 1
-        silent = self.kind == "namesrv" and namesrv_silent(req.code)
+        silent = (self.kind == "namesrv" and namesrv_silent(req.code)) or _pending_end(
+            req.ext, req.code
+        )
         timeout = SILENT_TIMEOUT if silent else TIMEOUT
         clean = clean_text(req.ext)
         try:
@@ -230,6 +235,17 @@ class Fuzzer:
             if one.remark and LEAKS.search(one.remark):
                 said = f"{name} answered {one.code} with a Python error: {one.remark[:160]!r}"
                 self.add(f"leak:{code}", "leaky_remark", said, case)
+
+
+def _pending_end(ext: dict[str, str], code: int) -> bool:
+    """END_TRANSACTION neither committing nor rolling back: logged, never answered (as in
+    Java's EndTransactionProcessor)."""
+    if code != C.END_TRANSACTION:
+        return False
+    try:
+        return int(ext.get("commitOrRollback", "")) not in (8, 12)
+    except ValueError:
+        return False
 
 
 def _suspends(ext: dict[str, str]) -> bool:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Final
 
 from benchmarks.fuzz_checks import DELAY_LEVELS, Judge, Verdict
-from benchmarks.fuzz_logs import by_event
+from benchmarks.fuzz_logs import by_event, signature
 from benchmarks.fuzz_procs import Server, broker, namesrv
 from benchmarks.fuzz_run import Finding, Fuzzer
 from benchmarks.fuzz_values import World
@@ -97,10 +97,16 @@ async def replay_one(finding: Finding, server: str, index: int, root: Path) -> t
         seen = by_event(events, since, float("inf"))
         if seen:
             parts.append("warnings: " + ", ".join(f"{e} x{n}" for e, n in seen.most_common(3)))
-        again = bool(finding.event) and any(
-            e.event == finding.event for e in events if e.at >= since
+        alike = sum(
+            e.event == finding.event and signature(e) == finding.signature
+            for e in events
+            if e.at >= since
         )
-        reproduced = not verdict.ok or again
+        again = alike >= (3 if finding.storm else 1)  # a storm goes on: more than once
+        if again:
+            parts.append(f"logged {finding.event} again (x{alike})")
+        # a log line is reproduced by the same line; anything else by an outage
+        reproduced = again if finding.event else not verdict.ok
         if reproduced or (server, index) == (finding.server, finding.case_index):
             finding.server, finding.case_index = server, index
             finding.case = fuzzer.cases[index][0] if index in fuzzer.cases else finding.case
