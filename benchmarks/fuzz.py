@@ -42,7 +42,7 @@ from typing import Any
 
 import uvloop
 
-from benchmarks import fuzz_logs
+from benchmarks import fuzz_logs, fuzz_memory
 from benchmarks.fuzz_bystander import Bystander
 from benchmarks.fuzz_config import probe
 from benchmarks.fuzz_procs import warning_rates
@@ -50,7 +50,7 @@ from benchmarks.fuzz_run import Finding, Fuzzer
 from benchmarks.fuzz_values import World
 from benchmarks.fuzz_verify import Cluster, cluster, replay
 
-REPLAYED = ("warning_storm", "error_log", "accepted")  # in this order
+REPLAYED = ("memory", "warning_storm", "error_log", "accepted")  # in this order
 
 
 @dataclass
@@ -76,6 +76,8 @@ class Report:
     findings: list[Finding] = field(default_factory=list)
     errors: int = 0
     crashed: list[str] = field(default_factory=list)
+    killed: list[str] = field(default_factory=list)  # by the memory guard
+    revivals: dict[str, int] = field(default_factory=dict)  # restarts while fuzzing
     bystander: dict[str, Any] = field(default_factory=dict)
     warnings: dict[str, float] = field(default_factory=dict)
     quiet_warnings: dict[str, int] = field(default_factory=dict)
@@ -132,17 +134,27 @@ async def fuzz(opts: Options, root: Path) -> Report:
         ]
         t0 = time.monotonic()
         ticker = asyncio.ensure_future(_tick(fuzzers, by, t0))
+        memory = asyncio.ensure_future(fuzz_memory.watch(fuzzers))
         try:
             await asyncio.gather(*(f.run() for f in fuzzers))
         finally:
             ticker.cancel()
+            memory.cancel()
+            report.bystander = by.stop()
         t1 = time.monotonic()
-        report.bystander = by.stop()
         report.bystander["worst_second_ms"] = max((s["max_ms"] for s in by.seconds), default=0)
-        report.crashed = [s.name for s in (c.broker, c.ns) if not s.alive()]
+        report.crashed = [f.kind for f in fuzzers if f.revivals or not f.server.alive()]
+        report.revivals = {f.kind: f.revivals for f in fuzzers if f.revivals}
+        report.killed = list(c.killed)
+        if not c.broker.alive():  # died (or was killed): does it come back, and serve?
+            try:
+                report.restart_s["after it died"] = round(await c.restart(crash=True), 2)
+            except RuntimeError as exc:
+                report.lasting["restart after it died"] = f"failed: {str(exc)[:300]}"
         report.rss_kib["after fuzzing"] = c.broker.memory()
         acked = report.bystander.get("acked")
-        if opts.lasting and not report.crashed:
+        serving = c.broker.alive() and c.ns.alive()
+        if opts.lasting and serving:
             report.lasting["after fuzzing"] = (await c.judge.verdict(acked)).text()
         t2 = time.monotonic()
         events = c.broker.notable + c.ns.notable
@@ -159,11 +171,11 @@ async def fuzz(opts: Options, root: Path) -> Report:
         found, report.errors = fuzz_logs.log_findings([c.broker, c.ns], fuzzers, (t1 + 1, t2))
         report.findings += found
         report.warning_kinds = warning_kinds(c, fuzzers, (t0, t1))
-        if opts.restarts and not report.crashed:
+        if opts.restarts and serving:
             await restarts(c, acked, report)
             report.rss_kib["after restarts"] = c.broker.memory()
         _tally(fuzzers, report)
-        if opts.config_probe and not report.crashed and c.broker.alive():
+        if opts.config_probe and c.broker.alive() and c.ns.alive():
             probes, verdict = await probe(c, root / "scratch", acked)
             for p in probes:
                 line = f"{p.key}={p.value}: {p.code} {p.remark or ''}".strip()
@@ -227,9 +239,12 @@ def print_report(r: Report) -> None:
           f"{b.get('p50_ms')} ms p99 {b.get('p99_ms')} ms max {b.get('max_ms')} ms; "
           f"{b.get('errors') or ''}")  # fmt: skip
     w = r.warnings
-    print(f"warnings: {w.get('per_s')}/s while fuzzing (peak {w.get('peak_per_s')} in one second), "
-          f"{w.get('after_per_s')}/s after {r.quiet_warnings or ''}; error lines: {r.errors}; "
-          f"crashed: {r.crashed or 'none'}; exit codes {r.exit_codes}")  # fmt: skip
+    print(
+        f"warnings: {w.get('per_s')}/s while fuzzing (peak {w.get('peak_per_s')} in one second), "
+        f"{w.get('after_per_s')}/s after {r.quiet_warnings or ''}; error lines: {r.errors}"
+    )
+    print(f"died: {r.crashed or None} (killed: {r.killed or None}; started again while fuzzing: "
+          f"{r.revivals or None}); exit codes at the end {r.exit_codes}")  # fmt: skip
     for label, kib in r.rss_kib.items():
         print(
             f"broker memory {label}: "
@@ -259,7 +274,7 @@ def print_report(r: Report) -> None:
         "codes_tried": r.codes_tried, "responses": r.responses,
         "findings": [{"kind": f.kind, "server": f.server, "summary": f.summary[:200],
                       "seen": f.seen, "verdict": f.verdict[:300]} for f in r.findings],
-        "errors": r.errors, "crashed": r.crashed,
+        "errors": r.errors, "crashed": r.crashed, "killed": r.killed,
         "bystander_max_ms": b.get("max_ms"), "bystander_p99_ms": b.get("p99_ms"),
         "bystander_failures": b.get("failures"), "warnings": r.warnings,
         "rss_kib": r.rss_kib, "lasting": r.lasting, "restart_s": r.restart_s,

@@ -146,15 +146,32 @@ def config_lines(world: World, rng: random.Random) -> tuple[bytes, str | None]:
     return "\n".join(lines).encode("utf-8", "surrogatepass"), refuse
 
 
-def register_body(rng: random.Random, ext: dict[str, str]) -> bytes:
+_BOMB: list[bytes] = []
+
+
+def bomb() -> bytes:
+    """64 MiB of zeros deflated (64 KiB): a body that inflates past the frame limit."""
+    if not _BOMB:
+        _BOMB.append(zlib.compress(bytes(64 * 1024 * 1024), 9))
+    return _BOMB[0]
+
+
+def register_body(rng: random.Random, ext: dict[str, str]) -> tuple[bytes, str | None]:
     """RegisterBrokerBody for a made-up broker; the header's CRC (and compressed flag) set to
-    match, usually."""
+    match, usually; now and then a zlib bomb (which must be refused)."""
+    if rng.random() < 0.01:
+        ext["compressed"], ext["bodyCrc32"] = "true", str(zlib.crc32(bomb()) & 0x7FFFFFFF)
+        return bomb(), "a compressed body that inflates to 64 MiB"
+    out_of_int = None
     table = {}
     for _ in range(rng.choice((0, 1, 2, 5))):
         name = rng.choice(NS_TOPICS)
-        table[name] = {"topicName": json_text(rng, name),
-                       "readQueueNums": json_number(rng, 8), "writeQueueNums": json_number(rng, 8),
-                       "perm": json_number(rng, 6), "topicSysFlag": json_number(rng, 0),
+        sane = {"readQueueNums": 8, "writeQueueNums": 8, "perm": 6, "topicSysFlag": 0}
+        numbers = {k: json_number(rng, v) for k, v in sane.items()}
+        for key, value in numbers.items():
+            if out_of_range(value, INT32):
+                out_of_int = out_of_int or f"topic {key}={value} is outside a Java int"
+        table[name] = {"topicName": json_text(rng, name), **numbers,
                        "topicFilterType": "SINGLE_TAG", "order": False}  # fmt: skip
     version = {"counter": json_number(rng, 1), "timestamp": json_number(rng, 1700000000000)}
     body = dumps({"topicConfigSerializeWrapper": {"topicConfigTable": table,
@@ -165,7 +182,7 @@ def register_body(rng: random.Random, ext: dict[str, str]) -> bytes:
         ext["compressed"] = "true"
     if rng.random() < 0.8:
         ext["bodyCrc32"] = str(zlib.crc32(body) & 0x7FFFFFFF)
-    return body if rng.random() < 0.9 else junk(rng)
+    return (body, out_of_int) if rng.random() < 0.9 else (junk(rng), None)
 
 
 def message_body(rng: random.Random) -> bytes:
@@ -201,7 +218,7 @@ def body(
     if code == C.UPDATE_BROKER_CONFIG:
         return config_lines(world, rng)
     if code == C.REGISTER_BROKER:
-        return register_body(rng, ext), None
+        return register_body(rng, ext)
     if code == C.QUERY_DATA_VERSION:
         return dumps({"counter": json_number(rng, 1), "timestamp": json_number(rng, 1)}), None
     if code in (C.SEND_MESSAGE, C.SEND_MESSAGE_V2):

@@ -18,7 +18,16 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from benchmarks import fuzz_bodies as bodies
-from benchmarks.fuzz_values import GROUPS, World, bad_group_name, header, odd_string
+from benchmarks.fuzz_values import (
+    GROUPS,
+    NOT_ALLOWED_SEND,
+    SYSTEM_TOPICS,
+    World,
+    bad_group_name,
+    bad_topic_name,
+    header,
+    odd_string,
+)
 from benchmarks.fuzz_wire import JSON, MSGPACK, ROCKETMQ, Req
 from namesrv.processors import JAVA_ONLY_CODES
 from remoting.protocol.codes import LanguageCode
@@ -107,11 +116,32 @@ def request(code: int, world: World, rng: random.Random, **fixed: str) -> Step:
         ext, notes = header(cls, world, rng, v2=v2)
     ext.update(fixed)
     body, refuse = bodies.body(code, world, rng, ext)
+    refuse = refuse or topic_refusal(code, ext)
     req = Req(code, ext, body, stype=rng.choice((JSON, ROCKETMQ, MSGPACK)))
     if rng.random() < 0.03:
         req.language = rng.choice((LanguageCode.PYTHON, 99, -1))
         req.version = rng.choice((0, -1, 2**15 - 1, 121))
     return Step(req, notes, refuse)
+
+
+def topic_refusal(code: int, ext: dict[str, str]) -> str | None:
+    """Why a topic creation or a send must be refused for its topic (TopicValidator, the
+    system topics one may not create or send to), or None."""
+    key = "topic" if code in (C.UPDATE_AND_CREATE_TOPIC, C.SEND_MESSAGE) else "b"
+    if code not in (C.UPDATE_AND_CREATE_TOPIC, C.SEND_MESSAGE, C.SEND_MESSAGE_V2,
+                    C.SEND_BATCH_MESSAGE) or key not in ext:  # fmt: skip
+        return None
+    name = ext[key]
+    why = bad_topic_name(name)
+    if (
+        why is None
+        and code == C.UPDATE_AND_CREATE_TOPIC
+        and (name in SYSTEM_TOPICS or name.startswith("rmq_sys_"))
+    ):
+        why = f"a system topic ({name})"
+    if why is None and code != C.UPDATE_AND_CREATE_TOPIC and name in NOT_ALLOWED_SEND:
+        why = f"a topic no client may send to ({name})"
+    return why
 
 
 def single(code: int) -> Callable[[World, random.Random], Case]:

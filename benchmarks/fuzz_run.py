@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import random
 import re
+import struct
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -34,6 +35,7 @@ from remoting.protocol.command import RemotingCommand
 
 TIMEOUT: Final = 10.0
 SLOW: Final = 3.0  # an answer this late is a finding (a request that holds the server up)
+MAX_REVIVALS: Final = 3
 SILENT_TIMEOUT: Final = 0.25  # a name server's non-answer to an unknown code
 LEAKS: Final = re.compile(
     r"Traceback|object has no attribute|unsupported operand|NoneType|invalid literal for int|"
@@ -71,6 +73,7 @@ class Finding:
     event: str = ""  # the log event it is about (error lines, storms)
     signature: str = ""  # that event's text without names and numbers (fuzz_logs.signature)
     storm: bool = False  # the event went on after the fuzzing: a replay must show it go on
+    memory_mib: float = 0.0  # how much RSS it took (memory findings): a replay must take as much
     suspects: list[tuple[str, int]] = field(default_factory=list)  # other (server, case)s
 
     def reproducer(self) -> str:
@@ -114,6 +117,8 @@ class Fuzzer:
         self.cases: dict[int, tuple[str, list[Step]]] = {}
         self._next_case = 0
         self.dead = False
+        self.revivals = 0  # restarts after it died
+        self._reviving = asyncio.Lock()
 
     def add(self, key: str, kind: str, summary: str, case: tuple[str, int, list[Step]]) -> None:
         found = self.findings.get(key)
@@ -133,10 +138,25 @@ class Fuzzer:
                 index = self._next_case
                 self._next_case += 1
                 await self.run_case(conn, index)
+                if self.dead and self.revivals < MAX_REVIVALS:
+                    await self._revive()
                 if on_progress is not None:
                     on_progress()
         finally:
             await conn.close()
+
+    async def _revive(self) -> None:
+        """Start the server again (same port and store) after it died or was killed, and go
+        on fuzzing it; a server that keeps dying is given up after MAX_REVIVALS."""
+        async with self._reviving:
+            if self.server.alive() or not self.dead:
+                return
+            self.revivals += 1
+            try:
+                await asyncio.to_thread(self.server.restart, crash=True)
+            except RuntimeError:
+                return  # it does not start: stays dead (a finding of its own)
+            self.dead = False
 
     async def run_case(self, conn: Conn, index: int) -> list[Sent]:
         rng = case_rng(self.seed, self.kind, index)
@@ -155,7 +175,10 @@ class Fuzzer:
                 self.judge(one, (name, index, steps))
                 if not self.server.alive():
                     self.dead = True
-                    self.add("crash", "crash", f"{self.kind} exited", (name, index, steps))
+                    code = self.server.proc.returncode if self.server.proc else None
+                    if code != -9 or "memory" not in self.findings:  # -9: the memory guard
+                        said = f"{self.kind} exited ({code})"
+                        self.add(f"crash:{code}", "crash", said, (name, index, steps))
                     break
                 answer, one.answer = one.answer, None  # answers can be big: not kept
                 step.req.forget_body()
@@ -204,6 +227,10 @@ class Fuzzer:
             one.outcome = "closed"
             self.tally.by_code["closed"] += 1
             return one
+        except (struct.error, OverflowError) as exc:  # no format can carry it: a harness gap
+            one.outcome = "unsendable"
+            self.tally.by_code[f"unsendable: {exc}"[:60]] += 1
+            return one
         one.outcome, one.code, one.remark, one.answer = "answer", resp.code, resp.remark, resp
         one.took = time.monotonic() - one.at
         self.tally.by_code[str(resp.code)] += 1
@@ -227,6 +254,9 @@ class Fuzzer:
             if one.took > SLOW and not (code == C.PULL_MESSAGE and _suspends(req.ext)):
                 said = f"{name}: answered ({one.code}) only after {one.took:.1f} s"
                 self.add(f"slow:{code}", "slow", said, case)
+            if one.code == 0 and not clean_text(req.ext):
+                said = f"{name} answered SUCCESS to a header holding a lone surrogate"
+                self.add(f"accepted:{code}:surrogate", "accepted", said, case)
             if one.code == 0 and one.step.refuse:
                 for reason in one.step.refuse.split("; "):  # a finding per kind of reason
                     kind = re.sub(r"-?\d{3,}", "N", reason)

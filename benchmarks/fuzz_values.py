@@ -229,5 +229,27 @@ def bad_group_name(name: object) -> str | None:
     return None
 
 
+SYSTEM_TOPICS: Final = frozenset({
+    "TBW102", "SCHEDULE_TOPIC_XXXX", "BenchmarkTest", "RMQ_SYS_TRANS_HALF_TOPIC",
+    "RMQ_SYS_TRACE_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC",
+    "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT",
+})  # fmt: skip
+NOT_ALLOWED_SEND: Final = frozenset({
+    "SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+    "TRANS_CHECK_MAX_TIME_TOPIC", "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT",
+})  # fmt: skip
+
+
+def bad_topic_name(name: object) -> str | None:
+    """Why Apache's TopicValidator refuses ``name``, or None."""
+    if not isinstance(name, str) or not name.strip():
+        return "blank topic name"
+    if not _GROUP_CHARS.fullmatch(name):
+        return "topic name with characters outside ^[%|a-zA-Z0-9_-]+$"
+    if len(name) > 127:
+        return "topic name longer than 127"
+    return None
+
+
 def out_of_range(value: object, java: range) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value not in java

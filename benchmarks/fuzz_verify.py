@@ -19,8 +19,9 @@ from typing import Final
 
 from benchmarks.fuzz_checks import DELAY_LEVELS, Judge, Verdict
 from benchmarks.fuzz_logs import by_event, signature
+from benchmarks.fuzz_memory import SPIKE_MIB, growth, guard
 from benchmarks.fuzz_procs import Server, broker, namesrv
-from benchmarks.fuzz_run import Finding, Fuzzer
+from benchmarks.fuzz_run import Finding, Fuzzer, Sent
 from benchmarks.fuzz_values import World
 from benchmarks.fuzz_wire import Conn
 
@@ -35,6 +36,7 @@ class Cluster:
     broker: Server
     judge: Judge
     exit_codes: dict[str, int | None]
+    killed: list[str]  # servers the memory guard killed
 
     async def restart(self, *, crash: bool) -> float:
         return await asyncio.to_thread(self.broker.restart, crash=crash)
@@ -60,15 +62,18 @@ async def cluster(root: Path) -> AsyncIterator[Cluster]:
     await asyncio.to_thread(ns.start)
     br = broker(root, ns.addr, broker_conf(root))
     codes: dict[str, int | None] = {}
+    killed: list[str] = []
+    guarding = asyncio.ensure_future(guard([ns, br], killed))
     try:
         await asyncio.to_thread(br.start)
         judge = Judge(br.addr, ns.addr, EXPIRY_MS / 1000)
         try:
             await judge.setup()
-            yield Cluster(root, ns, br, judge, codes)
+            yield Cluster(root, ns, br, judge, codes, killed)
         finally:
             await judge.close()
     finally:
+        guarding.cancel()
         codes["broker"] = await asyncio.to_thread(br.stop)
         codes["namesrv"] = await asyncio.to_thread(ns.stop)
 
@@ -83,10 +88,14 @@ async def replay_one(finding: Finding, server: str, index: int, root: Path) -> t
         fuzzer = Fuzzer(target, server, finding.seed, world, budget=1 << 30, workers=1)
         conn = Conn(target.addr)
         since = time.monotonic()
+        grew = asyncio.ensure_future(growth(target, 15.0))
         try:
             sent = await fuzzer.run_case(conn, index)
         finally:
             await conn.close()
+        mib = await grew
+        if finding.kind == "memory" or not target.alive():
+            return _memory_outcome(finding, server, index, fuzzer, sent, mib, target.alive())
         answers = ", ".join(str(s.code if s.outcome == "answer" else s.outcome) for s in sent)
         verdict = await c.judge.verdict()
         events = c.broker.notable + c.ns.notable
@@ -113,6 +122,19 @@ async def replay_one(finding: Finding, server: str, index: int, root: Path) -> t
             if sent:
                 finding.steps = [s.step for s in sent]
         return reproduced, "; ".join(parts)
+
+
+def _memory_outcome(finding: Finding, server: str, index: int, fuzzer: Fuzzer, sent: list[Sent],
+                    mib: float, alive: bool) -> tuple[bool, str]:  # fmt: skip
+    """A memory finding is reproduced when the case alone takes as much (or kills it)."""
+    reproduced = mib >= SPIKE_MIB or not alive
+    if reproduced or (server, index) == (finding.server, finding.case_index):
+        finding.server, finding.case_index = server, index
+        finding.case = fuzzer.cases[index][0] if index in fuzzer.cases else finding.case
+        finding.steps = [s.step for s in sent] or finding.steps
+    answers = ", ".join(str(s.code if s.outcome == "answer" else s.outcome) for s in sent)
+    end = "alive" if alive else "killed or dead"
+    return reproduced, f"replayed alone (answers {answers}): RSS +{mib:,.0f} MiB in 15 s, {end}"
 
 
 async def replay(finding: Finding, root: Path) -> None:

@@ -98,11 +98,11 @@ def encode_frame(req: Req, opaque: int) -> bytes:
 
 def fits(req: Req) -> bool:
     """Whether ``req`` can be written in its format at all (the binary header's code,
-    language and version are 16, 8 and 16 bits)."""
+    language, version and key lengths are 16, 8, 16 and 16 bits)."""
     if req.stype == ROCKETMQ:
         return -(2**15) <= req.code < 2**15 and -128 <= req.language < 128 and (
             -(2**15) <= req.version < 2**15
-        )  # fmt: skip
+        ) and all(len(_utf8(k)) < 2**15 for k in req.ext)  # fmt: skip
     return -(2**31) <= req.code < 2**31
 
 
