@@ -48,7 +48,7 @@ from benchmarks.fuzz_config import probe
 from benchmarks.fuzz_procs import warning_rates
 from benchmarks.fuzz_run import Finding, Fuzzer
 from benchmarks.fuzz_values import World
-from benchmarks.fuzz_verify import Cluster, cluster, replay
+from benchmarks.fuzz_verify import Cluster, broker_conf, cluster, replay
 
 REPLAYED = ("memory", "warning_storm", "error_log", "accepted")  # in this order
 
@@ -78,6 +78,8 @@ class Report:
     crashed: list[str] = field(default_factory=list)
     killed: list[str] = field(default_factory=list)  # by the memory guard
     revivals: dict[str, int] = field(default_factory=dict)  # restarts while fuzzing
+    during_outages: int = 0  # closes and timeouts a dying server explains (not findings)
+    config_diff: list[str] = field(default_factory=list)  # broker.conf lines the fuzzing changed
     bystander: dict[str, Any] = field(default_factory=dict)
     warnings: dict[str, float] = field(default_factory=dict)
     quiet_warnings: dict[str, int] = field(default_factory=dict)
@@ -99,6 +101,17 @@ def warning_kinds(c: Cluster, fuzzers: list[Fuzzer], span: tuple[float, float]) 
         after = f"{blamed[0].case} #{blamed[0].case_index}" if blamed else "?"
         lines.append(f"{kind.server:8} {kind.level:8} {kind.event:36} x{kind.count:<6} {after}")
     return lines
+
+
+def config_diff(c: Cluster) -> list[str]:
+    """The lines of the broker's config file that UPDATE_BROKER_CONFIG changed."""
+    before = {**broker_conf(c.root), "namesrvAddr": c.ns.addr}
+    out = []
+    for line in (c.root / "broker.conf").read_text(errors="replace").splitlines():
+        key, sep, value = line.partition("=")
+        if sep and before.get(key.strip()) != value.strip():
+            out.append(line[:200])
+    return out
 
 
 async def restarts(c: Cluster, acked: int | None, report: Report) -> None:
@@ -143,6 +156,8 @@ async def fuzz(opts: Options, root: Path) -> Report:
             report.bystander = by.stop()
         t1 = time.monotonic()
         report.bystander["worst_second_ms"] = max((s["max_ms"] for s in by.seconds), default=0)
+        report.during_outages = sum(f.forget_outages() for f in fuzzers)
+        report.config_diff = config_diff(c)
         report.crashed = [f.kind for f in fuzzers if f.revivals or not f.server.alive()]
         report.revivals = {f.kind: f.revivals for f in fuzzers if f.revivals}
         report.killed = list(c.killed)
@@ -254,6 +269,13 @@ def print_report(r: Report) -> None:
         print(f"lasting, {label}: {text}")
     if r.restart_s:
         print(f"restart to `listening`: {r.restart_s} s")
+    if r.during_outages:
+        print(f"{r.during_outages} closes and timeouts while a server was dying: not findings")
+    if r.config_diff:
+        print(
+            "broker.conf after fuzzing, lines UPDATE_BROKER_CONFIG changed: "
+            + "; ".join(r.config_diff)
+        )
     if r.warning_kinds:
         print("\nkinds of warnings while fuzzing:")
         print(f"{'server':8} {'level':8} {'event':36} {'count':7} first after case")

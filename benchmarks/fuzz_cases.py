@@ -252,8 +252,29 @@ def lock_unlock(world: World, rng: random.Random) -> Case:
     yield Step(Req(C.UNLOCK_BATCH_MQ, {}, lock.req.body, lock.req.stype), ["body"])
 
 
+ADMIN_READS: Final = (
+    C.GET_CONSUME_STATS, C.GET_TOPIC_STATS_INFO, C.QUERY_TOPIC_CONSUME_BY_WHO,
+    C.INVOKE_BROKER_TO_RESET_OFFSET, C.GET_MAX_OFFSET, C.PULL_MESSAGE, C.QUERY_CONSUMER_OFFSET,
+    C.UPDATE_CONSUMER_OFFSET, C.SEARCH_OFFSET_BY_TIMESTAMP,
+)  # fmt: skip
+QUEUE_COUNTS: Final = (0, 1, 8, 16, 1024, 65535, 65536, 2**31 - 1)
+
+
+def topic_then_admin(world: World, rng: random.Random) -> Case:
+    """A topic made with many (or no) queues, then what admins and consumers ask of it: each
+    of these walks the topic's queues somewhere."""
+    topic = f"FuzzQ{rng.randrange(4)}"
+    counts = {k: str(rng.choices(QUEUE_COUNTS, (4, 4, 4, 2, 2, 1, 1, 1))[0])
+              for k in ("readQueueNums", "writeQueueNums")}  # fmt: skip
+    yield request(C.UPDATE_AND_CREATE_TOPIC, world, rng, topic=topic, perm="6", **counts)
+    for code in rng.sample(ADMIN_READS, 2):
+        group = rng.choice(world.groups)
+        fixed = {"topic": topic, "consumerGroup": group, "group": group}
+        yield request(code, world, rng, **fixed)
+
+
 BROKER_SEQUENCES: Final = (group_then_heartbeat, send_then_send_back, topic_send_pull,
-                           offsets_round_trip, lock_unlock)  # fmt: skip
+                           offsets_round_trip, lock_unlock, topic_then_admin)  # fmt: skip
 NAMESRV_SEQUENCES: Final = (register_then_route, kv_round_trip)
 
 

@@ -2,10 +2,10 @@
 hard limit is killed (SIGKILL, by its PID) before it takes the machine down with it.
 
 Every half second while fuzzing each server's VmRSS is read; a rise of ``SPIKE_MIB`` or more
-within one such interval, or any value past the limit, makes a ``memory`` finding whose
-suspects are the requests to that server in flight or sent since the previous reading (those
-in flight first). A replay reproduces it when the case alone makes a fresh server grow as much.
-"""
+within one such interval, or passing ``HIGH_MIB``, makes a ``memory`` finding whose suspects
+are the requests to that server in flight, unanswered of late, or sent since the previous
+reading (``_suspects``). A replay reproduces it when the case alone makes a fresh server grow
+as much."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from typing import Final
 from benchmarks.fuzz_procs import Server
 from benchmarks.fuzz_run import Finding, Fuzzer, Sent
 
-SPIKE_MIB: Final = 256.0
+SPIKE_MIB: Final = 128.0  # within EVERY seconds
+HIGH_MIB: Final = 1024.0  # past it at all: judged once, while the culprit may still be running
 LIMIT_MIB: Final = 2048.0
 EVERY: Final = 0.5
 
@@ -26,8 +27,14 @@ def rss_mib(server: Server) -> float:
 
 
 def _suspects(fz: Fuzzer, since: float, n: int = 3) -> list[Sent]:
-    recent = [s for s in reversed(fz.log[-5000:]) if s.outcome == "pending" or s.at >= since]
-    recent.sort(key=lambda s: (s.outcome == "pending", s.at), reverse=True)
+    """In flight first, then those that got no answer in the last half minute (a server busy
+    growing answers nobody), then those sent since ``since``; latest first."""
+    now = time.monotonic()
+    recent = [s for s in reversed(fz.log[-5000:])
+              if s.outcome == "pending" or s.at >= since
+              or (s.outcome == "no_answer" and now - s.at < 30)]  # fmt: skip
+    rank = {"pending": 2, "no_answer": 1}
+    recent.sort(key=lambda s: (rank.get(s.outcome, 0), s.at), reverse=True)
     out: list[Sent] = []
     for sent in recent:
         if all(s.case_index != sent.case_index for s in out):
@@ -65,7 +72,7 @@ async def watch(fuzzers: list[Fuzzer], limit: float = LIMIT_MIB) -> None:
         now = time.monotonic()
         for fz in fuzzers:
             rss = rss_mib(fz.server)
-            if rss - last[fz.kind] >= SPIKE_MIB or rss > limit:
+            if rss - last[fz.kind] >= SPIKE_MIB or rss > HIGH_MIB:
                 spike(fz, last[fz.kind], rss, since - EVERY, killed=rss > limit)
             last[fz.kind] = rss
         since = now

@@ -35,7 +35,8 @@ from remoting.protocol.command import RemotingCommand
 
 TIMEOUT: Final = 10.0
 SLOW: Final = 3.0  # an answer this late is a finding (a request that holds the server up)
-MAX_REVIVALS: Final = 3
+MAX_REVIVALS: Final = 5
+OUTAGE_LEAD: Final = 30.0  # seconds before a death whose closes and timeouts it explains
 SILENT_TIMEOUT: Final = 0.25  # a name server's non-answer to an unknown code
 LEAKS: Final = re.compile(
     r"Traceback|object has no attribute|unsupported operand|NoneType|invalid literal for int|"
@@ -119,14 +120,42 @@ class Fuzzer:
         self.dead = False
         self.revivals = 0  # restarts after it died
         self._reviving = asyncio.Lock()
+        self._seen: dict[str, list[tuple[float, str, str, int, list[Step]]]] = {}
+        self.outages: list[tuple[float, float]] = []  # from a while before it died to its restart
+        self._died_at: float | None = None
 
-    def add(self, key: str, kind: str, summary: str, case: tuple[str, int, list[Step]]) -> None:
+    def add(
+        self, key: str, kind: str, summary: str, case: tuple[str, int, list[Step]], at: float = 0.0
+    ) -> None:
+        seen = self._seen.setdefault(key, [])
+        if len(seen) < 20:
+            seen.append((at, summary, *case))
         found = self.findings.get(key)
         if found is not None:
             found.seen += 1
             return
         name, index, steps = case
         self.findings[key] = Finding(kind, self.kind, summary, name, index, self.seed, list(steps))
+
+    def forget_outages(self) -> int:
+        """Drop what a dying server did to the requests around its death (closed connections,
+        no answers, slow ones): not findings of those requests. Returns how many it dropped."""
+        dropped = 0
+        for key, found in list(self.findings.items()):
+            if found.kind not in ("closed", "no_answer", "slow"):
+                continue
+            seen = self._seen.get(key, [])
+            kept = [o for o in seen if not self._in_outage(o[0])]
+            dropped += len(seen) - len(kept)
+            if not kept:
+                del self.findings[key]
+            else:
+                _at, found.summary, found.case, found.case_index, found.steps = kept[0]
+                found.seen -= len(seen) - len(kept)
+        return dropped
+
+    def _in_outage(self, at: float) -> bool:
+        return any(start <= at <= end for start, end in self.outages)
 
     async def run(self, on_progress: Callable[[], None] | None = None) -> None:
         await asyncio.gather(*(self._worker(on_progress) for _ in range(self.workers)))
@@ -152,10 +181,13 @@ class Fuzzer:
             if self.server.alive() or not self.dead:
                 return
             self.revivals += 1
+            died = self._died_at or time.monotonic()
             try:
                 await asyncio.to_thread(self.server.restart, crash=True)
             except RuntimeError:
                 return  # it does not start: stays dead (a finding of its own)
+            self.outages.append((died - OUTAGE_LEAD, time.monotonic()))
+            self._died_at = None
             self.dead = False
 
     async def run_case(self, conn: Conn, index: int) -> list[Sent]:
@@ -175,6 +207,7 @@ class Fuzzer:
                 self.judge(one, (name, index, steps))
                 if not self.server.alive():
                     self.dead = True
+                    self._died_at = self._died_at or time.monotonic()
                     code = self.server.proc.returncode if self.server.proc else None
                     if code != -9 or "memory" not in self.findings:  # -9: the memory guard
                         said = f"{self.kind} exited ({code})"
@@ -240,20 +273,15 @@ class Fuzzer:
         req, code = one.step.req, one.step.req.code
         name = C(code).name if code in C._value2member_map_ else str(code)
         if one.outcome == "no_answer":
-            self.add(
-                f"no_answer:{code}", "no_answer", f"{name}: no answer in {TIMEOUT:.0f} s", case
-            )
+            said = f"{name}: no answer in {TIMEOUT:.0f} s"
+            self.add(f"no_answer:{code}", "no_answer", said, case, one.at)
         elif one.outcome == "closed" and clean_text(req.ext):
-            self.add(
-                f"closed:{code}",
-                "closed",
-                f"{name}: connection closed on a valid-UTF-8 request",
-                case,
-            )
+            said = f"{name}: connection closed on a valid-UTF-8 request"
+            self.add(f"closed:{code}", "closed", said, case, one.at)
         elif one.outcome == "answer":
             if one.took > SLOW and not (code == C.PULL_MESSAGE and _suspends(req.ext)):
                 said = f"{name}: answered ({one.code}) only after {one.took:.1f} s"
-                self.add(f"slow:{code}", "slow", said, case)
+                self.add(f"slow:{code}", "slow", said, case, one.at)
             if one.code == 0 and not clean_text(req.ext):
                 said = f"{name} answered SUCCESS to a header holding a lone surrogate"
                 self.add(f"accepted:{code}:surrogate", "accepted", said, case)

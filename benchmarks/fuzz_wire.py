@@ -149,6 +149,7 @@ class Conn:
             for fut in self._pending.values():
                 if not fut.done():
                     fut.set_exception(Closed())
+                    fut.exception()  # its caller may be gone (timed out): no "never retrieved"
             self._pending.clear()
 
     def _refuse(self, request: RemotingCommand) -> None:
