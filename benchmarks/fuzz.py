@@ -44,11 +44,14 @@ import uvloop
 
 from benchmarks import fuzz_logs, fuzz_memory
 from benchmarks.fuzz_bystander import Bystander
+from benchmarks.fuzz_cases import Step
 from benchmarks.fuzz_config import probe
 from benchmarks.fuzz_procs import warning_rates
 from benchmarks.fuzz_run import Finding, Fuzzer
 from benchmarks.fuzz_values import World
 from benchmarks.fuzz_verify import Cluster, broker_conf, cluster, replay
+from benchmarks.fuzz_wire import Req
+from remoting.protocol.codes import RequestCode as C
 
 REPLAYED = ("memory", "warning_storm", "error_log", "accepted")  # in this order
 
@@ -79,6 +82,7 @@ class Report:
     killed: list[str] = field(default_factory=list)  # by the memory guard
     revivals: dict[str, int] = field(default_factory=dict)  # restarts while fuzzing
     during_outages: int = 0  # closes and timeouts a dying server explains (not findings)
+    disarmed: list[str] = field(default_factory=list)  # topics deleted after a death
     config_diff: list[str] = field(default_factory=list)  # broker.conf lines the fuzzing changed
     bystander: dict[str, Any] = field(default_factory=dict)
     warnings: dict[str, float] = field(default_factory=dict)
@@ -160,6 +164,7 @@ async def fuzz(opts: Options, root: Path) -> Report:
         report.config_diff = config_diff(c)
         report.crashed = [f.kind for f in fuzzers if f.revivals or not f.server.alive()]
         report.revivals = {f.kind: f.revivals for f in fuzzers if f.revivals}
+        report.disarmed = [t for f in fuzzers for t in f.disarmed]
         report.killed = list(c.killed)
         if not c.broker.alive():  # died (or was killed): does it come back, and serve?
             try:
@@ -196,13 +201,17 @@ async def fuzz(opts: Options, root: Path) -> Report:
                 line = f"{p.key}={p.value}: {p.code} {p.remark or ''}".strip()
                 report.config_probe.append(("ACCEPTED " if p.accepted else "refused  ") + line)
                 if p.accepted and p.must_refuse:
-                    report.findings.append(Finding("config_accepted", "broker",
-                        f"UPDATE_BROKER_CONFIG accepted {p.key}={p.value} ({p.must_refuse})",
-                        "config probe", -1, opts.seed, []))  # fmt: skip
+                    said = f"UPDATE_BROKER_CONFIG accepted {p.key}={p.value} ({p.must_refuse})"
+                    step = Step(Req(C.UPDATE_BROKER_CONFIG, {}, f"{p.key}={p.value}".encode(), 0))
+                    report.findings.append(
+                        Finding(
+                            "config_accepted", "broker", said, "config probe", -1, opts.seed, [step]
+                        )
+                    )
             if verdict is not None:
                 report.lasting["after N4's keys and a restart"] = verdict.text()
     report.exit_codes = dict(c.exit_codes)
-    await _replays(report, root, opts.verify)
+    await _replays(report, root, opts.verify, {f.kind: f for f in fuzzers})
     report.seconds = round(time.monotonic() - began, 1)
     return report
 
@@ -222,7 +231,7 @@ def _tally(fuzzers: list[Fuzzer], report: Report) -> None:
         report.responses[f.kind] = dict(f.tally.by_code.most_common())
 
 
-async def _replays(report: Report, root: Path, budget: int) -> None:
+async def _replays(report: Report, root: Path, budget: int, fuzzers: dict[str, Fuzzer]) -> None:
     """Replay the candidates alone on fresh servers, one case each, at most ``budget``."""
     done: set[tuple[str, int]] = set()
     candidates = sorted(
@@ -235,7 +244,7 @@ async def _replays(report: Report, root: Path, budget: int) -> None:
         done.add(key)
         print(f"replaying {finding.kind} ({finding.summary[:80]}) alone", file=sys.stderr)
         try:
-            await replay(finding, root / f"replay{i}")
+            await replay(finding, root / f"replay{i}", fuzzers)
         except (RuntimeError, OSError, AssertionError) as exc:
             finding.verdict = f"replay failed: {exc}"
     verdicts = {(f.server, f.case_index): f.verdict for f in candidates if f.verdict}
@@ -269,6 +278,8 @@ def print_report(r: Report) -> None:
         print(f"lasting, {label}: {text}")
     if r.restart_s:
         print(f"restart to `listening`: {r.restart_s} s")
+    if r.disarmed:
+        print(f"deleted after a death (too many queues to walk): {r.disarmed}")
     if r.during_outages:
         print(f"{r.during_outages} closes and timeouts while a server was dying: not findings")
     if r.config_diff:

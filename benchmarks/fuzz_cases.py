@@ -264,7 +264,7 @@ def topic_then_admin(world: World, rng: random.Random) -> Case:
     """A topic made with many (or no) queues, then what admins and consumers ask of it: each
     of these walks the topic's queues somewhere."""
     topic = f"FuzzQ{rng.randrange(4)}"
-    counts = {k: str(rng.choices(QUEUE_COUNTS, (4, 4, 4, 2, 2, 1, 1, 1))[0])
+    counts = {k: str(rng.choices(QUEUE_COUNTS, (8, 8, 8, 4, 4, 2, 2, 0.25))[0])
               for k in ("readQueueNums", "writeQueueNums")}  # fmt: skip
     yield request(C.UPDATE_AND_CREATE_TOPIC, world, rng, topic=topic, perm="6", **counts)
     for code in rng.sample(ADMIN_READS, 2):

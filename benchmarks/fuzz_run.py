@@ -17,6 +17,7 @@ Judged at once, per answer:
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import re
 import struct
@@ -29,13 +30,14 @@ from typing import Final
 from benchmarks.fuzz_cases import Step, choose, dump, namesrv_silent
 from benchmarks.fuzz_procs import Server
 from benchmarks.fuzz_values import World
-from benchmarks.fuzz_wire import Closed, Conn, fits
+from benchmarks.fuzz_wire import Closed, Conn, Req, fits
 from remoting.protocol.codes import RequestCode as C
 from remoting.protocol.command import RemotingCommand
 
 TIMEOUT: Final = 10.0
 SLOW: Final = 3.0  # an answer this late is a finding (a request that holds the server up)
-MAX_REVIVALS: Final = 5
+MAX_REVIVALS: Final = 8
+MANY_QUEUES: Final = 65536
 OUTAGE_LEAD: Final = 30.0  # seconds before a death whose closes and timeouts it explains
 SILENT_TIMEOUT: Final = 0.25  # a name server's non-answer to an unknown code
 LEAKS: Final = re.compile(
@@ -90,6 +92,19 @@ class Tally:
     codes_tried: set[int] = field(default_factory=set)
 
 
+NAME_KEYS: Final = ("topic", "b", "consumerGroup", "group", "groupName")
+CREATES: Final = (C.UPDATE_AND_CREATE_TOPIC, C.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, C.HEART_BEAT)
+_BODY_NAMES: Final = re.compile(rb'"(?:groupName|topic)":"((?:[^"\\]|\\.)*)"')
+
+
+def names(steps: list[Step]) -> set[str]:
+    """The topics and groups the steps' requests name (header fields, body JSON)."""
+    out = {s.req.ext[k] for s in steps for k in NAME_KEYS if k in s.req.ext}
+    for s in steps:
+        out |= {m.decode(errors="replace") for m in _BODY_NAMES.findall(s.req.body[:65536])}
+    return out
+
+
 def case_rng(seed: int, server: str, index: int) -> random.Random:
     return random.Random(f"{seed}:{server}:{index}")
 
@@ -123,6 +138,7 @@ class Fuzzer:
         self._seen: dict[str, list[tuple[float, str, str, int, list[Step]]]] = {}
         self.outages: list[tuple[float, float]] = []  # from a while before it died to its restart
         self._died_at: float | None = None
+        self.disarmed: list[str] = []  # topics deleted after a death (see _disarm)
 
     def add(
         self, key: str, kind: str, summary: str, case: tuple[str, int, list[Step]], at: float = 0.0
@@ -140,6 +156,9 @@ class Fuzzer:
     def forget_outages(self) -> int:
         """Drop what a dying server did to the requests around its death (closed connections,
         no answers, slow ones): not findings of those requests. Returns how many it dropped."""
+        if self._died_at is not None:  # it died for good: the outage lasts to the end
+            self.outages.append((self._died_at - OUTAGE_LEAD, float("inf")))
+            self._died_at = None
         dropped = 0
         for key, found in list(self.findings.items()):
             if found.kind not in ("closed", "no_answer", "slow"):
@@ -153,6 +172,22 @@ class Fuzzer:
                 _at, found.summary, found.case, found.case_index, found.steps = kept[0]
                 found.seen -= len(seen) - len(kept)
         return dropped
+
+    def prelude(self, index: int, n: int = 6) -> list[int]:
+        """The earlier cases that made what case ``index`` names (a topic or group created,
+        a heartbeat for a group, answered SUCCESS): replayed before it, they rebuild the state
+        it met. At most ``n``, in order."""
+        wanted = names(self.cases.get(index, ("", []))[1])
+        out: list[int] = []
+        for sent in reversed(self.log):
+            i = sent.case_index
+            if i >= index or i in out or sent.step.req.code not in CREATES:
+                continue
+            if sent.outcome == "answer" and sent.code == 0 and names([sent.step]) & wanted:
+                out.append(i)
+                if len(out) == n:
+                    break
+        return sorted(out)
 
     def _in_outage(self, at: float) -> bool:
         return any(start <= at <= end for start, end in self.outages)
@@ -189,6 +224,30 @@ class Fuzzer:
             self.outages.append((died - OUTAGE_LEAD, time.monotonic()))
             self._died_at = None
             self.dead = False
+            if self.kind == "broker":
+                await self._disarm()
+
+    async def _disarm(self) -> None:
+        """As an operator would after such a death: delete the topics with more than
+        ``MANY_QUEUES`` queues (walking them is what took the memory so far), so the rest of
+        the run is not one death after another. Noted in ``disarmed``."""
+        conn = Conn(self.server.addr)
+        try:
+            resp = await conn.call(Req(C.GET_ALL_TOPIC_CONFIG, stype=0), TIMEOUT)
+            table = json.loads(resp.body or b"{}").get("topicConfigTable") or {}
+            for name, config in table.items():
+                queues = max(
+                    int(config.get("readQueueNums", 0)), int(config.get("writeQueueNums", 0))
+                )
+                if queues > MANY_QUEUES:
+                    await conn.call(
+                        Req(C.DELETE_TOPIC_IN_BROKER, {"topic": name}, stype=0), TIMEOUT
+                    )
+                    self.disarmed.append(f"{name[:40]} ({queues} queues)")
+        except (TimeoutError, Closed, ValueError, AttributeError):
+            pass
+        finally:
+            await conn.close()
 
     async def run_case(self, conn: Conn, index: int) -> list[Sent]:
         rng = case_rng(self.seed, self.kind, index)

@@ -78,19 +78,25 @@ async def cluster(root: Path) -> AsyncIterator[Cluster]:
         codes["namesrv"] = await asyncio.to_thread(ns.stop)
 
 
-async def replay_one(finding: Finding, server: str, index: int, root: Path) -> tuple[bool, str]:
+async def replay_one(
+    finding: Finding, server: str, index: int, root: Path, prelude: list[int] | None = None
+) -> tuple[bool, str]:
     """Case ``index`` of ``server`` alone on a fresh cluster: (reproduced, what was seen).
     Reproduced: a judge fails, or the finding's log event shows again. On success the
-    finding takes this case (and the steps sent here) as its reproducer."""
+    finding takes this case (and the steps sent here) as its reproducer. ``prelude``: cases
+    of the same server replayed first (what built the state the case met)."""
     async with cluster(root) as c:
         target = c.broker if server == "broker" else c.ns
         world = World(scratch=str(root / "scratch"))
         fuzzer = Fuzzer(target, server, finding.seed, world, budget=1 << 30, workers=1)
         conn = Conn(target.addr)
-        since = time.monotonic()
-        grew = asyncio.ensure_future(growth(target, 15.0))
+        sent = []
         try:
-            sent = await fuzzer.run_case(conn, index)
+            for before in prelude or []:
+                sent += await fuzzer.run_case(conn, before)
+            since = time.monotonic()
+            grew = asyncio.ensure_future(growth(target, 15.0))
+            sent += await fuzzer.run_case(conn, index)
         finally:
             await conn.close()
         mib = await grew
@@ -137,11 +143,18 @@ def _memory_outcome(finding: Finding, server: str, index: int, fuzzer: Fuzzer, s
     return reproduced, f"replayed alone (answers {answers}): RSS +{mib:,.0f} MiB in 15 s, {end}"
 
 
-async def replay(finding: Finding, root: Path) -> None:
-    """Replay the finding's case, then its other suspects, until one reproduces it."""
+async def replay(finding: Finding, root: Path, fuzzers: dict[str, Fuzzer]) -> None:
+    """Replay the finding's case, then its other suspects, until one reproduces it; a storm
+    or a memory finding not reproduced by its first suspect alone is tried once more after
+    the cases that made what that suspect names (``Fuzzer.prelude``)."""
     tried = []
     for n, (server, index) in enumerate([(finding.server, finding.case_index), *finding.suspects]):
         reproduced, seen = await replay_one(finding, server, index, root / f"s{n}")
+        if not reproduced and n == 0 and finding.kind in ("memory", "warning_storm"):
+            before = fuzzers[server].prelude(index) if server in fuzzers else []
+            if before:
+                reproduced, seen = await replay_one(finding, server, index, root / "p", before)
+                seen = f"after cases {before} made its names: {seen}"
         if reproduced:
             finding.verdict = seen + (f" (suspect {n + 1})" if n else "")
             return
