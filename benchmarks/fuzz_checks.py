@@ -16,6 +16,7 @@ The run configures short delay levels (``DELAY_LEVELS``) so every level is check
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Final
@@ -48,6 +49,7 @@ class Verdict:
     delay_stuck: list[int] = field(default_factory=list)
     acked_lost: int | None = None  # acknowledged bystander messages missing
     notes: list[str] = field(default_factory=list)
+    schedule: str = ""  # where the schedule service stands, when delays are stuck
 
     @property
     def ok(self) -> bool:
@@ -68,7 +70,7 @@ class Verdict:
         if self.retry_stuck:
             parts.append(f"retries stuck at levels {self.retry_stuck}")
         if self.delay_stuck:
-            parts.append(f"delayed messages stuck at levels {self.delay_stuck}")
+            parts.append(f"delayed messages stuck at levels {self.delay_stuck} ({self.schedule})")
         if self.acked_lost:
             parts.append(f"{self.acked_lost} acknowledged messages missing")
         return "; ".join(parts + self.notes)
@@ -169,4 +171,22 @@ class Judge:
             v.retry_stuck, v.delay_stuck = await flows
         except (RemotingError, RuntimeError, OSError) as exc:
             v.notes.append(f"retry/delay judge failed: {str(exc)[:160]}")
+        if v.delay_stuck:
+            v.schedule = await self.schedule_state(v.delay_stuck)
         return v
+
+    async def schedule_state(self, levels: list[int]) -> str:
+        """For stuck levels: how far SCHEDULE_TOPIC_XXXX's queue of the level goes and where
+        the schedule service is in it (GET_ALL_DELAY_OFFSET): behind means it stopped moving,
+        at the end means the delayed message never reached the queue."""
+        try:
+            req = RemotingCommand.request(C.GET_ALL_DELAY_OFFSET)
+            table = json.loads((await self.call(self.broker, req)).body or b"{}")
+            at = {int(k): v for k, v in (table.get("offsetTable") or {}).items()}
+            parts = []
+            for level in levels:
+                end = await self.max_offset("SCHEDULE_TOPIC_XXXX", level - 1)
+                parts.append(f"L{level} {at.get(level, '-')}/{end}")
+        except (RemotingError, OSError, ValueError, AttributeError) as exc:
+            return f"schedule state unknown: {exc}"
+        return "schedule offset / queue end: " + ", ".join(parts)
