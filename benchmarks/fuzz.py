@@ -21,11 +21,14 @@ Judged during and after (a finding each, with a reproducer: one JSON line per re
 - lasting outages (fuzz_checks): after the run, then after a clean and a SIGKILL restart of
   the broker: the judges' topic still routed after the name server's expiry, a retry and a
   delayed message arriving at every delay level, every acknowledged message still there;
-- broker RSS before and after.
-Candidates (SUCCESS against an oracle, error lines, warning storms) are then replayed alone on
-fresh servers (``--verify`` of them) to tell which one causes a lasting outage, and whether
-it survives a restart. Last, the config probe (fuzz_config) tries the broker config keys the
-fuzzing leaves alone. ``--quick``: 300 requests each, no restarts, replays or probe.
+- memory (fuzz_memory): a jump of a server's RSS is a finding; past 2 GiB it is killed (the
+  machine is shared), started again, and the fuzzing goes on;
+- broker RSS before and after; the config file lines UPDATE_BROKER_CONFIG changed.
+Candidates (memory jumps, warning storms, error lines, SUCCESS against an oracle) are then
+replayed alone on fresh servers (``--verify`` of them; their suspects, and the cases that made
+what they name) to tell which one causes a lasting outage, and whether it survives a restart.
+Last, the config probe (fuzz_config) tries the broker config keys the fuzzing leaves alone.
+``--quick``: 300 requests each, no restarts, replays or probe.
 """
 
 from __future__ import annotations

@@ -10,8 +10,14 @@ Judged at once, per answer:
   code it does not know; an END_TRANSACTION that neither commits nor rolls back; a pull
   asked to wait);
 - ``closed``: the server closed the connection on a request written in valid UTF-8;
-- ``accepted``: SUCCESS for a request the step's oracle says must be refused;
+- ``slow``: an answer after ``SLOW`` seconds;
+- ``accepted``: SUCCESS for a request the step's oracle says must be refused, or for a header
+  holding a lone surrogate;
 - ``leaky_remark``: a remark quoting a Python exception.
+
+A server that dies (or that the memory guard kills) is started again, up to MAX_REVIVALS
+times, after which the broker's topics with too many queues to walk are deleted (``_disarm``);
+closes and timeouts around a death are not findings (``forget_outages``).
 """
 
 from __future__ import annotations
