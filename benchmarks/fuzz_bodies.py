@@ -168,11 +168,12 @@ def register_body(rng: random.Random, ext: dict[str, str]) -> tuple[bytes, str |
         name = rng.choice(NS_TOPICS)
         sane = {"readQueueNums": 8, "writeQueueNums": 8, "perm": 6, "topicSysFlag": 0}
         numbers = {k: json_number(rng, v) for k, v in sane.items()}
-        for key, value in numbers.items():
-            if out_of_range(value, INT32):
-                out_of_int = out_of_int or f"topic {key}={value} is outside a Java int"
         table[name] = {"topicName": json_text(rng, name), **numbers,
                        "topicFilterType": "SINGLE_TAG", "order": False}  # fmt: skip
+    for config in table.values():  # as sent: a name drawn twice keeps its last config
+        for key in sane:
+            if out_of_range(config[key], INT32):
+                out_of_int = out_of_int or f"topic {key}={config[key]} is outside a Java int"
     version = {"counter": json_number(rng, 1), "timestamp": json_number(rng, 1700000000000)}
     body = dumps({"topicConfigSerializeWrapper": {"topicConfigTable": table,
                                                   "dataVersion": version},
