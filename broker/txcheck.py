@@ -236,12 +236,14 @@ class TransactionCheck:
         if result.status in NEVER_STORED:  # not even as it was stored: drop it
             result, to = await self.tx.put_with_ops([], half), "nowhere: its chain is closed"
         props = half.properties
+        # compat: Java logs resolveDiscardMsg at error; a producer that never answers, or a
+        # half the store cannot copy, is a client's doing, not a broken invariant: a warning
         if refused is None:
-            log.error("transaction_checked_too_often", msg_id=props.get(Prop.UNIQ_KEY),
+            log.warning("transaction_checked_too_often", msg_id=props.get(Prop.UNIQ_KEY),
                       real_topic=props.get(Prop.REAL_TOPIC), moved=result.status.name,
                       to=to)  # fmt: skip
         elif (held := self._warnings.hit(("set_aside", refused))) is not None:
-            log.error("transaction_half_set_aside", msg_id=props.get(Prop.UNIQ_KEY),
+            log.warning("transaction_half_set_aside", msg_id=props.get(Prop.UNIQ_KEY),
                       real_topic=props.get(Prop.REAL_TOPIC), refused=refused.name,
                       moved=result.status.name, to=to, suppressed=held)  # fmt: skip
         return result.status in STORED

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from typing import Any, TypeAlias
+from typing import Any, Final, TypeAlias
 
 from remoting.protocol.text import check_strings
 
@@ -22,6 +22,7 @@ FrozenKey: TypeAlias = tuple[tuple[str, Any], ...]
 _WS = re.compile(r"[ \t\r\n]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
 _decoder = json.JSONDecoder()
+MAX_DEPTH: Final = 200  # objects and arrays inside each other (fastjson's own limit is 2048)
 
 
 def loads(text: str | bytes) -> Any:
@@ -42,8 +43,6 @@ def _skip(text: str, pos: int) -> int:
 
 
 def _value(text: str, pos: int, depth: int) -> tuple[Any, int]:
-    if depth > 200:
-        raise ValueError("nested too deeply")
     char = text[pos : pos + 1]
     if char == "{":
         return _object(text, pos + 1, depth + 1)
@@ -56,6 +55,7 @@ def _value(text: str, pos: int, depth: int) -> tuple[Any, int]:
 
 
 def _object(text: str, pos: int, depth: int) -> tuple[dict[Any, Any], int]:
+    _check_depth(depth)  # here, not in _value: an object key can be an object too
     out: dict[Any, Any] = {}
     pos = _skip(text, pos)
     if text[pos : pos + 1] == "}":
@@ -90,6 +90,7 @@ def _key(text: str, pos: int, depth: int) -> tuple[Any, int]:
 
 
 def _array(text: str, pos: int, depth: int) -> tuple[list[Any], int]:
+    _check_depth(depth)
     out: list[Any] = []
     pos = _skip(text, pos)
     if text[pos : pos + 1] == "]":
@@ -104,6 +105,14 @@ def _array(text: str, pos: int, depth: int) -> tuple[list[Any], int]:
         if sep != ",":
             raise ValueError(f"expected ',' or ']' at {pos}")
         pos = _skip(text, pos + 1)
+
+
+def _check_depth(depth: int) -> None:
+    """Refuse nesting deeper than MAX_DEPTH: the parser recurses once per level, and a
+    compiled build would overflow the C stack (a crash, not an exception) on a 2 MB body of
+    ``{``."""
+    if depth > MAX_DEPTH:
+        raise ValueError("nested too deeply")
 
 
 def frozen_key(obj: dict[str, Any]) -> FrozenKey:

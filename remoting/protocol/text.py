@@ -40,8 +40,12 @@ def check_strings(obj: Any, what: str = "JSON") -> None:
 
 
 def loads(data: str | bytes | bytearray, what: str = "JSON") -> Any:
-    """``json.loads`` that refuses text which could not be written back (ValueError)."""
-    obj = json.loads(data)
+    """``json.loads`` that refuses text which could not be written back, or nested past
+    Python's recursion limit (ValueError, as for any malformed body)."""
+    try:
+        obj = json.loads(data)
+    except RecursionError as exc:
+        raise ValueError(f"{what} nested too deeply") from exc
     escaped = b"\\u" in data if isinstance(data, bytes | bytearray) else "\\u" in data
     if escaped:
         check_strings(obj, what)

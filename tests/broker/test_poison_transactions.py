@@ -52,6 +52,7 @@ async def test_a_half_whose_copy_can_never_be_stored_holds_back_no_other(
     assert value(metrics, name, status="PROPERTIES_SIZE_EXCEEDED") == 1
     set_aside = [e for e in broker.proc.events if e.get("event") == "transaction_half_set_aside"]
     assert len(set_aside) == 1 and set_aside[0]["msg_id"] == FAT, set_aside
+    assert set_aside[0]["level"] == "warning"  # a client's doing, not a broken invariant
 
 
 async def test_a_half_that_no_longer_fits_at_all_is_dropped_and_holds_back_no_other(
