@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Self
 
+from remoting.protocol.fields import as_object, integer, text
+
 
 def _bool(value: object, default: bool) -> bool:
     return default if value is None else str(value).lower() == "true"
@@ -37,15 +39,16 @@ class SubscriptionGroupConfig:
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> Self:
+        obj = as_object(obj, "SubscriptionGroupConfig")
         return cls(
-            group_name=str(obj["groupName"]),
+            group_name=text(obj, "groupName"),
             consume_enable=_bool(obj.get("consumeEnable"), True),
             consume_from_min_enable=_bool(obj.get("consumeFromMinEnable"), True),
             consume_broadcast_enable=_bool(obj.get("consumeBroadcastEnable"), True),
-            retry_queue_nums=int(obj.get("retryQueueNums", 1)),
-            retry_max_times=int(obj.get("retryMaxTimes", 16)),
-            broker_id=int(obj.get("brokerId", 0)),
-            which_broker_when_consume_slowly=int(obj.get("whichBrokerWhenConsumeSlowly", 1)),
+            retry_queue_nums=integer(obj, "retryQueueNums", 1),
+            retry_max_times=integer(obj, "retryMaxTimes", 16),
+            broker_id=integer(obj, "brokerId", 0),
+            which_broker_when_consume_slowly=integer(obj, "whichBrokerWhenConsumeSlowly", 1),
             notify_consumer_ids_changed_enable=_bool(
                 obj.get("notifyConsumerIdsChangedEnable"), True
             ),

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Self
 
 from remoting.protocol import fastjson
+from remoting.protocol.fields import array, as_int, as_object, integer, text
 from remoting.protocol.msgid import tags_code
 from remoting.protocol.route import dumps
 
@@ -61,7 +62,8 @@ class MessageQueue(NamedTuple):
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> MessageQueue:
-        return cls(str(obj["topic"]), str(obj["brokerName"]), int(obj["queueId"]))
+        obj = as_object(obj, "a MessageQueue")
+        return cls(text(obj, "topic"), text(obj, "brokerName"), integer(obj, "queueId"))
 
 
 @dataclass(slots=True, kw_only=True)
@@ -113,13 +115,14 @@ class SubscriptionData:
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> Self:
+        obj = as_object(obj, "a SubscriptionData")
         return cls(
-            topic=str(obj["topic"]),
-            sub_string=str(obj.get("subString") or SUB_ALL),
-            tags_set=[str(t) for t in obj.get("tagsSet") or []],
-            code_set=[int(c) for c in obj.get("codeSet") or []],
-            sub_version=int(obj.get("subVersion") or 0),
-            expression_type=str(obj.get("expressionType") or "TAG"),
+            topic=text(obj, "topic"),
+            sub_string=text(obj, "subString", SUB_ALL) or SUB_ALL,
+            tags_set=[str(t) for t in array(obj, "tagsSet")],
+            code_set=[as_int(c, "codeSet") for c in array(obj, "codeSet")],
+            sub_version=integer(obj, "subVersion", 0),
+            expression_type=text(obj, "expressionType", "TAG") or "TAG",
             class_filter_mode=_bool(obj.get("classFilterMode", False)),
         )
 
@@ -145,15 +148,16 @@ class ConsumerData:
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> Self:
+        obj = as_object(obj, "a ConsumerData")
         return cls(
-            group_name=str(obj["groupName"]),
+            group_name=text(obj, "groupName"),
             consume_type=enum_name(obj.get("consumeType"), CONSUME_TYPES, "CONSUME_PASSIVELY"),
             message_model=enum_name(obj.get("messageModel"), MESSAGE_MODELS, "CLUSTERING"),
             consume_from_where=enum_name(
                 obj.get("consumeFromWhere"), CONSUME_FROM, "CONSUME_FROM_LAST_OFFSET"
             ),
             subscriptions=[
-                SubscriptionData.from_json(s) for s in obj.get("subscriptionDataSet") or []
+                SubscriptionData.from_json(s) for s in array(obj, "subscriptionDataSet")
             ],
             unit_mode=_bool(obj.get("unitMode", False)),
         )
@@ -177,11 +181,14 @@ class HeartbeatData:
     @classmethod
     def decode(cls, body: bytes) -> Self:
         """Raises ValueError (or KeyError / TypeError) for a malformed body."""
-        obj = fastjson.loads(body)
+        obj = as_object(fastjson.loads(body), "HeartbeatData")
         return cls(
-            client_id=str(obj["clientID"]),
-            producers=[str(p["groupName"]) for p in obj.get("producerDataSet") or []],
-            consumers=[ConsumerData.from_json(c) for c in obj.get("consumerDataSet") or []],
+            client_id=text(obj, "clientID"),
+            producers=[
+                text(as_object(p, "a ProducerData"), "groupName")
+                for p in array(obj, "producerDataSet")
+            ],
+            consumers=[ConsumerData.from_json(c) for c in array(obj, "consumerDataSet")],
         )
 
 
@@ -206,11 +213,11 @@ class LockBatchBody:
 
     @classmethod
     def decode(cls, body: bytes) -> Self:
-        obj = fastjson.loads(body)
+        obj = as_object(fastjson.loads(body), "the body")
         return cls(
-            consumer_group=str(obj["consumerGroup"]),
-            client_id=str(obj["clientId"]),
-            mq_set=[MessageQueue.from_json(m) for m in obj.get("mqSet") or []],
+            consumer_group=text(obj, "consumerGroup"),
+            client_id=text(obj, "clientId"),
+            mq_set=[MessageQueue.from_json(m) for m in array(obj, "mqSet")],
             only_this_broker=_bool(obj.get("onlyThisBroker", False)),
         )
 

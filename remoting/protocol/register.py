@@ -29,6 +29,7 @@ from typing import Any, Final, Self
 
 from remoting.protocol import text
 from remoting.protocol.bounds import STORED_QUEUE_NUMS_MAX
+from remoting.protocol.fields import integer
 from remoting.protocol.frame import DEFAULT_MAX_FRAME
 from remoting.protocol.route import dumps
 from remoting.protocol.steps import Steps, finish
@@ -75,10 +76,7 @@ class DataVersion:
             return cls()
         if not isinstance(obj, dict):
             raise ValueError("DataVersion is not a JSON object")
-        try:
-            counter, timestamp = int(obj.get("counter", 0)), int(obj.get("timestamp", 0))
-        except _MALFORMED as exc:
-            raise ValueError(f"malformed DataVersion: {exc}") from exc
+        counter, timestamp = integer(obj, "counter", 0), integer(obj, "timestamp", 0)
         if counter not in _INT64 or timestamp not in _INT64:
             raise ValueError("DataVersion counter and timestamp must be Java longs")
         return cls(counter, timestamp)
