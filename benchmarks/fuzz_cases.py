@@ -23,10 +23,10 @@ from benchmarks.fuzz_values import (
     NOT_ALLOWED_SEND,
     SYSTEM_TOPICS,
     World,
-    bad_group_name,
     bad_topic_name,
     header,
     odd_string,
+    unretriable_group,
 )
 from benchmarks.fuzz_wire import JSON, MSGPACK, ROCKETMQ, Req
 from namesrv.processors import JAVA_ONLY_CODES
@@ -201,8 +201,8 @@ def send_then_send_back(world: World, rng: random.Random) -> Case:
         fixed["delayLevel"] = str(rng.randrange(0, 4))
     step = request(C.CONSUMER_SEND_MSG_BACK, world, rng, **fixed)
     step.refuse = step.refuse or (
-        f"send-back for a group Validators refuse ({why})"
-        if (why := bad_group_name(name))
+        f"send-back for a group that cannot be retried ({why})"
+        if (why := unretriable_group(name))
         else None
     )
     yield step

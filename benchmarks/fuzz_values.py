@@ -217,16 +217,24 @@ _GROUP_CHARS = re.compile(r"[%|a-zA-Z0-9_-]+")
 
 
 def bad_group_name(name: object) -> str | None:
-    """Why Apache's Validators (issue 29's rule) would refuse ``name`` as a group, or None."""
+    """Why Apache's Validators.checkGroup (the brokers' rule, remoting.protocol.bounds)
+    refuses ``name`` as a group, or None. A %RETRY% or %DLQ% prefix is Apache's charset."""
     if not isinstance(name, str) or not name.strip():
         return "blank group name"
     if not _GROUP_CHARS.fullmatch(name):
         return "group name with characters outside ^[%|a-zA-Z0-9_-]+$"
-    if name.startswith(("%RETRY%", "%DLQ%")):
-        return "group name with a %RETRY%/%DLQ% prefix"
-    if len(name) + len("%RETRY%") > 255:
-        return "group name longer than 248 (255 with %RETRY%)"
+    if len(name) > 255:
+        return "group name longer than 255"
     return None
+
+
+def unretriable_group(name: object) -> str | None:
+    """Why a send-back for ``name`` must be refused: an invalid group, or one whose %RETRY%
+    topic would pass the topic limit of 127 (the store's record holds no longer name)."""
+    why = bad_group_name(name)
+    if why is None and isinstance(name, str) and len("%RETRY%" + name) > 127:
+        why = "group name longer than 120 (its %RETRY% topic over 127)"
+    return why
 
 
 SYSTEM_TOPICS: Final = frozenset({
