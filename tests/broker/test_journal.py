@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
@@ -124,3 +126,30 @@ async def test_subscription_groups_use_the_same_journal_in_the_order_of_the_chan
     assert saved["subscriptionGroupTable"]["auto"]["retryMaxTimes"] == 3
     assert segments(tmp_path, "subscriptionGroup.json") == []
     await groups.file.close()
+
+
+async def test_a_change_is_answered_only_once_its_line_is_synced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A create is durable when it is answered: ``put`` returns only after the journal's
+    fdatasync has (the SIGKILL test in test_topic_create cannot tell, as the page cache
+    outlives a killed process; this one fails with the fdatasync left out). ``os.fdatasync``
+    is the fault seam, held until the test lets it go."""
+    t = table(tmp_path)
+    entered, release = threading.Event(), threading.Event()
+    real = os.fdatasync
+
+    def held(fd: int) -> None:
+        entered.set()
+        release.wait(30)
+        real(fd)
+
+    monkeypatch.setattr(os, "fdatasync", held)
+    task = asyncio.ensure_future(t.put(topic("Synced")))
+    assert await asyncio.to_thread(entered.wait, 30), "no fdatasync for the journal line"
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert not task.done()
+    release.set()
+    await task
+    assert "Synced" in table(tmp_path).topics
