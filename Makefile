@@ -26,7 +26,7 @@ $(STAMP): pyproject.toml setup.py $(COMPILED)
 	$(PY) -m pip install $(if $(wildcard $(STAMP)),-q,--progress-bar on) -e '.[dev,spark]'
 	@touch $(STAMP)
 	@echo "== $(VENV) is ready"
-	@$(PY) -c 'import broker.store as m; print("== hot modules: " + ("compiled (mypyc)" if m.__file__.endswith(".so") else "pure Python, slower: no C compiler, mypyc failed, or AIOROCKETMQ_PURE is set (pip install -v -e . says which)"))'
+	@$(PY) -c 'import aiorocketmq.broker.store.store as m; print("== hot modules: " + ("compiled (mypyc)" if m.__file__.endswith(".so") else "pure Python, slower: no C compiler, mypyc failed, or AIOROCKETMQ_PURE is set (pip install -v -e . says which)"))'
 
 setup: $(STAMP)
 
@@ -35,11 +35,14 @@ $(COMPAT_STAMP): $(COMPAT)/package-lock.json
 		cd $(COMPAT) && npm ci --no-audit --no-fund && touch node_modules/.installed; \
 	else echo "npm not found: the ali-ons compatibility tests will be skipped"; fi
 
+# mypy and lint-imports read the folders as aiorocketmq.<folder> through the link farm
+# build/stage/aiorocketmq that setup.py makes (`make setup` again if it was removed)
 lint: $(STAMP)
+	@test -e build/stage/aiorocketmq/client || { rm -f $(STAMP); $(MAKE) --no-print-directory setup; }
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
-	$(VENV)/bin/lint-imports
+	cd build/stage && ../../$(VENV)/bin/lint-imports ../../pyproject.toml
 
 # pytest exits 5 when it collects nothing: that fails too. The suite runs on TEST_WORKERS
 # pytest-xdist workers (tests/units.py says how it is shared); TEST_WORKERS=0: in this process

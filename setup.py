@@ -45,7 +45,7 @@ COMPILED = [
     "remoting/protocol/serialize.py",
     "remoting/protocol/text.py",
     "remoting/protocol/topic.py",
-    "broker/store/__init__.py",
+    "broker/store/store.py",
     "broker/store/commitlog.py",
     "broker/store/consumequeue.py",
     "broker/store/dispatch.py",
@@ -61,16 +61,15 @@ COMPILED = [
     "remoting/client.py",
     "remoting/deadlines.py",
     "remoting/slots.py",
-    "client/api.py",
-    "client/fault.py",
-    "client/message.py",
-    "client/producer.py",
-    "client/publish.py",
-    "client/validate.py",
+    "client/core/api.py",
+    "client/core/fault.py",
+    "client/core/message.py",
+    "client/producer/producer.py",
+    "client/core/publish.py",
+    "client/core/validate.py",
 ]
-# the shared library, aiorocketmq__mypyc.<abi>.so: top-level, as mypyc derives each compiled
-# module's __file__ and __path__ from where it is
-GROUP = "aiorocketmq"
+# the shared library, aiorocketmq/compiled__mypyc.<abi>.so: inside the one import root
+GROUP = "aiorocketmq.compiled"
 RELAXED = [
     "--ignore-missing-imports",
     "--no-warn-unused-ignores",
@@ -80,6 +79,25 @@ RELAXED = [
 ]
 PACKAGES = ("remoting", "namesrv", "broker", "client", "spark", "deploy")
 ROOT = Path(__file__).resolve().parent
+# mypyc names a module after its path: it compiles the folders through a link farm
+# build/stage/aiorocketmq/<folder> -> <folder> (also mypy's view, pyproject's [tool.mypy]), so
+# broker/store/commitlog.py becomes the extension aiorocketmq.broker.store.commitlog
+STAGE = Path("build", "stage")
+
+
+def stage() -> Path:
+    """Makes (or repairs) the link farm; returns the staged root package's directory."""
+    root = ROOT / STAGE / "aiorocketmq"
+    root.mkdir(parents=True, exist_ok=True)
+    for name in (*PACKAGES, "__init__.py", "py.typed"):
+        link = root / name
+        target = Path("..", "..", "..", name if name in PACKAGES else f"aiorocketmq/{name}")
+        if link.is_symlink() and Path(link.readlink()) == target:
+            continue
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(target)
+    return root
 
 
 def warn(reason: str) -> None:
@@ -102,8 +120,10 @@ def mypyc_extensions() -> list[Extension]:
         # mypy reads pyproject's [tool.mypy]. The build environment lacks the runtime
         # dependencies (structlog, msgpack): typed as Any, they compile to the same generic
         # calls; the strict checks Any would trip are `make lint`'s job, with every type known
+        staged = ROOT / STAGE / "aiorocketmq"
+        os.environ["MYPYPATH"] = str(STAGE)
         exts: list[Extension] = mypycify(
-            [*RELAXED, *COMPILED],
+            [*RELAXED, "--explicit-package-bases", *(str(staged / m) for m in COMPILED)],
             group_name=GROUP,
             target_dir=str(Path("build", "mypyc")),
         )
@@ -116,7 +136,10 @@ def mypyc_extensions() -> list[Extension]:
 def stale_builds(keep: set[Path]) -> list[Path]:
     """Extension modules in the source tree (an earlier in-place build) not in ``keep``: left
     there, Python would import them instead of the .py next to them."""
-    found = [*ROOT.glob("*.so"), *(so for pkg in PACKAGES for so in (ROOT / pkg).rglob("*.so"))]
+    found = [
+        *ROOT.glob("*.so"),
+        *(so for pkg in (*PACKAGES, "aiorocketmq") for so in (ROOT / pkg).rglob("*.so")),
+    ]
     return [so for so in found if so.resolve() not in keep]
 
 
@@ -147,6 +170,7 @@ class OptionalBuildExt(build_ext):
         return super().get_outputs() if self.extensions else []
 
 
+stage()  # for mypyc below and for mypy in `make lint`, compiled or not
 # a placeholder until OptionalBuildExt knows what mypyc generates: it makes setuptools run
 # build_ext (and tag the wheel for this platform)
 setup(

@@ -22,15 +22,15 @@ import time
 
 import uvloop
 
+from aiorocketmq.broker.store import MessageStore
+from aiorocketmq.broker.store.config import StoreConfig
+from aiorocketmq.client.core import api
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.protocol.batch import BatchItem, encode_batch
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.heartbeat import ConsumerData, SubscriptionData
+from aiorocketmq.remoting.protocol.message import decode_records
 from benchmarks.common import listening_process, quiet_logging
-from broker.store import MessageStore
-from broker.store.config import StoreConfig
-from client import api
-from remoting.client import RemotingClient
-from remoting.protocol.batch import BatchItem, encode_batch
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.heartbeat import ConsumerData, SubscriptionData
-from remoting.protocol.message import decode_records
 
 TOPIC, QUEUES, BODY, GROUP = "BenchConsume", 8, bytes(1024), "bench_cg"
 
@@ -157,7 +157,9 @@ def main() -> int:
     raws: dict[int, list[float]] = {1: [], 8: []}
     with tempfile.TemporaryDirectory() as tmp:
         sets = [f"storePathRootDir={tmp}", "brokerIP1=127.0.0.1", "brokerName=bench"]
-        argv = ["-m", "broker", "--listen-port", "0"] + [a for s in sets for a in ("--set", s)]
+        argv = ["-m", "aiorocketmq.broker", "--listen-port", "0"] + [
+            a for s in sets for a in ("--set", s)
+        ]
         with listening_process(argv) as broker:
             addr = f"127.0.0.1:{broker.port}"
 

@@ -4,9 +4,9 @@ Run ``python -m benchmarks.consume_e2e [--messages N] [--seconds S] [--repeat N]
 
 A name server and one ASYNC_FLUSH broker run as processes; this process is the client. A
 backlog of 200,000 x 1 KiB messages on 8 queues is sent first in batches of 32 (outside the
-timing). Drain: a ``client.push.PushConsumer`` of a new group (its defaults, an async
-listener, CONSUME_FROM_FIRST_OFFSET) reads the whole backlog; timed from ``start()`` to the
-listener's last message. Baseline in the same run: the remoting-level pull of
+timing). Drain: a ``aiorocketmq.client.consumer.push.consumer.PushConsumer`` of a new group (its
+defaults, an async listener, CONSUME_FROM_FIRST_OFFSET) reads the whole backlog; timed from
+``start()`` to the listener's last message. Baseline in the same run: the remoting-level pull of
 benchmarks/consume.py draining the same queues (32 per pull, one pull in flight per queue,
 records counted, not decoded); also shown, for reference, the same pull decoding every
 record with ``decode_records``. Target: SDK >= 70 % of the raw pull. CPU is % of one core
@@ -36,14 +36,15 @@ from itertools import count
 
 import uvloop
 
+from aiorocketmq.client import Message, Producer
+from aiorocketmq.client.consumer.push.consumer import PushConsumer
+from aiorocketmq.client.consumer.types import ConsumeFromWhere, ConsumeStatus
+from aiorocketmq.client.core import api
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.protocol.heartbeat import ConsumerData, SubscriptionData
+from aiorocketmq.remoting.protocol.message import MessageExt, decode_records
 from benchmarks.common import Listening, listening_process, quiet_logging
 from benchmarks.consume import GROUP, count_records, pull_request, send_batch
-from client import Message, Producer, api
-from client.consumer_types import ConsumeFromWhere, ConsumeStatus
-from client.push import PushConsumer
-from remoting.client import RemotingClient
-from remoting.protocol.heartbeat import ConsumerData, SubscriptionData
-from remoting.protocol.message import MessageExt, decode_records
 
 TOPIC, LAT_TOPIC, QUEUES, BODY, RATE = "BenchE2E", "BenchE2ELatency", 8, bytes(1024), 2000
 # run, message index, time.perf_counter_ns() before send: a new group may start at a queue's
@@ -247,11 +248,11 @@ def main() -> int:
     lats: list[list[int]] = []
     with (
         tempfile.TemporaryDirectory() as tmp,
-        listening_process(["-m", "namesrv", "--listen-port", "0"]) as ns,
+        listening_process(["-m", "aiorocketmq.namesrv", "--listen-port", "0"]) as ns,
     ):
         namesrv = f"127.0.0.1:{ns.port}"
         sets = [f"storePathRootDir={tmp}", "brokerIP1=127.0.0.1", "flushDiskType=ASYNC_FLUSH"]
-        argv = ["-m", "broker", "-n", namesrv, "--listen-port", "0"]
+        argv = ["-m", "aiorocketmq.broker", "-n", namesrv, "--listen-port", "0"]
         argv += [arg for kv in sets for arg in ("--set", kv)]
         with listening_process(argv) as broker:
             uvloop.run(prepare(f"127.0.0.1:{broker.port}", args.messages))

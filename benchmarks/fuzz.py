@@ -45,6 +45,7 @@ from typing import Any
 
 import uvloop
 
+from aiorocketmq.remoting.protocol.codes import RequestCode as C
 from benchmarks import fuzz_logs, fuzz_memory
 from benchmarks.fuzz_bystander import Bystander
 from benchmarks.fuzz_cases import Step
@@ -54,7 +55,6 @@ from benchmarks.fuzz_run import Finding, Fuzzer
 from benchmarks.fuzz_values import World
 from benchmarks.fuzz_verify import Cluster, broker_conf, cluster, replay
 from benchmarks.fuzz_wire import Req
-from remoting.protocol.codes import RequestCode as C
 
 REPLAYED = ("memory", "warning_storm", "error_log", "accepted")  # in this order
 

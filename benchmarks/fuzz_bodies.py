@@ -17,6 +17,8 @@ import random
 import zlib
 from typing import Final
 
+from aiorocketmq.remoting.protocol.batch import BatchItem, encode_batch
+from aiorocketmq.remoting.protocol.codes import RequestCode as C
 from benchmarks.fuzz_values import (
     INT32,
     INT64,
@@ -29,8 +31,6 @@ from benchmarks.fuzz_values import (
     odd_string,
     out_of_range,
 )
-from remoting.protocol.batch import BatchItem, encode_batch
-from remoting.protocol.codes import RequestCode as C
 
 SAFE_CONFIG_KEYS: Final = (
     "accessMessageInMemoryMaxRatio", "autoCreateSubscriptionGroup", "autoCreateTopicEnable",

@@ -23,12 +23,12 @@ from typing import Any
 
 import uvloop
 
+from aiorocketmq.client.core import api
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.errors import RemotingError
+from aiorocketmq.remoting.protocol.codes import ResponseCode as R
 from benchmarks.fuzz_checks import CHECK_TOPIC
 from benchmarks.fuzz_procs import ROOT
-from client import api
-from remoting.client import RemotingClient
-from remoting.errors import RemotingError
-from remoting.protocol.codes import ResponseCode as R
 
 PAUSE = 0.01  # between rounds: a steady client, not a load generator
 

@@ -17,6 +17,11 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Final
 
+from aiorocketmq.namesrv.processors import JAVA_ONLY_CODES
+from aiorocketmq.remoting.protocol.codes import LanguageCode
+from aiorocketmq.remoting.protocol.codes import RequestCode as C
+from aiorocketmq.remoting.protocol.headers import admin, consumer, namesrv, send, transaction
+from aiorocketmq.remoting.protocol.msgid import parse_offset_msg_id
 from benchmarks import fuzz_bodies as bodies
 from benchmarks.fuzz_values import (
     GROUPS,
@@ -29,11 +34,6 @@ from benchmarks.fuzz_values import (
     unretriable_group,
 )
 from benchmarks.fuzz_wire import JSON, MSGPACK, ROCKETMQ, Req
-from namesrv.processors import JAVA_ONLY_CODES
-from remoting.protocol.codes import LanguageCode
-from remoting.protocol.codes import RequestCode as C
-from remoting.protocol.headers import admin, consumer, namesrv, send, transaction
-from remoting.protocol.msgid import parse_offset_msg_id
 
 
 @dataclass

@@ -21,15 +21,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Final
 
-from client import api
-from remoting.client import RemotingClient
-from remoting.errors import RemotingError
-from remoting.protocol.codes import RequestCode as C
-from remoting.protocol.codes import ResponseCode as R
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.group import SubscriptionGroupConfig
-from remoting.protocol.msgid import parse_offset_msg_id
-from remoting.protocol.route import dumps
+from aiorocketmq.client.core import api
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.errors import RemotingError
+from aiorocketmq.remoting.protocol.codes import RequestCode as C
+from aiorocketmq.remoting.protocol.codes import ResponseCode as R
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.group import SubscriptionGroupConfig
+from aiorocketmq.remoting.protocol.msgid import parse_offset_msg_id
+from aiorocketmq.remoting.protocol.route import dumps
 
 CHECK_TOPIC: Final = "JudgeTopic"  # queue 0: the bystander's; queue 1: retries' originals
 DELAY_TOPIC: Final = "JudgeDelay"  # queue L-1: the delay check of level L

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from aiorocketmq.remoting.errors import RemotingError
+from aiorocketmq.remoting.protocol.codes import RequestCode as C
+from aiorocketmq.remoting.protocol.command import RemotingCommand
 from benchmarks.fuzz_checks import Verdict
 from benchmarks.fuzz_verify import Cluster
-from remoting.errors import RemotingError
-from remoting.protocol.codes import RequestCode as C
-from remoting.protocol.command import RemotingCommand
 
 # key -> (value to try, why it must be refused or None if it is only worth noting)
 MUST_REFUSE: Final = "names a file, a process, the cluster's wiring or a role"

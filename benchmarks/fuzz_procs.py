@@ -1,9 +1,9 @@
 """Server processes for the fuzzer and the soak: started by PID, logs kept, RSS read.
 
-``Server`` runs ``python -m namesrv`` or ``python -m broker`` with stdout and stderr on one
-pipe; a reader thread parses each JSON log line as it arrives and keeps what the judges need:
-counts per level, every warning and error (time, event, fields), lines that are not JSON (a
-traceback printed outside structlog), and the last lines for a dump. A restart (clean or
+``Server`` runs ``python -m aiorocketmq.namesrv`` or ``python -m aiorocketmq.broker`` with stdout
+and stderr on one pipe; a reader thread parses each JSON log line as it arrives and keeps what the
+judges need: counts per level, every warning and error (time, event, fields), lines that are not
+JSON (a traceback printed outside structlog), and the last lines for a dump. A restart (clean or
 SIGKILL) keeps the same port and the same log, each start marked by ``incarnation``.
 """
 
@@ -201,7 +201,7 @@ def sets(values: dict[str, str]) -> list[str]:
 
 def namesrv(root: Path, **more: str) -> Server:
     values = {"kvConfigPath": str(root / "namesrv" / "kv.json"), "metricsPort": "0", **more}
-    return Server("namesrv", ["-m", "namesrv", *sets(values)])
+    return Server("namesrv", ["-m", "aiorocketmq.namesrv", *sets(values)])
 
 
 def broker(root: Path, namesrv_addr: str, conf: dict[str, str]) -> Server:
@@ -211,7 +211,7 @@ def broker(root: Path, namesrv_addr: str, conf: dict[str, str]) -> Server:
     if not path.exists():
         values = {**conf, "namesrvAddr": namesrv_addr}
         path.write_text("".join(f"{k}={v}\n" for k, v in values.items()))
-    return Server("broker", ["-m", "broker", "-c", str(path)])
+    return Server("broker", ["-m", "aiorocketmq.broker", "-c", str(path)])
 
 
 def warning_rates(events: Sequence[LogEvent], since: float, until: float) -> tuple[float, int]:

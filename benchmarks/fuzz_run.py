@@ -33,12 +33,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
+from aiorocketmq.remoting.protocol.codes import RequestCode as C
+from aiorocketmq.remoting.protocol.command import RemotingCommand
 from benchmarks.fuzz_cases import Step, choose, dump, namesrv_silent
 from benchmarks.fuzz_procs import Server
 from benchmarks.fuzz_values import World
 from benchmarks.fuzz_wire import Closed, Conn, Req, fits
-from remoting.protocol.codes import RequestCode as C
-from remoting.protocol.command import RemotingCommand
 
 TIMEOUT: Final = 10.0
 SLOW: Final = 3.0  # an answer this late is a finding (a request that holds the server up)

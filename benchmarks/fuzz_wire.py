@@ -18,10 +18,10 @@ from typing import Final
 
 import msgpack
 
-from remoting.errors import FrameError
-from remoting.protocol.codes import CURRENT_VERSION, LanguageCode
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.frame import FrameDecoder
+from aiorocketmq.remoting.errors import FrameError
+from aiorocketmq.remoting.protocol.codes import CURRENT_VERSION, LanguageCode
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.frame import FrameDecoder
 
 JSON, ROCKETMQ, MSGPACK = 0, 1, 2
 FORMATS: Final = {JSON: "json", ROCKETMQ: "rocketmq", MSGPACK: "msgpack"}

@@ -1,4 +1,4 @@
-"""Name server route lookups: GET_ROUTEINFO_BY_TOPIC against a real `python -m namesrv`.
+"""Name server route lookups: GET_ROUTEINFO_BY_TOPIC against a real `python -m aiorocketmq.namesrv`.
 
 Run ``python -m benchmarks.namesrv_routes [--seconds S] [--repeat N] [--quick]``.
 
@@ -23,6 +23,17 @@ from collections.abc import Awaitable
 
 import uvloop
 
+from aiorocketmq.namesrv.routes import RouteTable
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.protocol.codes import RequestCode
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.register import (
+    DataVersion,
+    RegisterBrokerBody,
+    TopicConfigWrapper,
+)
+from aiorocketmq.remoting.protocol.steps import finish
+from aiorocketmq.remoting.protocol.topic import TopicConfig
 from benchmarks.common import (
     Sample,
     drive,
@@ -32,13 +43,6 @@ from benchmarks.common import (
     quiet_logging,
 )
 from benchmarks.remoting_rtt import server_process
-from namesrv.routes import RouteTable
-from remoting.client import RemotingClient
-from remoting.protocol.codes import RequestCode
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.register import DataVersion, RegisterBrokerBody, TopicConfigWrapper
-from remoting.protocol.steps import finish
-from remoting.protocol.topic import TopicConfig
 
 TOPICS, BROKERS, DEPTH = 1000, 4, 64
 ECHO_CODE = int(RequestCode.SEND_MESSAGE_V2)  # the echo route of remoting_rtt's server
@@ -111,7 +115,7 @@ def main() -> int:
     echoes: list[Sample] = []
     with tempfile.TemporaryDirectory() as tmp:
         kv = f"kvConfigPath={tmp}/kv.json"
-        argv = ["-m", "namesrv", "--listen-port", "0", "--set", kv]
+        argv = ["-m", "aiorocketmq.namesrv", "--listen-port", "0", "--set", kv]
         with listening_process(argv) as ns, server_process() as echo_ports:
             for _ in range(args.repeat):  # interleaved, so drift hits both alike
                 route, body_len = uvloop.run(measure_routes(ns.port, warm, args.seconds))

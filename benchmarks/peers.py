@@ -54,6 +54,9 @@ from typing import Any
 
 import uvloop
 
+from aiorocketmq.client import Message, Producer
+from aiorocketmq.client.core import api
+from aiorocketmq.remoting.client import RemotingClient
 from benchmarks.common import (
     Listening,
     Sample,
@@ -64,8 +67,6 @@ from benchmarks.common import (
     quiet_logging,
 )
 from benchmarks.peers_consume import DRAIN_TOPIC, LAT_TOPIC, report_consume, run_consume
-from client import Message, Producer, api
-from remoting.client import RemotingClient
 
 TOPIC, BODY = "BenchPeers", bytes(range(256)) * 4
 STREAM, SUBJECT, KEY = "BENCH_PEERS", "bench.peers", "bench:peers"
@@ -207,10 +208,10 @@ def external(argv: Sequence[str], port: int, log: Path, timeout: float = 30.0) -
 
 @contextlib.contextmanager
 def ours_server(tmp: Path) -> Iterator[Server]:
-    with listening_process(["-m", "namesrv", "--listen-port", "0"]) as ns:
+    with listening_process(["-m", "aiorocketmq.namesrv", "--listen-port", "0"]) as ns:
         namesrv = f"127.0.0.1:{ns.port}"
         sets = [f"storePathRootDir={tmp}", "brokerIP1=127.0.0.1"]
-        argv = ["-m", "broker", "-n", namesrv, "--listen-port", "0"]
+        argv = ["-m", "aiorocketmq.broker", "-n", namesrv, "--listen-port", "0"]
         argv += [arg for kv in sets for arg in ("--set", kv)]
         with listening_process(argv) as broker:
             uvloop.run(create_topic(f"127.0.0.1:{broker.port}"))

@@ -4,10 +4,10 @@ Drain: ``--messages`` (200,000) x 1 KiB are stored first, outside the timing, on
 each repeat a new consumer reads them all from the start, timed from its creation to the
 last message:
 
-- ours: ``client.push.PushConsumer`` as benchmarks/consume_e2e.py runs it (its defaults:
-  pulls of 32 on each of 8 queues, an async listener called once per message, offsets
-  committed in the background; a new group at CONSUME_FROM_FIRST_OFFSET); the backlog is
-  sent with ``Producer.send_batch`` of 32, 8 batches in flight;
+- ours: ``aiorocketmq.client.consumer.push.consumer.PushConsumer`` as benchmarks/consume_e2e.py
+  runs it (its defaults: pulls of 32 on each of 8 queues, an async listener called once per
+  message, offsets committed in the background; a new group at CONSUME_FROM_FIRST_OFFSET); the
+  backlog is sent with ``Producer.send_batch`` of 32, 8 batches in flight;
 - NATS: a push consumer as nats-py sets one up by default (``js.subscribe`` with a callback,
   deliver all, explicit acks sent by nats-py after each callback); the backlog is published
   with ``publish_async``, 1,000 acks awaited at a time;
@@ -31,6 +31,7 @@ from typing import Any, Protocol
 
 import uvloop
 
+from aiorocketmq.client import Message, Producer
 from benchmarks.common import Listening
 from benchmarks.consume_e2e import (
     QUANTILES,
@@ -42,7 +43,6 @@ from benchmarks.consume_e2e import (
     sdk_drain,
     sdk_latency,
 )
-from client import Message, Producer
 
 BODY = bytes(range(256)) * 4
 DRAIN_TOPIC, LAT_TOPIC = "BenchPeersDrain", "BenchPeersLatency"  # ours, 8 queues each

@@ -5,7 +5,7 @@ Run ``python -m benchmarks.produce [--seconds S] [--repeat N] [--quick]``.
 A name server and one ASYNC_FLUSH broker run as processes; this process is the client.
 Shapes: sequential ``send`` (1 in flight), 256 concurrent sends, ``send_batch`` of 32 (at
 8 in flight). Baseline in the same run and the same process: a lean sender that builds the
-same SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE with ``client.api`` and awaits
+same SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE with ``aiorocketmq.client.core.api`` and awaits
 ``RemotingClient.invoke`` (no routes, no retries, no ids). Target: SDK >= 80 % of the lean
 sender at every shape. The SDK runs once per header serialization (JSON, ROCKETMQ, MSGPACK:
 issue 14 measures them in the send path); the lean sender uses the same type as the SDK row
@@ -23,14 +23,15 @@ from collections.abc import Awaitable, Callable
 
 import uvloop
 
+from aiorocketmq.client import Message, Producer
+from aiorocketmq.client.core import api
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.config import ClientConfig
+from aiorocketmq.remoting.protocol.batch import BatchItem, encode_batch
+from aiorocketmq.remoting.protocol.codes import SerializeType
+from aiorocketmq.remoting.protocol.message import encode_properties
+from aiorocketmq.remoting.protocol.msgid import UniqKeyGenerator
 from benchmarks.common import Sample, drive, listening_process, parse_args, quiet_logging
-from client import Message, Producer, api
-from remoting.client import RemotingClient
-from remoting.config import ClientConfig
-from remoting.protocol.batch import BatchItem, encode_batch
-from remoting.protocol.codes import SerializeType
-from remoting.protocol.message import encode_properties
-from remoting.protocol.msgid import UniqKeyGenerator
 
 TOPIC, BODY, BATCH = "BenchProduce", bytes(range(256)) * 4, 32
 SHAPES = (("send@1", 1, 1), ("send@256", 256, 1), ("batch32@8", 8, BATCH))
@@ -81,11 +82,11 @@ def main() -> int:
     rows: dict[str, list[float]] = {}
     with (
         tempfile.TemporaryDirectory() as tmp,
-        listening_process(["-m", "namesrv", "--listen-port", "0"]) as ns,
+        listening_process(["-m", "aiorocketmq.namesrv", "--listen-port", "0"]) as ns,
     ):
         namesrv = f"127.0.0.1:{ns.port}"
         sets = [f"storePathRootDir={tmp}", "brokerIP1=127.0.0.1"]
-        argv = ["-m", "broker", "-n", namesrv, "--listen-port", "0"]
+        argv = ["-m", "aiorocketmq.broker", "-n", namesrv, "--listen-port", "0"]
         argv += [arg for kv in sets for arg in ("--set", kv)]
         with listening_process(argv) as broker_proc:
             broker = f"127.0.0.1:{broker_proc.port}"

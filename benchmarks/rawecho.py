@@ -12,8 +12,8 @@ from collections import deque
 
 import msgpack
 
+from aiorocketmq.remoting.protocol.codes import CURRENT_VERSION, LanguageCode
 from benchmarks.common import Recorder
-from remoting.protocol.codes import CURRENT_VERSION, LanguageCode
 
 _LEN = struct.Struct(">I")
 _LEN2 = struct.Struct(">II")

@@ -46,6 +46,13 @@ from pathlib import Path
 
 import uvloop
 
+from aiorocketmq.client.core import api
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.config import ClientConfig, ServerConfig
+from aiorocketmq.remoting.dispatch import Route
+from aiorocketmq.remoting.protocol.codes import RequestCode, SerializeType
+from aiorocketmq.remoting.protocol.command import RemotingCommand, response_to
+from aiorocketmq.remoting.server import RemotingServer
 from benchmarks.common import (
     ROOT,
     Recorder,
@@ -56,13 +63,6 @@ from benchmarks.common import (
     summarize,
 )
 from benchmarks.rawecho import RawClient, RawEcho
-from client import api
-from remoting.client import RemotingClient
-from remoting.config import ClientConfig, ServerConfig
-from remoting.dispatch import Route
-from remoting.protocol.codes import RequestCode, SerializeType
-from remoting.protocol.command import RemotingCommand, response_to
-from remoting.server import RemotingServer
 
 HOST = "127.0.0.1"
 CODE = int(RequestCode.SEND_MESSAGE_V2)

@@ -24,16 +24,16 @@ from pathlib import Path
 
 import uvloop
 
+from aiorocketmq.client.core import api
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.protocol.codes import RequestCode as C
+from aiorocketmq.remoting.protocol.codes import ResponseCode as R
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.message import encode_properties
+from aiorocketmq.remoting.protocol.msgid import UniqKeyGenerator, parse_offset_msg_id
+from aiorocketmq.remoting.protocol.route import decode_kv_table
 from benchmarks.common import ROOT, quiet_logging, stop_process
 from benchmarks.tx_common import JSON_CLIENT, BrokerLog
-from client import api
-from remoting.client import RemotingClient
-from remoting.protocol.codes import RequestCode as C
-from remoting.protocol.codes import ResponseCode as R
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.message import encode_properties
-from remoting.protocol.msgid import UniqKeyGenerator, parse_offset_msg_id
-from remoting.protocol.route import decode_kv_table
 
 BODY = bytes(range(256)) * 4  # 1 KiB
 TOPIC, QUEUES, GROUP = "BenchRepl", 8, "bench_repl_pg"
@@ -44,7 +44,8 @@ _ids = UniqKeyGenerator()
 
 
 class Node:
-    """One ``python -m broker`` on port 0, its store kept in ``root`` across restarts."""
+    """One ``python -m aiorocketmq.broker`` on port 0, its store kept in ``root`` across
+    restarts."""
 
     def __init__(self, root: Path, sets: list[str]) -> None:
         self.root = root
@@ -64,7 +65,15 @@ class Node:
         return self.proc.pid
 
     def start(self) -> BrokerLog:
-        argv = [sys.executable, "-m", "broker", "--listen-port", "0", "--log-format", "json"]
+        argv = [
+            sys.executable,
+            "-m",
+            "aiorocketmq.broker",
+            "--listen-port",
+            "0",
+            "--log-format",
+            "json",
+        ]
         argv += [a for kv in self.sets for a in ("--set", kv)]
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         self.proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, env=env)

@@ -51,6 +51,7 @@ from typing import TypeVar
 
 import uvloop
 
+from aiorocketmq.remoting.client import RemotingClient
 from benchmarks.common import parse_args, quantile_us, quiet_logging
 from benchmarks.repl_common import (
     Pair,
@@ -67,7 +68,6 @@ from benchmarks.repl_common import (
     settle,
 )
 from benchmarks.tx_common import JSON_CLIENT
-from remoting.client import RemotingClient
 
 DEPTH, FINE, COARSE, MB, PACED, SLICES = 64, 0.005, 0.05, 1e6, 0.5, 4
 T = TypeVar("T", "Rate", "Lag", "CatchUp")

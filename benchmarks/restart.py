@@ -35,13 +35,13 @@ from typing import Any
 
 import uvloop
 
+from aiorocketmq.client.core import api
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.errors import RemotingError
+from aiorocketmq.remoting.protocol.batch import BatchItem, encode_batch
+from aiorocketmq.remoting.protocol.command import RemotingCommand
 from benchmarks.common import ROOT, stop_process
 from benchmarks.tx_common import BrokerLog
-from client import api
-from remoting.client import RemotingClient
-from remoting.errors import RemotingError
-from remoting.protocol.batch import BatchItem, encode_batch
-from remoting.protocol.command import RemotingCommand
 
 TOPIC, QUEUES, BODY = "BenchRestart", 8, bytes(range(256)) * 4
 
@@ -56,7 +56,15 @@ def spawn(store: Path) -> tuple[BrokerLog, float]:
     """A broker on ``store``, listening; and how long that took from spawn."""
     sets = [f"storePathRootDir={store}", "brokerIP1=127.0.0.1", "brokerName=bench",
             "metricsPort=-1"]  # fmt: skip
-    argv = [sys.executable, "-m", "broker", "--listen-port", "0", "--log-format", "json"]
+    argv = [
+        sys.executable,
+        "-m",
+        "aiorocketmq.broker",
+        "--listen-port",
+        "0",
+        "--log-format",
+        "json",
+    ]
     argv += [a for kv in sets for a in ("--set", kv)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     t0 = time.perf_counter()

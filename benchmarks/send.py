@@ -1,4 +1,5 @@
-"""Broker send path: SEND_MESSAGE_V2 and batches of 32 against a real `python -m broker`.
+"""Broker send path: SEND_MESSAGE_V2 and batches of 32 against a real `python -m
+aiorocketmq.broker`.
 
 Run ``python -m benchmarks.send [--seconds S] [--repeat N] [--quick]``.
 
@@ -25,6 +26,13 @@ from dataclasses import dataclass
 
 import uvloop
 
+from aiorocketmq.client.core import api
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.config import ClientConfig
+from aiorocketmq.remoting.protocol.batch import BatchItem, encode_batch
+from aiorocketmq.remoting.protocol.codes import SerializeType
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.message import encode_properties
 from benchmarks.common import (
     Sample,
     drive,
@@ -34,13 +42,6 @@ from benchmarks.common import (
     quiet_logging,
 )
 from benchmarks.remoting_rtt import server_process
-from client import api
-from remoting.client import RemotingClient
-from remoting.config import ClientConfig
-from remoting.protocol.batch import BatchItem, encode_batch
-from remoting.protocol.codes import SerializeType
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.message import encode_properties
 
 TOPIC, QUEUES, BODY = "BenchSend", 8, bytes(range(256)) * 4
 _uniq = itertools.count()
@@ -126,7 +127,9 @@ def broker_cases(flush: str, args: argparse.Namespace, warm: float) -> dict[str,
             "brokerName=bench",
             "autoCreateTopicEnable=true",
         ]
-        argv = ["-m", "broker", "--listen-port", "0"] + [a for s in sets for a in ("--set", s)]
+        argv = ["-m", "aiorocketmq.broker", "--listen-port", "0"] + [
+            a for s in sets for a in ("--set", s)
+        ]
         with listening_process(argv) as broker:
             addr = f"127.0.0.1:{broker.port}"
             uvloop.run(create_topic(addr))

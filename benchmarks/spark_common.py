@@ -27,7 +27,7 @@ def start_spark(app: str, **conf: str) -> Any:
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
-    from spark import register
+    from aiorocketmq.spark import register
 
     register(session)
     return session

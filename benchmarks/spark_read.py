@@ -19,7 +19,7 @@ warmed up first. Each case is timed from the start of the action until it return
 - ``sdk poll``: in this process, ``client.PullConsumer`` assigned the 8 queues, seeked to 0
   (pull_batch_size 32, other options default), ``poll()`` until N messages;
 - ``sdk raw``: in this process, every queue at once, ``pull_raw`` (32 per pull) +
-  ``decode_columns`` + ``spark.schema.to_batch``: the connector's work without Spark.
+  ``decode_columns`` + ``aiorocketmq.spark.schema.to_batch``: the connector's work without Spark.
 
 The broker sends at most 32 messages per pull (maxTransferCountOnMessageInMemory, Java's
 default); ``--pull-batch P`` raises that and pullBatchSize to P for every case.
@@ -49,12 +49,13 @@ import uvloop
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
+from aiorocketmq.client import Message, MessageQueue, Producer, PullConsumer
+from aiorocketmq.client.consumer.lite.raw import Columns, PullStatus, decode_columns
+from aiorocketmq.client.core import api
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.spark.schema import arrow_schema, spark_schema, to_batch
 from benchmarks.common import listening_process, quiet_logging
 from benchmarks.spark_common import start_spark as start_shared_spark
-from client import Message, MessageQueue, Producer, PullConsumer, api
-from client.lite_raw import Columns, PullStatus, decode_columns
-from remoting.client import RemotingClient
-from spark.schema import arrow_schema, spark_schema, to_batch
 
 TOPIC, IDLE_TOPIC, QUEUES, SIZE = "BenchSparkRead", "BenchSparkIdle", 8, 100
 # the connector's Arrow batch rows and default pullBatchSize (also the broker's default
@@ -307,7 +308,7 @@ def broker_argv(namesrv: str, store: str, pull: int) -> list[str]:
     if pull > PULL:
         sets += [f"maxTransferCountOnMessageInMemory={pull}",
                  f"maxTransferBytesOnMessageInMemory={max(256, pull) * 1024}"]  # fmt: skip
-    argv = ["-m", "broker", "-n", namesrv, "--listen-port", "0"]
+    argv = ["-m", "aiorocketmq.broker", "-n", namesrv, "--listen-port", "0"]
     return argv + [arg for kv in sets for arg in ("--set", kv)]
 
 
@@ -317,7 +318,7 @@ def main() -> int:
     runs: list[dict[str, float]] = []
     with (
         tempfile.TemporaryDirectory() as tmp,
-        listening_process(["-m", "namesrv", "--listen-port", "0"]) as ns,
+        listening_process(["-m", "aiorocketmq.namesrv", "--listen-port", "0"]) as ns,
     ):
         namesrv = f"127.0.0.1:{ns.port}"
         with listening_process(broker_argv(namesrv, f"{tmp}/store", args.pull_batch)) as broker:

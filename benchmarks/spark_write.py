@@ -24,12 +24,13 @@ from typing import Any
 
 import uvloop
 
+from aiorocketmq.client import Message, Producer, PullConsumer
+from aiorocketmq.client.core import api
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.spark.sink import WriteOptions
+from aiorocketmq.spark.sink_send import WINDOW
 from benchmarks.common import listening_process, quiet_logging
 from benchmarks.spark_common import start_spark as start_shared_spark
-from client import Message, Producer, PullConsumer, api
-from remoting.client import RemotingClient
-from spark.sink import WriteOptions
-from spark.sink_send import WINDOW
 
 TOPIC, QUEUES, SIZE = "BenchSparkWrite", 8, 100
 BATCH = WriteOptions("").batch_size
@@ -93,11 +94,11 @@ def main() -> int:
     rates: dict[str, list[float]] = {"spark": [], "sdk": []}
     with (
         tempfile.TemporaryDirectory() as tmp,
-        listening_process(["-m", "namesrv", "--listen-port", "0"]) as ns,
+        listening_process(["-m", "aiorocketmq.namesrv", "--listen-port", "0"]) as ns,
     ):
         namesrv = f"127.0.0.1:{ns.port}"
         sets = [f"storePathRootDir={tmp}", "brokerIP1=127.0.0.1"]
-        argv = ["-m", "broker", "-n", namesrv, "--listen-port", "0"]
+        argv = ["-m", "aiorocketmq.broker", "-n", namesrv, "--listen-port", "0"]
         argv += [arg for kv in sets for arg in ("--set", kv)]
         with listening_process(argv) as broker:
             uvloop.run(create_topic(namesrv, f"127.0.0.1:{broker.port}"))

@@ -35,10 +35,10 @@ from pathlib import Path
 
 import uvloop
 
+from aiorocketmq.broker.store import MessageStore, PutResult, PutStatus
+from aiorocketmq.broker.store.config import FlushDiskType, StoreConfig
+from aiorocketmq.remoting.protocol.message import MessageExt, encode_record
 from benchmarks.common import Sample, drive, median_sample, parse_args, quiet_logging
-from broker.store import MessageStore, PutResult, PutStatus
-from broker.store.config import FlushDiskType, StoreConfig
-from remoting.protocol.message import MessageExt, encode_record
 
 TOPIC, QUEUES, BODY, DEPTH = "BenchStore", 8, bytes(range(256)) * 4, 64
 HOST = "127.0.0.1:10911"

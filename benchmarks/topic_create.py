@@ -2,11 +2,11 @@
 
 Run ``python -m benchmarks.topic_create [--topics N] [--budget S] [--quick]``.
 
-A `python -m namesrv` and a `python -m broker` (its store in a temporary directory), then one
-client creates ``--topics`` topics (10,000) one after another, each answered before the next
-is sent, as mqadmin updateTopic in a loop would. Printed: the median milliseconds per create
-over the 100 creates ending at 100, 1,000, 5,000 and 10,000 topics, each also as a ratio to
-the same-run baseline, the median round trip of a no-op admin request to the same broker
+A `python -m aiorocketmq.namesrv` and a `python -m aiorocketmq.broker` (its store in a temporary
+directory), then one client creates ``--topics`` topics (10,000) one after another, each answered
+before the next is sent, as mqadmin updateTopic in a loop would. Printed: the median milliseconds
+per create over the 100 creates ending at 100, 1,000, 5,000 and 10,000 topics, each also as a ratio
+to the same-run baseline, the median round trip of a no-op admin request to the same broker
 (GET_BROKER_CONFIG, 26, whose answer does not grow with the table); the p99 and the slowest
 create; and the CPU seconds the broker and the name server used while creating. Target:
 <= 2 ms per create at any table size (issue 29, N6). ``--budget`` stops creating after that
@@ -23,11 +23,11 @@ import time
 
 import uvloop
 
+from aiorocketmq.client.core import api
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.protocol.codes import RequestCode, ResponseCode
+from aiorocketmq.remoting.protocol.command import RemotingCommand
 from benchmarks.common import Listening, listening_process, quiet_logging
-from client import api
-from remoting.client import RemotingClient
-from remoting.protocol.codes import RequestCode, ResponseCode
-from remoting.protocol.command import RemotingCommand
 
 CHECKPOINTS = (100, 1_000, 5_000, 10_000)
 WINDOW = 100  # creates per checkpoint median
@@ -102,10 +102,10 @@ def main() -> int:
     quiet_logging()
     with (
         tempfile.TemporaryDirectory() as tmp,
-        listening_process(["-m", "namesrv", "--listen-port", "0"]) as ns,
+        listening_process(["-m", "aiorocketmq.namesrv", "--listen-port", "0"]) as ns,
     ):
         sets = [f"storePathRootDir={tmp}", "brokerIP1=127.0.0.1"]
-        argv = ["-m", "broker", "-n", f"127.0.0.1:{ns.port}", "--listen-port", "0"]
+        argv = ["-m", "aiorocketmq.broker", "-n", f"127.0.0.1:{ns.port}", "--listen-port", "0"]
         argv += [arg for kv in sets for arg in ("--set", kv)]
         with listening_process(argv) as broker:
             procs: dict[str, Listening] = {"broker": broker, "namesrv": ns}

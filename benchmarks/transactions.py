@@ -39,6 +39,14 @@ from datetime import datetime
 
 import uvloop
 
+from aiorocketmq.client.core import api
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.dispatch import Route
+from aiorocketmq.remoting.protocol.codes import RequestCode as C
+from aiorocketmq.remoting.protocol.codes import ResponseCode as R
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.message import now_ms
+from aiorocketmq.remoting.protocol.msgid import UniqKeyGenerator
 from benchmarks.common import parse_args, quantile_us, quiet_logging
 from benchmarks.tx_common import (
     GROUP,
@@ -50,14 +58,6 @@ from benchmarks.tx_common import (
     send_request,
     topic_total,
 )
-from client import api
-from remoting.client import RemotingClient
-from remoting.dispatch import Route
-from remoting.protocol.codes import RequestCode as C
-from remoting.protocol.codes import ResponseCode as R
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.message import now_ms
-from remoting.protocol.msgid import UniqKeyGenerator
 
 TOPIC, QUEUES, DEPTHS = "BenchTx", 8, (1, 64)
 PENDING, TIMEOUT_MS, INTERVAL_MS = 10_000, 6000, 1000  # 6000: 4.9.8 default

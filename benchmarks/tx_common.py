@@ -21,19 +21,19 @@ from typing import Any
 
 import uvloop
 
-from benchmarks.common import ROOT, Listening, quiet_logging, stop_process
-from client import api
-from remoting.client import RemotingClient
-from remoting.config import ClientConfig
-from remoting.protocol.codes import RequestCode as C
-from remoting.protocol.codes import SerializeType
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.headers.transaction import (
+from aiorocketmq.client.core import api
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.config import ClientConfig
+from aiorocketmq.remoting.protocol.codes import RequestCode as C
+from aiorocketmq.remoting.protocol.codes import SerializeType
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.headers.transaction import (
     TRANSACTION_COMMIT_TYPE,
     EndTransactionRequestHeader,
 )
-from remoting.protocol.message import SysFlag, encode_properties
-from remoting.protocol.msgid import parse_offset_msg_id
+from aiorocketmq.remoting.protocol.message import SysFlag, encode_properties
+from aiorocketmq.remoting.protocol.msgid import parse_offset_msg_id
+from benchmarks.common import ROOT, Listening, quiet_logging, stop_process
 
 BODY = bytes(range(256)) * 4
 GROUP = "bench_tx_pg"
@@ -41,7 +41,7 @@ JSON_CLIENT = ClientConfig(serialize_type=SerializeType.JSON)  # what a Java cli
 
 
 class BrokerLog:
-    """A ``python -m broker`` child; its JSON log events are kept for ``wait_for``."""
+    """A ``python -m aiorocketmq.broker`` child; its JSON log events are kept for ``wait_for``."""
 
     def __init__(self, proc: subprocess.Popen[bytes]) -> None:
         self.proc = proc
@@ -90,7 +90,15 @@ def logged_broker(sets: Sequence[str]) -> Iterator[BrokerLog]:
     with tempfile.TemporaryDirectory() as tmp:
         sets = [f"storePathRootDir={tmp}", "brokerIP1=127.0.0.1", "brokerName=bench",
                 "flushDiskType=ASYNC_FLUSH", *sets]  # fmt: skip
-        argv = [sys.executable, "-m", "broker", "--listen-port", "0", "--log-format", "json"]
+        argv = [
+            sys.executable,
+            "-m",
+            "aiorocketmq.broker",
+            "--listen-port",
+            "0",
+            "--log-format",
+            "json",
+        ]
         argv += [a for kv in sets for a in ("--set", kv)]
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         with subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, env=env) as proc:

@@ -1,4 +1,4 @@
-"""``mqbroker`` / ``python -m broker``: start a broker."""
+"""``mqbroker`` / ``python -m aiorocketmq.broker``: start a broker."""
 
 from __future__ import annotations
 
@@ -8,12 +8,18 @@ import dataclasses
 import os
 import sys
 
-from broker.config import DEFAULT_LISTEN_PORT, BrokerConfig
-from broker.server import Broker
-from broker.store.config import StoreConfig
-from remoting.config import ServerConfig
-from remoting.errors import ConfigError
-from remoting.runtime import add_common_args, config_error_exit, load_configs, print_config, run
+from aiorocketmq.broker.config import DEFAULT_LISTEN_PORT, BrokerConfig
+from aiorocketmq.broker.server import Broker
+from aiorocketmq.broker.store.config import StoreConfig
+from aiorocketmq.remoting.config import ServerConfig
+from aiorocketmq.remoting.errors import ConfigError
+from aiorocketmq.remoting.runtime import (
+    add_common_args,
+    config_error_exit,
+    load_configs,
+    print_config,
+    run,
+)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import ClassVar, Final
 
-from remoting.config import Bounds
+from aiorocketmq.remoting.config import Bounds
 
 DEFAULT_LISTEN_PORT: Final = 10911
 

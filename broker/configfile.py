@@ -15,10 +15,10 @@ from typing import Any
 
 import structlog
 
-from remoting.errors import ConfigError
-from remoting.files import atomic_write
-from remoting.protocol import fastjson
-from remoting.protocol.route import dumps
+from aiorocketmq.remoting.errors import ConfigError
+from aiorocketmq.remoting.files import atomic_write
+from aiorocketmq.remoting.protocol import fastjson
+from aiorocketmq.remoting.protocol.route import dumps
 
 log = structlog.get_logger(__name__)
 

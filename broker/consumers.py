@@ -8,17 +8,17 @@ from collections.abc import Awaitable, Callable
 
 import structlog
 
-from broker.config import BrokerConfig
-from broker.configfile import ConfigFile
-from broker.context import BrokerContext
-from broker.locks import RebalanceLocks
-from broker.longpoll import PullHold
-from broker.offsets import ConsumerOffsets
-from broker.registry import ClientRegistry
-from broker.schedule import ScheduleService
-from remoting.channel import Channel
-from remoting.protocol.codes import RequestCode
-from remoting.protocol.command import RemotingCommand
+from aiorocketmq.broker.config import BrokerConfig
+from aiorocketmq.broker.configfile import ConfigFile
+from aiorocketmq.broker.context import BrokerContext
+from aiorocketmq.broker.locks import RebalanceLocks
+from aiorocketmq.broker.longpoll import PullHold
+from aiorocketmq.broker.offsets import ConsumerOffsets
+from aiorocketmq.broker.registry import ClientRegistry
+from aiorocketmq.broker.schedule import ScheduleService
+from aiorocketmq.remoting.channel import Channel
+from aiorocketmq.remoting.protocol.codes import RequestCode
+from aiorocketmq.remoting.protocol.command import RemotingCommand
 
 log = structlog.get_logger(__name__)
 

@@ -8,15 +8,15 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from broker.config import BrokerConfig
-from broker.groups import SubscriptionGroups
-from broker.refusals import EdgeRefusals
-from broker.stats import BrokerStats
-from broker.store import MessageStore
-from broker.store.config import StoreConfig
-from broker.topics import TopicTable
-from remoting.config import ServerConfig
-from remoting.protocol.register import DataVersion
+from aiorocketmq.broker.config import BrokerConfig
+from aiorocketmq.broker.groups import SubscriptionGroups
+from aiorocketmq.broker.refusals import EdgeRefusals
+from aiorocketmq.broker.stats import BrokerStats
+from aiorocketmq.broker.store import MessageStore
+from aiorocketmq.broker.store.config import StoreConfig
+from aiorocketmq.broker.topics import TopicTable
+from aiorocketmq.remoting.config import ServerConfig
+from aiorocketmq.remoting.protocol.register import DataVersion
 
 
 async def _nothing_pending() -> None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from remoting.protocol.message import MessageExt, Prop, SysFlag
-from remoting.protocol.topic import SCHEDULE_TOPIC
+from aiorocketmq.remoting.protocol.message import MessageExt, Prop, SysFlag
+from aiorocketmq.remoting.protocol.topic import SCHEDULE_TOPIC
 
 DELIVERABLE_TYPES = (SysFlag.TRANSACTION_NOT_TYPE, SysFlag.TRANSACTION_COMMIT)
 

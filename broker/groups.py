@@ -11,14 +11,14 @@ from typing import Any
 
 import structlog
 
-from broker.configfile import ConfigFile
-from broker.quarantine import usable_groups
-from broker.tablefile import TableFile
-from remoting.errors import ConfigError
-from remoting.protocol.bounds import check_group_name
-from remoting.protocol.group import SubscriptionGroupConfig
-from remoting.protocol.message import now_ms
-from remoting.protocol.register import DataVersion
+from aiorocketmq.broker.configfile import ConfigFile
+from aiorocketmq.broker.quarantine import usable_groups
+from aiorocketmq.broker.tablefile import TableFile
+from aiorocketmq.remoting.errors import ConfigError
+from aiorocketmq.remoting.protocol.bounds import check_group_name
+from aiorocketmq.remoting.protocol.group import SubscriptionGroupConfig
+from aiorocketmq.remoting.protocol.message import now_ms
+from aiorocketmq.remoting.protocol.register import DataVersion
 
 log = structlog.get_logger(__name__)
 

@@ -22,8 +22,8 @@ from collections.abc import Callable
 
 import structlog
 
-from broker.ha_frames import encode_transfer, take_last_report
-from broker.store import MessageStore
+from aiorocketmq.broker.ha_frames import encode_transfer, take_last_report
+from aiorocketmq.broker.store import MessageStore
 
 log = structlog.get_logger(__name__)
 

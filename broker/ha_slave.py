@@ -18,8 +18,8 @@ from collections.abc import Callable
 
 import structlog
 
-from broker.ha_frames import HAProtocolError, TransferParser, encode_report
-from broker.store import MessageStore
+from aiorocketmq.broker.ha_frames import HAProtocolError, TransferParser, encode_report
+from aiorocketmq.broker.store import MessageStore
 
 log = structlog.get_logger(__name__)
 

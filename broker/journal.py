@@ -22,10 +22,10 @@ from typing import Any
 
 import structlog
 
-from remoting.errors import ConfigError
-from remoting.files import fsync_dir
-from remoting.protocol import fastjson
-from remoting.protocol.route import dumps
+from aiorocketmq.remoting.errors import ConfigError
+from aiorocketmq.remoting.files import fsync_dir
+from aiorocketmq.remoting.protocol import fastjson
+from aiorocketmq.remoting.protocol.route import dumps
 
 log = structlog.get_logger(__name__)
 

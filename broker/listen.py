@@ -16,9 +16,9 @@ from typing import NamedTuple
 
 import structlog
 
-from remoting.dispatch import Routes
-from remoting.protocol.codes import RequestCode
-from remoting.server import bind_socket
+from aiorocketmq.remoting.dispatch import Routes
+from aiorocketmq.remoting.protocol.codes import RequestCode
+from aiorocketmq.remoting.server import bind_socket
 
 log = structlog.get_logger(__name__)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from remoting.protocol.heartbeat import MessageQueue
+from aiorocketmq.remoting.protocol.heartbeat import MessageQueue
 
 LOCK_MAX_LIVE_SECONDS = 60.0
 

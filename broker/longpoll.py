@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import structlog
 
-from remoting.channel import Channel
-from remoting.deadlines import Deadlines, Expired
-from remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.channel import Channel
+from aiorocketmq.remoting.deadlines import Deadlines, Expired
+from aiorocketmq.remoting.protocol.command import RemotingCommand
 
 log = structlog.get_logger(__name__)
 

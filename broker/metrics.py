@@ -18,13 +18,13 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-from broker.offsets import SEPARATOR
-from broker.store import memory
-from broker.store.disk import existing
-from remoting.metrics import PREFIX
+from aiorocketmq.broker.offsets import SEPARATOR
+from aiorocketmq.broker.store import memory
+from aiorocketmq.broker.store.disk import existing
+from aiorocketmq.remoting.metrics import PREFIX
 
 if TYPE_CHECKING:
-    from broker.server import Broker
+    from aiorocketmq.broker.server import Broker
 
 
 def counter(name: str, doc: str, labels: list[str]) -> CounterMetricFamily:

@@ -11,17 +11,17 @@ from dataclasses import dataclass
 
 import structlog
 
-from broker.registrable import LeftOut
-from remoting.client import RemotingClient
-from remoting.errors import RemotingError
-from remoting.protocol.codes import RequestCode, ResponseCode
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.headers.namesrv import (
+from aiorocketmq.broker.registrable import LeftOut
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.errors import RemotingError
+from aiorocketmq.remoting.protocol.codes import RequestCode, ResponseCode
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.headers.namesrv import (
     BrokerIdentityHeader,
     RegisterBrokerRequestHeader,
     RegisterBrokerResponseHeader,
 )
-from remoting.protocol.register import RegisterBrokerBody, TopicConfigWrapper
+from aiorocketmq.remoting.protocol.register import RegisterBrokerBody, TopicConfigWrapper
 
 log = structlog.get_logger(__name__)
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import structlog
 
-from broker.configfile import ConfigFile, Snapshot
-from broker.quarantine import usable_offsets
-from remoting.errors import ConfigError
+from aiorocketmq.broker.configfile import ConfigFile, Snapshot
+from aiorocketmq.broker.quarantine import usable_offsets
+from aiorocketmq.remoting.errors import ConfigError
 
 log = structlog.get_logger(__name__)
 

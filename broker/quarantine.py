@@ -18,9 +18,9 @@ from typing import Any
 
 import structlog
 
-from remoting.errors import ConfigError
-from remoting.files import atomic_write
-from remoting.protocol.bounds import (
+from aiorocketmq.remoting.errors import ConfigError
+from aiorocketmq.remoting.files import atomic_write
+from aiorocketmq.remoting.protocol.bounds import (
     STORED_QUEUE_NUMS_MAX,
     check_group_name,
     group_config_refusal,
@@ -28,10 +28,10 @@ from remoting.protocol.bounds import (
     queue_id_refusal,
     topic_config_refusal,
 )
-from remoting.protocol.group import SubscriptionGroupConfig
-from remoting.protocol.message import now_ms
-from remoting.protocol.route import dumps
-from remoting.protocol.topic import TopicConfig, check_topic_name
+from aiorocketmq.remoting.protocol.group import SubscriptionGroupConfig
+from aiorocketmq.remoting.protocol.message import now_ms
+from aiorocketmq.remoting.protocol.route import dumps
+from aiorocketmq.remoting.protocol.topic import TopicConfig, check_topic_name
 
 log = structlog.get_logger(__name__)
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import structlog
 
-from remoting.channel import Channel
-from remoting.protocol.codes import ResponseCode
-from remoting.protocol.command import RemotingCommand, response_to
-from remoting.throttle import Throttle
+from aiorocketmq.remoting.channel import Channel
+from aiorocketmq.remoting.protocol.codes import ResponseCode
+from aiorocketmq.remoting.protocol.command import RemotingCommand, response_to
+from aiorocketmq.remoting.throttle import Throttle
 
 log = structlog.get_logger(__name__)
 

@@ -1,7 +1,7 @@
 """LeftOut: the topics a broker does not register, because no name server would route them.
 
-A topic the name server cannot route (``remoting.protocol.register.unregistrable``: queue
-numbers Java's int cannot hold, a blank or over-long name, text that is not UTF-8) got into
+A topic the name server cannot route (``aiorocketmq.remoting.protocol.register.unregistrable``:
+queue numbers Java's int cannot hold, a blank or over-long name, text that is not UTF-8) got into
 the topic table somehow -- an old topics.json, a future bug. Sent along, it used to make the
 name server refuse the whole registration, so every topic of the broker lost its route 15 s
 later, and again after every restart (issue 29, N1). The broker leaves it out instead: the
@@ -18,7 +18,7 @@ from typing import Final
 
 import structlog
 
-from remoting.protocol.register import TopicConfigWrapper, unregistrable
+from aiorocketmq.remoting.protocol.register import TopicConfigWrapper, unregistrable
 
 log = structlog.get_logger(__name__)
 

@@ -27,11 +27,11 @@ from collections.abc import Callable, Sequence
 
 import structlog
 
-from broker.namesrv_api import BrokerIdentity, NamesrvAPI
-from broker.topics import TopicTable
-from remoting.protocol.message import now_ms
-from remoting.protocol.register import DataVersion, TopicConfigWrapper
-from remoting.protocol.topic import Perm, TopicConfig
+from aiorocketmq.broker.namesrv_api import BrokerIdentity, NamesrvAPI
+from aiorocketmq.broker.topics import TopicTable
+from aiorocketmq.remoting.protocol.message import now_ms
+from aiorocketmq.remoting.protocol.register import DataVersion, TopicConfigWrapper
+from aiorocketmq.remoting.protocol.topic import Perm, TopicConfig
 
 log = structlog.get_logger(__name__)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
-from remoting.protocol.heartbeat import ConsumerData, SubscriptionData
+from aiorocketmq.remoting.protocol.heartbeat import ConsumerData, SubscriptionData
 
 
 @dataclass(slots=True)

@@ -15,13 +15,13 @@ import socket
 
 import structlog
 
-from broker.config import BrokerRole
-from broker.context import BrokerContext
-from broker.ha_master import HAMaster
-from broker.ha_slave import HASlave
-from broker.namesrv_api import NamesrvAPI
-from broker.store import PutStatus
-from remoting.errors import ConfigError
+from aiorocketmq.broker.config import BrokerRole
+from aiorocketmq.broker.context import BrokerContext
+from aiorocketmq.broker.ha_master import HAMaster
+from aiorocketmq.broker.ha_slave import HASlave
+from aiorocketmq.broker.namesrv_api import NamesrvAPI
+from aiorocketmq.broker.store import PutStatus
+from aiorocketmq.remoting.errors import ConfigError
 
 log = structlog.get_logger(__name__)
 

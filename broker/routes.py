@@ -4,19 +4,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from broker.config import BrokerConfig
-from broker.processors.admin import AdminProcessor
-from broker.processors.callclient import CallClientProcessor
-from broker.processors.client import ClientProcessor
-from broker.processors.endtx import EndTransactionProcessor
-from broker.processors.groups import GroupAdminProcessor
-from broker.processors.pull import PullProcessor
-from broker.processors.query import QueryProcessor
-from broker.processors.runtime import RuntimeProcessor
-from broker.processors.send import SendProcessor
-from broker.slave_sync import SyncProcessor
-from remoting.dispatch import Bulkhead, Route, Routes
-from remoting.protocol.codes import RequestCode as C
+from aiorocketmq.broker.config import BrokerConfig
+from aiorocketmq.broker.processors.admin import AdminProcessor
+from aiorocketmq.broker.processors.callclient import CallClientProcessor
+from aiorocketmq.broker.processors.client import ClientProcessor
+from aiorocketmq.broker.processors.endtx import EndTransactionProcessor
+from aiorocketmq.broker.processors.groups import GroupAdminProcessor
+from aiorocketmq.broker.processors.pull import PullProcessor
+from aiorocketmq.broker.processors.query import QueryProcessor
+from aiorocketmq.broker.processors.runtime import RuntimeProcessor
+from aiorocketmq.broker.processors.send import SendProcessor
+from aiorocketmq.broker.slave_sync import SyncProcessor
+from aiorocketmq.remoting.dispatch import Bulkhead, Route, Routes
+from aiorocketmq.remoting.protocol.codes import RequestCode as C
 
 SEND_BUSY = (
     "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, "

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Final
 
-from remoting.protocol.bounds import QUEUE_NUMS_MAX
+from aiorocketmq.remoting.protocol.bounds import QUEUE_NUMS_MAX
 
 _PATH = "a path"
 _LAYOUT = "the layout of the files already written"

@@ -30,14 +30,14 @@ from typing import Any, Final
 
 import structlog
 
-from broker.configfile import ConfigFile, Snapshot
-from broker.store import GetStatus, MessageStore, PutStatus
-from broker.store.results import NEVER_STORED
-from remoting.errors import ConfigError
-from remoting.protocol.message import MessageExt, Prop, decode_record, now_ms
-from remoting.protocol.topic import SCHEDULE_TOPIC
-from remoting.tasks import TimeSlice
-from remoting.warnlimit import WarnLimiter
+from aiorocketmq.broker.configfile import ConfigFile, Snapshot
+from aiorocketmq.broker.store import GetStatus, MessageStore, PutStatus
+from aiorocketmq.broker.store.results import NEVER_STORED
+from aiorocketmq.remoting.errors import ConfigError
+from aiorocketmq.remoting.protocol.message import MessageExt, Prop, decode_record, now_ms
+from aiorocketmq.remoting.protocol.topic import SCHEDULE_TOPIC
+from aiorocketmq.remoting.tasks import TimeSlice
+from aiorocketmq.remoting.warnlimit import WarnLimiter
 
 log = structlog.get_logger(__name__)
 

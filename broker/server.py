@@ -13,42 +13,42 @@ from pathlib import Path
 
 import structlog
 
-from broker.config import BrokerConfig
-from broker.configfile import ConfigFile
-from broker.consumers import Consumers
-from broker.context import BrokerContext
-from broker.groups import SubscriptionGroups
-from broker.listen import HA_OFFSET, bind_listeners, vip_routes
-from broker.metrics import BrokerCollector
-from broker.namesrv_api import BrokerIdentity, NamesrvAPI
-from broker.processors.admin import AdminProcessor
-from broker.processors.callclient import CallClientProcessor
-from broker.processors.client import ClientProcessor
-from broker.processors.endtx import EndTransactionProcessor
-from broker.processors.groups import GroupAdminProcessor
-from broker.processors.pull import PullProcessor
-from broker.processors.query import QueryProcessor
-from broker.processors.runtime import RuntimeProcessor
-from broker.processors.send import SendProcessor
-from broker.registration import Registrar
-from broker.replication import Replication, check_role
-from broker.routes import Processors, bulkheads, routes
-from broker.slave_sync import SlaveSync, SyncProcessor
-from broker.stats import SAMPLE_SECONDS, BrokerStats
-from broker.store import MessageStore
-from broker.store.config import StoreConfig
-from broker.topics import TopicTable, system_topics
-from broker.transactions import Transactions
-from broker.txcheck import TransactionCheck
-from remoting.client import RemotingClient
-from remoting.config import ServerConfig
-from remoting.counters import RequestStats
-from remoting.lifecycle import Service
-from remoting.metrics import Metrics
-from remoting.process import prepare_server_process
-from remoting.protocol.message import now_ms
-from remoting.server import RemotingServer
-from remoting.tasks import every
+from aiorocketmq.broker.config import BrokerConfig
+from aiorocketmq.broker.configfile import ConfigFile
+from aiorocketmq.broker.consumers import Consumers
+from aiorocketmq.broker.context import BrokerContext
+from aiorocketmq.broker.groups import SubscriptionGroups
+from aiorocketmq.broker.listen import HA_OFFSET, bind_listeners, vip_routes
+from aiorocketmq.broker.metrics import BrokerCollector
+from aiorocketmq.broker.namesrv_api import BrokerIdentity, NamesrvAPI
+from aiorocketmq.broker.processors.admin import AdminProcessor
+from aiorocketmq.broker.processors.callclient import CallClientProcessor
+from aiorocketmq.broker.processors.client import ClientProcessor
+from aiorocketmq.broker.processors.endtx import EndTransactionProcessor
+from aiorocketmq.broker.processors.groups import GroupAdminProcessor
+from aiorocketmq.broker.processors.pull import PullProcessor
+from aiorocketmq.broker.processors.query import QueryProcessor
+from aiorocketmq.broker.processors.runtime import RuntimeProcessor
+from aiorocketmq.broker.processors.send import SendProcessor
+from aiorocketmq.broker.registration import Registrar
+from aiorocketmq.broker.replication import Replication, check_role
+from aiorocketmq.broker.routes import Processors, bulkheads, routes
+from aiorocketmq.broker.slave_sync import SlaveSync, SyncProcessor
+from aiorocketmq.broker.stats import SAMPLE_SECONDS, BrokerStats
+from aiorocketmq.broker.store import MessageStore
+from aiorocketmq.broker.store.config import StoreConfig
+from aiorocketmq.broker.topics import TopicTable, system_topics
+from aiorocketmq.broker.transactions import Transactions
+from aiorocketmq.broker.txcheck import TransactionCheck
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.config import ServerConfig
+from aiorocketmq.remoting.counters import RequestStats
+from aiorocketmq.remoting.lifecycle import Service
+from aiorocketmq.remoting.metrics import Metrics
+from aiorocketmq.remoting.process import prepare_server_process
+from aiorocketmq.remoting.protocol.message import now_ms
+from aiorocketmq.remoting.server import RemotingServer
+from aiorocketmq.remoting.tasks import every
 
 log = structlog.get_logger(__name__)
 

@@ -26,11 +26,11 @@ from typing import Final
 
 import structlog
 
-from broker import runtime_keys
-from broker.config import BrokerConfig
-from broker.context import BrokerContext
-from broker.store.config import StoreConfig
-from remoting.config import (
+from aiorocketmq.broker import runtime_keys
+from aiorocketmq.broker.config import BrokerConfig
+from aiorocketmq.broker.context import BrokerContext
+from aiorocketmq.broker.store.config import StoreConfig
+from aiorocketmq.remoting.config import (
     ServerConfig,
     Value,
     build,
@@ -40,10 +40,10 @@ from remoting.config import (
     parse_properties,
     update_properties,
 )
-from remoting.errors import ConfigError
-from remoting.files import atomic_write
-from remoting.protocol.codes import ResponseCode
-from remoting.protocol.message import now_ms
+from aiorocketmq.remoting.errors import ConfigError
+from aiorocketmq.remoting.files import atomic_write
+from aiorocketmq.remoting.protocol.codes import ResponseCode
+from aiorocketmq.remoting.protocol.message import now_ms
 
 log = structlog.get_logger(__name__)
 

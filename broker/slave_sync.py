@@ -13,19 +13,19 @@ from typing import Any
 
 import structlog
 
-from broker.context import BrokerContext
-from broker.offsets import ConsumerOffsets
-from broker.schedule import ScheduleService
-from remoting.channel import Channel
-from remoting.client import RemotingClient
-from remoting.errors import RemotingError
-from remoting.protocol import fastjson
-from remoting.protocol.codes import RequestCode as C
-from remoting.protocol.codes import ResponseCode as R
-from remoting.protocol.command import RemotingCommand, response_to
-from remoting.protocol.group import SubscriptionGroupConfig
-from remoting.protocol.register import DataVersion, TopicConfigWrapper
-from remoting.protocol.route import dumps
+from aiorocketmq.broker.context import BrokerContext
+from aiorocketmq.broker.offsets import ConsumerOffsets
+from aiorocketmq.broker.schedule import ScheduleService
+from aiorocketmq.remoting.channel import Channel
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.errors import RemotingError
+from aiorocketmq.remoting.protocol import fastjson
+from aiorocketmq.remoting.protocol.codes import RequestCode as C
+from aiorocketmq.remoting.protocol.codes import ResponseCode as R
+from aiorocketmq.remoting.protocol.command import RemotingCommand, response_to
+from aiorocketmq.remoting.protocol.group import SubscriptionGroupConfig
+from aiorocketmq.remoting.protocol.register import DataVersion, TopicConfigWrapper
+from aiorocketmq.remoting.protocol.route import dumps
 
 log = structlog.get_logger(__name__)
 

@@ -21,10 +21,10 @@ from typing import Any, Final
 
 import structlog
 
-from broker.configfile import ConfigFile
-from broker.journal import Journal
-from remoting.files import atomic_write
-from remoting.protocol.route import dumps
+from aiorocketmq.broker.configfile import ConfigFile
+from aiorocketmq.broker.journal import Journal
+from aiorocketmq.remoting.files import atomic_write
+from aiorocketmq.remoting.protocol.route import dumps
 
 log = structlog.get_logger(__name__)
 

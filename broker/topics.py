@@ -15,13 +15,13 @@ from typing import Any
 
 import structlog
 
-from broker.configfile import ConfigFile
-from broker.quarantine import usable_topics
-from broker.tablefile import TableFile
-from remoting.errors import ConfigError
-from remoting.protocol.message import now_ms
-from remoting.protocol.register import DataVersion, TopicConfigWrapper
-from remoting.protocol.topic import (
+from aiorocketmq.broker.configfile import ConfigFile
+from aiorocketmq.broker.quarantine import usable_topics
+from aiorocketmq.broker.tablefile import TableFile
+from aiorocketmq.remoting.errors import ConfigError
+from aiorocketmq.remoting.protocol.message import now_ms
+from aiorocketmq.remoting.protocol.register import DataVersion, TopicConfigWrapper
+from aiorocketmq.remoting.protocol.topic import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
     BENCHMARK_TOPIC,
     OFFSET_MOVED_EVENT,

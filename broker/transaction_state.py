@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from remoting.protocol.message import MessageExt, Prop
+from aiorocketmq.remoting.protocol.message import MessageExt, Prop
 
 
 def chain_root(half: MessageExt) -> int:

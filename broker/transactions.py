@@ -17,21 +17,21 @@ from typing import Final, NamedTuple
 
 import structlog
 
-from broker.context import BrokerContext
-from broker.delay import apply_delay
-from broker.offsets import ConsumerOffsets
-from broker.store import GetStatus, PutResult, PutStatus
-from broker.transaction_state import HalfOps, chain_root
-from remoting.errors import MessageDecodeError
-from remoting.protocol.codes import ResponseCode as R
-from remoting.protocol.headers.transaction import (
+from aiorocketmq.broker.context import BrokerContext
+from aiorocketmq.broker.delay import apply_delay
+from aiorocketmq.broker.offsets import ConsumerOffsets
+from aiorocketmq.broker.store import GetStatus, PutResult, PutStatus
+from aiorocketmq.broker.transaction_state import HalfOps, chain_root
+from aiorocketmq.remoting.errors import MessageDecodeError
+from aiorocketmq.remoting.protocol.codes import ResponseCode as R
+from aiorocketmq.remoting.protocol.headers.transaction import (
     TRANSACTION_COMMIT_TYPE,
     EndTransactionRequestHeader,
 )
-from remoting.protocol.message import MessageExt, Prop, SysFlag, decode_record, now_ms
-from remoting.protocol.msgid import UniqKeyGenerator
-from remoting.protocol.topic import TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, Perm
-from remoting.tasks import TimeSlice
+from aiorocketmq.remoting.protocol.message import MessageExt, Prop, SysFlag, decode_record, now_ms
+from aiorocketmq.remoting.protocol.msgid import UniqKeyGenerator
+from aiorocketmq.remoting.protocol.topic import TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, Perm
+from aiorocketmq.remoting.tasks import TimeSlice
 
 log = structlog.get_logger(__name__)
 

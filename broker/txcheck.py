@@ -27,24 +27,30 @@ from typing import Final
 
 import structlog
 
-from broker.registry import ClientRegistry
-from broker.store import GetStatus, PutStatus
-from broker.store.results import NEVER_STORED
-from broker.transactions import CHECK_GROUP, READ_BATCH, STORED, Transactions
-from remoting.channel import Channel
-from remoting.errors import MessageDecodeError
-from remoting.protocol.codes import RequestCode
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.headers.transaction import CheckTransactionStateRequestHeader
-from remoting.protocol.message import MessageExt, Prop, decode_record, encode_record, now_ms
-from remoting.protocol.topic import (
+from aiorocketmq.broker.registry import ClientRegistry
+from aiorocketmq.broker.store import GetStatus, PutStatus
+from aiorocketmq.broker.store.results import NEVER_STORED
+from aiorocketmq.broker.transactions import CHECK_GROUP, READ_BATCH, STORED, Transactions
+from aiorocketmq.remoting.channel import Channel
+from aiorocketmq.remoting.errors import MessageDecodeError
+from aiorocketmq.remoting.protocol.codes import RequestCode
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.headers.transaction import CheckTransactionStateRequestHeader
+from aiorocketmq.remoting.protocol.message import (
+    MessageExt,
+    Prop,
+    decode_record,
+    encode_record,
+    now_ms,
+)
+from aiorocketmq.remoting.protocol.topic import (
     TRANS_CHECK_MAX_TIME_TOPIC,
     TRANS_HALF_TOPIC,
     TRANS_OP_HALF_TOPIC,
     Perm,
 )
-from remoting.tasks import TimeSlice
-from remoting.warnlimit import WarnLimiter
+from aiorocketmq.remoting.tasks import TimeSlice
+from aiorocketmq.remoting.warnlimit import WarnLimiter
 
 log = structlog.get_logger(__name__)
 

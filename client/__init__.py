@@ -1,12 +1,15 @@
 """The Python SDK for RocketMQ 4.x clusters (ours and Apache's).
 
-May import: remoting. ``client.api`` is the request layer every sender uses (Java's
+May import: remoting. ``aiorocketmq.client.core.api`` is the request layer every sender uses (Java's
 MQClientAPIImpl); ``Producer`` sends with RocketMQ's retries and fault avoidance. The
 ``PushConsumer`` consumes with listeners (or ``async for``), rebalancing with its group;
 ``TransactionProducer`` sends half messages and commits them with the local transaction.
 """
 
-from client.consumer_types import (
+from aiorocketmq.client.consumer.lite.consumer import PullConsumer
+from aiorocketmq.client.consumer.push.consumer import PushConsumer
+from aiorocketmq.client.consumer.push.iteration import Delivery
+from aiorocketmq.client.consumer.types import (
     ConsumeConcurrentlyContext,
     ConsumeFromWhere,
     ConsumeOrderlyContext,
@@ -14,20 +17,17 @@ from client.consumer_types import (
     ConsumeStatus,
     MessageModel,
 )
-from client.errors import MQBrokerError, MQClientError
-from client.iteration import Delivery
-from client.lite_pull import PullConsumer
-from client.message import Message, MessageQueue, SendResult, SendStatus
-from client.producer import Producer, ProducerOptions, select_by_hash
-from client.push import PushConsumer
-from client.transaction import TransactionProducer
-from client.transaction_types import (
+from aiorocketmq.client.core.errors import MQBrokerError, MQClientError
+from aiorocketmq.client.core.message import Message, MessageQueue, SendResult, SendStatus
+from aiorocketmq.client.producer.producer import Producer, ProducerOptions, select_by_hash
+from aiorocketmq.client.producer.transaction import TransactionProducer
+from aiorocketmq.client.producer.transaction_types import (
     LocalTransactionState,
     TransactionListener,
     TransactionSendResult,
 )
-from remoting.errors import RemotingError
-from remoting.protocol.message import MessageExt
+from aiorocketmq.remoting.errors import RemotingError
+from aiorocketmq.remoting.protocol.message import MessageExt
 
 __all__ = [
     "ConsumeConcurrentlyContext",

@@ -1,7 +1,7 @@
-"""Blocking facades for programs without asyncio: ``client.sync.Producer``,
-``client.sync.TransactionProducer`` and ``client.sync.PushConsumer`` /
-``client.sync.PullConsumer`` have the async classes' methods, run on one event-loop thread
-this module starts on first use and shares between every facade of the process.
+"""Blocking facades for programs without asyncio: ``aiorocketmq.client.sync.Producer``,
+``aiorocketmq.client.sync.TransactionProducer`` and ``aiorocketmq.client.sync.PushConsumer`` /
+``aiorocketmq.client.sync.PullConsumer`` have the async classes' methods, run on one event-loop
+thread this module starts on first use and shares between every facade of the process.
 
     with client.sync.Producer("my_group", namesrv_addr="127.0.0.1:9876") as producer:
         producer.send(Message("Topic", b"hello"))
@@ -24,23 +24,23 @@ from collections.abc import (
 )
 from typing import Any, TypeVar
 
-from client.api import SendStatus
-from client.consume import is_async
-from client.iteration import Delivery
-from client.lite_pull import PullConsumer as AsyncPullConsumer
-from client.lite_raw import RawPull
-from client.message import Message, MessageQueue, SendResult
-from client.producer import Producer as AsyncProducer
-from client.producer import Selector
-from client.push import PushConsumer as AsyncPushConsumer
-from client.transaction import TransactionProducer as AsyncTransactionProducer
-from client.transaction_types import (
+from aiorocketmq.client.consumer.lite.consumer import PullConsumer as AsyncPullConsumer
+from aiorocketmq.client.consumer.lite.raw import RawPull
+from aiorocketmq.client.consumer.push.consume import is_async
+from aiorocketmq.client.consumer.push.consumer import PushConsumer as AsyncPushConsumer
+from aiorocketmq.client.consumer.push.iteration import Delivery
+from aiorocketmq.client.core.api import SendStatus
+from aiorocketmq.client.core.message import Message, MessageQueue, SendResult
+from aiorocketmq.client.producer.producer import Producer as AsyncProducer
+from aiorocketmq.client.producer.producer import Selector
+from aiorocketmq.client.producer.transaction import TransactionProducer as AsyncTransactionProducer
+from aiorocketmq.client.producer.transaction_types import (
     LocalTransactionState,
     TransactionListener,
     TransactionSendResult,
     as_state,
 )
-from remoting.protocol.message import MessageExt
+from aiorocketmq.remoting.protocol.message import MessageExt
 
 T = TypeVar("T")
 

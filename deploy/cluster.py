@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from types import FrameType
 
-from deploy.procs import NAMESRV, Server, Spec, conf_path, say
+from aiorocketmq.deploy.procs import NAMESRV, Server, Spec, conf_path, say
 
 STOP_TIMEOUT = 10.0  # seconds each group of servers gets between SIGTERM and SIGKILL
 FOLLOW_TIMEOUT = 30.0  # seconds a listening slave gets to connect to its master's HA port

@@ -1,6 +1,6 @@
-"""``mqcluster`` (``make run``; ``python -m deploy.launcher``): a local cluster without Docker --
-a name server on 9876 and brokers broker-a (10911) and broker-b (10921), data under ./data of
-the current directory, every server's log lines in this terminal with its name in front.
+"""``mqcluster`` (``make run``; ``python -m aiorocketmq.deploy.launcher``): a local cluster without
+Docker -- a name server on 9876 and brokers broker-a (10911) and broker-b (10921), data under
+./data of the current directory, every server's log lines in this terminal with its name in front.
 
 It starts the servers in tiers (the name server, the masters, the slaves), says when each tier
 is ready and how long it took, then prints every endpoint -- each server's address, a broker's
@@ -8,8 +8,8 @@ role, VIP and HA ports, and its metrics URL -- and a first command to try.
 
 ``--slaves N`` adds N slaves to each broker group (``make run ARGS="--slaves 1"``): brokerId 1..N,
 brokerRole SLAVE, the group's brokerName, data under ./data/broker-a-s1 and so on; ``--sync``
-makes the masters SYNC_MASTER (else ASYNC_MASTER). Port plan: ``deploy.procs``. "cluster ready"
-waits until every slave follows its master.
+makes the masters SYNC_MASTER (else ASYNC_MASTER). Port plan: ``aiorocketmq.deploy.procs``.
+"cluster ready" waits until every slave follows its master.
 
 Stop it with Ctrl-C, ``kill <launcher pid>`` (SIGTERM) or by closing the terminal (SIGHUP): the
 slaves stop first, then the masters, then the name server (each group: SIGTERM, up to 10 s,
@@ -19,7 +19,7 @@ interpreter, in its own session (only the launcher sees Ctrl-C, so the order hol
 PR_SET_PDEATHSIG: if the launcher dies, even by SIGKILL, the kernel sends every server
 SIGTERM. The launcher asks the same for itself, so it stops the cluster when ``make`` dies.
 
-One launcher at a time runs from a data directory (a lock file, ``deploy.datadir``);
+One launcher at a time runs from a data directory (a lock file, ``aiorocketmq.deploy.datadir``);
 ``--reset`` empties it and exits. ``--data DIR`` puts all state under DIR; ``--ephemeral``
 runs every process on a free port, metrics included (the brokers find the name server through
 its ``listening`` line). Tests use both.
@@ -36,9 +36,9 @@ import sys
 import time
 from pathlib import Path
 
-from deploy.cluster import Cluster
-from deploy.datadir import Busy, lock, reset, shown
-from deploy.procs import MAX_SLAVES, NAMESRV, die_with_parent, plan, say
+from aiorocketmq.deploy.cluster import Cluster
+from aiorocketmq.deploy.datadir import Busy, lock, reset, shown
+from aiorocketmq.deploy.procs import MAX_SLAVES, NAMESRV, die_with_parent, plan, say
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 

@@ -99,17 +99,30 @@ def slave_port(master_port: int, k: int) -> int:
 
 def plan(slaves: int = 0, sync: bool = False) -> list[Spec]:
     """The servers in start order: the name server, the masters, slave 1 of each group, ..."""
-    todo = [(NAMESRV, NAMESRV, "", 9876, ["-m", "namesrv", "-c", "deploy/conf/namesrv.conf"])]
+    todo = [
+        (
+            NAMESRV,
+            NAMESRV,
+            "",
+            9876,
+            ["-m", "aiorocketmq.namesrv", "-c", "deploy/conf/namesrv.conf"],
+        )
+    ]
     role = "SYNC_MASTER" if sync else "ASYNC_MASTER"
     for name, port in MASTERS:
-        argv = ["-m", "broker", "-c", f"deploy/conf/{name}.conf"]
+        argv = ["-m", "aiorocketmq.broker", "-c", f"deploy/conf/{name}.conf"]
         if sync:  # the conf files say ASYNC_MASTER
             argv += ["--set", f"brokerRole={role}"]
         todo.append((name, role, name, port, argv))
     for k in range(1, slaves + 1):
         for name, master_port in MASTERS:
             port = slave_port(master_port, k)
-            argv = ["-m", "broker", "-c", f"deploy/conf/{name}-s.conf"]  # slave 1's file
+            argv = [
+                "-m",
+                "aiorocketmq.broker",
+                "-c",
+                f"deploy/conf/{name}-s.conf",
+            ]  # slave 1's file
             if k > 1:
                 argv += ["--set", f"brokerId={k}", "--set", f"listenPort={port}"]
             todo.append((f"{name}-s{k}", SLAVE, name, port, argv))

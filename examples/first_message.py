@@ -1,8 +1,8 @@
 """Send a first message to the cluster `make run` starts, then read it back by its id.
 
 Run: ``.venv/bin/python examples/first_message.py [broker 127.0.0.1:10911] [topic]``.
-It uses the SDK's request layer (``client.api``) directly: one SEND_MESSAGE_V2, as any
-RocketMQ producer sends it, then VIEW_MESSAGE_BY_ID. An unknown topic is created from TBW102.
+It uses the SDK's request layer (``aiorocketmq.client.core.api``) directly: one SEND_MESSAGE_V2, as
+any RocketMQ producer sends it, then VIEW_MESSAGE_BY_ID. An unknown topic is created from TBW102.
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from client import api
-from remoting.client import RemotingClient
-from remoting.protocol.message import decode_record
-from remoting.protocol.msgid import parse_offset_msg_id
-from remoting.runtime import configure_logging
+from aiorocketmq.client.core import api
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.protocol.message import decode_record
+from aiorocketmq.remoting.protocol.msgid import parse_offset_msg_id
+from aiorocketmq.remoting.runtime import configure_logging
 
 
 async def main(broker: str, topic: str) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 
-from client import (
+from aiorocketmq.client import (
     ConsumeConcurrentlyContext,
     ConsumeFromWhere,
     ConsumeStatus,

@@ -21,9 +21,9 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-import spark
-from client import Message
-from client.sync import Producer
+import aiorocketmq.spark
+from aiorocketmq.client import Message
+from aiorocketmq.client.sync import Producer
 
 
 def main(namesrv: str) -> None:
@@ -41,7 +41,7 @@ def main(namesrv: str) -> None:
         .getOrCreate()
     )  # fmt: skip
     session.sparkContext.setLogLevel("ERROR")
-    spark.register(session)
+    aiorocketmq.spark.register(session)
 
     clicks = (
         session.readStream.format("rocketmq")

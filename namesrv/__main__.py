@@ -1,4 +1,4 @@
-"""``mqnamesrv`` / ``python -m namesrv``: start a name server."""
+"""``mqnamesrv`` / ``python -m aiorocketmq.namesrv``: start a name server."""
 
 from __future__ import annotations
 
@@ -6,11 +6,17 @@ import argparse
 import asyncio
 import sys
 
-from namesrv.config import DEFAULT_BIND_ADDRESS, DEFAULT_LISTEN_PORT, NamesrvConfig
-from namesrv.server import Namesrv
-from remoting.config import ServerConfig
-from remoting.errors import ConfigError
-from remoting.runtime import add_common_args, config_error_exit, load_configs, print_config, run
+from aiorocketmq.namesrv.config import DEFAULT_BIND_ADDRESS, DEFAULT_LISTEN_PORT, NamesrvConfig
+from aiorocketmq.namesrv.server import Namesrv
+from aiorocketmq.remoting.config import ServerConfig
+from aiorocketmq.remoting.errors import ConfigError
+from aiorocketmq.remoting.runtime import (
+    add_common_args,
+    config_error_exit,
+    load_configs,
+    print_config,
+    run,
+)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-from remoting.config import Bounds
+from aiorocketmq.remoting.config import Bounds
 
 
 def _default_kv_path() -> str:

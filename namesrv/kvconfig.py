@@ -13,10 +13,10 @@ from pathlib import Path
 
 import structlog
 
-from remoting.errors import ConfigError
-from remoting.files import atomic_write
-from remoting.protocol.bounds import order_topic_conf_refusal
-from remoting.protocol.text import unencodable
+from aiorocketmq.remoting.errors import ConfigError
+from aiorocketmq.remoting.files import atomic_write
+from aiorocketmq.remoting.protocol.bounds import order_topic_conf_refusal
+from aiorocketmq.remoting.protocol.text import unencodable
 
 log = structlog.get_logger(__name__)
 

@@ -2,7 +2,7 @@
 registered brokers, broker names, clusters and topics, the topic configs registrations
 carried (what registering costs it) and the topics they left out (ours: 4.9.8 has no
 metrics endpoint).
-Requests, latency, connections and event-loop lag come from ``remoting.metrics``."""
+Requests, latency, connections and event-loop lag come from ``aiorocketmq.remoting.metrics``."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-from namesrv.processors import NamesrvProcessor
-from remoting.metrics import PREFIX
+from aiorocketmq.namesrv.processors import NamesrvProcessor
+from aiorocketmq.remoting.metrics import PREFIX
 
 
 class NamesrvCollector(Collector):

@@ -32,27 +32,27 @@ from typing import Final, TypeVar
 
 import structlog
 
-from namesrv.kvconfig import ORDER_TOPIC_CONFIG, KVConfig
-from namesrv.routes import RouteTable
-from remoting.channel import Channel
-from remoting.dispatch import Route, Routes, not_supported
-from remoting.protocol import text
-from remoting.protocol.codes import RequestCode, ResponseCode
-from remoting.protocol.command import RemotingCommand, response_to
-from remoting.protocol.faq import SUGGEST_TODO
-from remoting.protocol.frame import DEFAULT_MAX_FRAME
-from remoting.protocol.headers import namesrv as h
-from remoting.protocol.register import (
+from aiorocketmq.namesrv.kvconfig import ORDER_TOPIC_CONFIG, KVConfig
+from aiorocketmq.namesrv.routes import RouteTable
+from aiorocketmq.remoting.channel import Channel
+from aiorocketmq.remoting.dispatch import Route, Routes, not_supported
+from aiorocketmq.remoting.protocol import text
+from aiorocketmq.remoting.protocol.codes import RequestCode, ResponseCode
+from aiorocketmq.remoting.protocol.command import RemotingCommand, response_to
+from aiorocketmq.remoting.protocol.faq import SUGGEST_TODO
+from aiorocketmq.remoting.protocol.frame import DEFAULT_MAX_FRAME
+from aiorocketmq.remoting.protocol.headers import namesrv as h
+from aiorocketmq.remoting.protocol.register import (
     DataVersion,
     RegisterBrokerBody,
     TopicConfigWrapper,
     inflate,
 )
-from remoting.protocol.route import dumps, encodable, encode_kv_table, encode_topic_list
-from remoting.protocol.steps import Steps
-from remoting.protocol.topic import TopicConfig
-from remoting.tasks import run_steps
-from remoting.warnlimit import WarnLimiter
+from aiorocketmq.remoting.protocol.route import dumps, encodable, encode_kv_table, encode_topic_list
+from aiorocketmq.remoting.protocol.steps import Steps
+from aiorocketmq.remoting.protocol.topic import TopicConfig
+from aiorocketmq.remoting.tasks import run_steps
+from aiorocketmq.remoting.warnlimit import WarnLimiter
 
 log = structlog.get_logger(__name__)
 

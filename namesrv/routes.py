@@ -18,10 +18,16 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Final, NamedTuple
 
-from remoting.protocol.register import DataVersion, TopicConfigWrapper
-from remoting.protocol.route import MASTER_ID, BrokerData, ClusterInfo, QueueData, TopicRouteData
-from remoting.protocol.steps import Steps
-from remoting.protocol.topic import Perm, TopicConfig
+from aiorocketmq.remoting.protocol.register import DataVersion, TopicConfigWrapper
+from aiorocketmq.remoting.protocol.route import (
+    MASTER_ID,
+    BrokerData,
+    ClusterInfo,
+    QueueData,
+    TopicRouteData,
+)
+from aiorocketmq.remoting.protocol.steps import Steps
+from aiorocketmq.remoting.protocol.topic import Perm, TopicConfig
 
 Clock = Callable[[], float]  # milliseconds, monotonic
 APPLY_SLICE: Final = 1000  # topics rebuilt per step of a registration

@@ -8,18 +8,18 @@ import time
 
 import structlog
 
-from namesrv.config import NamesrvConfig
-from namesrv.kvconfig import KVConfig
-from namesrv.metrics import NamesrvCollector
-from namesrv.processors import NamesrvProcessor, unknown_code
-from namesrv.routes import Eviction, RouteTable
-from remoting.channel import Channel
-from remoting.config import ServerConfig
-from remoting.counters import RequestStats
-from remoting.lifecycle import Service
-from remoting.metrics import Metrics
-from remoting.server import RemotingServer
-from remoting.tasks import every
+from aiorocketmq.namesrv.config import NamesrvConfig
+from aiorocketmq.namesrv.kvconfig import KVConfig
+from aiorocketmq.namesrv.metrics import NamesrvCollector
+from aiorocketmq.namesrv.processors import NamesrvProcessor, unknown_code
+from aiorocketmq.namesrv.routes import Eviction, RouteTable
+from aiorocketmq.remoting.channel import Channel
+from aiorocketmq.remoting.config import ServerConfig
+from aiorocketmq.remoting.counters import RequestStats
+from aiorocketmq.remoting.lifecycle import Service
+from aiorocketmq.remoting.metrics import Metrics
+from aiorocketmq.remoting.server import RemotingServer
+from aiorocketmq.remoting.tasks import every
 
 log = structlog.get_logger(__name__)
 

@@ -17,26 +17,26 @@ import typing
 from collections.abc import Callable
 from typing import Final
 
-from remoting.channel_options import ChannelOptions, peer_addr
-from remoting.deadlines import Deadlines
-from remoting.dispatch import Dispatcher
-from remoting.errors import (
+from aiorocketmq.remoting.channel_options import ChannelOptions, peer_addr
+from aiorocketmq.remoting.deadlines import Deadlines
+from aiorocketmq.remoting.dispatch import Dispatcher
+from aiorocketmq.remoting.errors import (
     FrameError,
     RemotingCommandError,
     RemotingConnectError,
     RemotingSendRequestError,
     RemotingTimeoutError,
 )
-from remoting.log import get_logger
-from remoting.protocol.codes import ResponseCode, SerializeType
-from remoting.protocol.command import (
+from aiorocketmq.remoting.log import get_logger
+from aiorocketmq.remoting.protocol.codes import ResponseCode, SerializeType
+from aiorocketmq.remoting.protocol.command import (
     ONEWAY_FLAG,
     RESPONSE_FLAG,
     RemotingCommand,
     next_opaque,
     response_to,
 )
-from remoting.protocol.frame import FrameDecoder, encode
+from aiorocketmq.remoting.protocol.frame import FrameDecoder, encode
 
 log = get_logger(__name__)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from remoting.limits import MemoryLimits
-from remoting.protocol.frame import DEFAULT_MAX_FRAME
+from aiorocketmq.remoting.limits import MemoryLimits
+from aiorocketmq.remoting.protocol.frame import DEFAULT_MAX_FRAME
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -7,15 +7,15 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from remoting.channel import Channel
-from remoting.channel_options import ChannelOptions
-from remoting.config import ClientConfig
-from remoting.dispatch import Dispatcher, Route
-from remoting.errors import RemotingConnectError
-from remoting.lifecycle import Service
-from remoting.log import get_logger
-from remoting.protocol.command import RemotingCommand
-from remoting.slots import Slots
+from aiorocketmq.remoting.channel import Channel
+from aiorocketmq.remoting.channel_options import ChannelOptions
+from aiorocketmq.remoting.config import ClientConfig
+from aiorocketmq.remoting.dispatch import Dispatcher, Route
+from aiorocketmq.remoting.errors import RemotingConnectError
+from aiorocketmq.remoting.lifecycle import Service
+from aiorocketmq.remoting.log import get_logger
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.slots import Slots
 
 log = get_logger(__name__)
 

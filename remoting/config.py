@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple, TypeVar
 
-from remoting.errors import ConfigError
-from remoting.log import get_logger
-from remoting.protocol.codes import SerializeType
-from remoting.protocol.frame import DEFAULT_MAX_FRAME
+from aiorocketmq.remoting.errors import ConfigError
+from aiorocketmq.remoting.log import get_logger
+from aiorocketmq.remoting.protocol.codes import SerializeType
+from aiorocketmq.remoting.protocol.frame import DEFAULT_MAX_FRAME
 
 log = get_logger(__name__)
 T = TypeVar("T")

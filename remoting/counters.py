@@ -3,8 +3,8 @@ code, their latency, and how late the event loop runs.
 
 The dispatcher counts every request it answers here with a few dict and list operations and
 a bisect into fixed bucket bounds -- a few hundred nanoseconds; nothing of prometheus_client
-is touched per request. ``remoting.metrics`` turns these numbers into metric families only
-when ``/metrics`` is scraped.
+is touched per request. ``aiorocketmq.remoting.metrics`` turns these numbers into metric families
+only when ``/metrics`` is scraped.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from time import perf_counter
 from typing import Final
 
-from remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.command import RemotingCommand
 
 # seconds; a long-polling pull is held up to its suspend timeout (15-30 s)
 LATENCY_BOUNDS: Final = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,

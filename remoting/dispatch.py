@@ -35,12 +35,12 @@ from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any, NamedTuple, TypeAlias
 
-from remoting.counters import OTHER_CODE, RequestStats
-from remoting.errors import RemotingCommandError
-from remoting.inline import InlineTask, Resume
-from remoting.log import get_logger
-from remoting.protocol.codes import ResponseCode
-from remoting.protocol.command import RemotingCommand, response_to
+from aiorocketmq.remoting.counters import OTHER_CODE, RequestStats
+from aiorocketmq.remoting.errors import RemotingCommandError
+from aiorocketmq.remoting.inline import InlineTask, Resume
+from aiorocketmq.remoting.log import get_logger
+from aiorocketmq.remoting.protocol.codes import ResponseCode
+from aiorocketmq.remoting.protocol.command import RemotingCommand, response_to
 
 # the second argument is the connection the request came on (remoting.channel.Channel)
 AsyncHandler: TypeAlias = Callable[[RemotingCommand, Any], Awaitable[RemotingCommand | None]]

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from remoting.log import get_logger
+from aiorocketmq.remoting.log import get_logger
 
 log = get_logger(__name__)
 

@@ -2,10 +2,11 @@
 
 A library must not print or configure logging on import. structlog, left unconfigured,
 prints every call (debug included) to stdout, so these loggers ask at each call: when the
-program configured structlog (our servers do, in ``remoting.runtime.configure_logging``), the
-call goes to structlog as before; otherwise it goes to the standard ``logging`` logger of the
-same name, as ``event key=value ...``, where the program's logging configuration decides
-(none: Python prints warnings and errors to stderr, nothing else).
+program configured structlog (our servers do, in
+``aiorocketmq.remoting.runtime.configure_logging``), the call goes to structlog as before;
+otherwise it goes to the standard ``logging`` logger of the same name, as ``event key=value ...``,
+where the program's logging configuration decides (none: Python prints warnings and errors to
+stderr, nothing else).
 """
 
 from __future__ import annotations

@@ -20,11 +20,11 @@ from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from remoting.counters import NO_RESPONSE, OTHER_CODE, Histogram, LoopLag, RequestStats
-from remoting.lifecycle import Service
-from remoting.metrics_http import MetricsEndpoint
-from remoting.protocol.codes import RequestCode, ResponseCode
-from remoting.server import RemotingServer
+from aiorocketmq.remoting.counters import NO_RESPONSE, OTHER_CODE, Histogram, LoopLag, RequestStats
+from aiorocketmq.remoting.lifecycle import Service
+from aiorocketmq.remoting.metrics_http import MetricsEndpoint
+from aiorocketmq.remoting.protocol.codes import RequestCode, ResponseCode
+from aiorocketmq.remoting.server import RemotingServer
 
 PREFIX = "rocketmq_"
 

@@ -17,7 +17,7 @@ from typing import Final, NamedTuple
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import CollectorRegistry
 
-from remoting.log import get_logger
+from aiorocketmq.remoting.log import get_logger
 
 log = get_logger(__name__)
 

@@ -17,7 +17,7 @@ import ctypes.util
 import resource
 from typing import Final
 
-from remoting.log import get_logger
+from aiorocketmq.remoting.log import get_logger
 
 log = get_logger(__name__)
 

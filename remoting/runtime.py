@@ -19,8 +19,8 @@ from typing import Any, TextIO
 import structlog
 import uvloop
 
-from remoting.config import Value, build, dump, load_values, warn_unknown
-from remoting.errors import ConfigError
+from aiorocketmq.remoting.config import Value, build, dump, load_values, warn_unknown
+from aiorocketmq.remoting.errors import ConfigError
 
 log = structlog.get_logger(__name__)
 

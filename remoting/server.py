@@ -8,15 +8,15 @@ import socket
 import time
 from collections.abc import Callable, Mapping
 
-from remoting.channel import Channel
-from remoting.channel_options import ChannelOptions
-from remoting.config import ServerConfig
-from remoting.counters import RequestStats
-from remoting.dispatch import Bulkhead, Dispatcher, Routes, Unknown, not_supported
-from remoting.lifecycle import Service
-from remoting.limits import MemoryLimits
-from remoting.log import get_logger
-from remoting.process import prepare_server_process
+from aiorocketmq.remoting.channel import Channel
+from aiorocketmq.remoting.channel_options import ChannelOptions
+from aiorocketmq.remoting.config import ServerConfig
+from aiorocketmq.remoting.counters import RequestStats
+from aiorocketmq.remoting.dispatch import Bulkhead, Dispatcher, Routes, Unknown, not_supported
+from aiorocketmq.remoting.lifecycle import Service
+from aiorocketmq.remoting.limits import MemoryLimits
+from aiorocketmq.remoting.log import get_logger
+from aiorocketmq.remoting.process import prepare_server_process
 
 log = get_logger(__name__)
 

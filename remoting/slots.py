@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import collections
 
-from remoting.errors import RemotingTooMuchRequestError
+from aiorocketmq.remoting.errors import RemotingTooMuchRequestError
 
 
 class Slots:

@@ -10,8 +10,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Final, TypeVar
 
-from remoting.log import get_logger
-from remoting.protocol.steps import Steps
+from aiorocketmq.remoting.log import get_logger
+from aiorocketmq.remoting.protocol.steps import Steps
 
 log = get_logger(__name__)
 

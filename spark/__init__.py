@@ -1,8 +1,8 @@
 """A PySpark data source named ``rocketmq``: batch and Structured Streaming reads of
 queues into DataFrames, and batch and streaming writes of DataFrames to topics.
 
-    import spark
-    spark.register(session)
+    import aiorocketmq.spark
+    aiorocketmq.spark.register(session)
     df = session.read.format("rocketmq").option("nameServer", "127.0.0.1:9876") \
         .option("subscribe", "TopicA").load()
 
@@ -16,7 +16,7 @@ from typing import Any
 
 def register(session: Any) -> None:
     """Make ``format("rocketmq")`` known to ``session`` (spark.dataSource.register)."""
-    from spark.source import RocketMQDataSource
+    from aiorocketmq.spark.source import RocketMQDataSource
 
     session.dataSource.register(RocketMQDataSource)
 

@@ -20,13 +20,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from client import MessageQueue, MQClientError, PullConsumer, RemotingError
-from client.lite_raw import Columns, PullStatus, RawPull, decode_columns
-from client.offsets import RemoteOffsetStore
-from client.sync import run
-from spark.offsets import Offsets, QueueRange, canonical
-from spark.options import ReadOptions
-from spark.schema import to_batch
+from aiorocketmq.client import MessageQueue, MQClientError, PullConsumer, RemotingError
+from aiorocketmq.client.consumer.lite.raw import Columns, PullStatus, RawPull, decode_columns
+from aiorocketmq.client.consumer.offsets import RemoteOffsetStore
+from aiorocketmq.client.sync import run
+from aiorocketmq.spark.offsets import Offsets, QueueRange, canonical
+from aiorocketmq.spark.options import ReadOptions
+from aiorocketmq.spark.schema import to_batch
 
 log = logging.getLogger(__name__)
 RETRY_SECONDS = 60.0  # a pull failing this long in a row fails the task

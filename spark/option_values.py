@@ -8,9 +8,9 @@ import json
 import re
 from typing import Any, Literal
 
-from client.errors import MQClientError
-from client.validate import check_group
-from spark.offsets import EARLIEST, LATEST, Offsets, parse_offsets
+from aiorocketmq.client.core.errors import MQClientError
+from aiorocketmq.client.core.validate import check_group
+from aiorocketmq.spark.offsets import EARLIEST, LATEST, Offsets, parse_offsets
 
 _DIGITS = re.compile(r"[0-9]+")
 _VALID_TOPIC = re.compile(r"[%|a-zA-Z0-9_-]+")  # TopicValidator.VALID_PATTERN_STR

@@ -16,8 +16,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
-from spark import option_values as v
-from spark.offsets import LATEST, Offsets
+from aiorocketmq.spark import option_values as v
+from aiorocketmq.spark.offsets import LATEST, Offsets
 
 DEFAULT_MAX_TRIGGER_DELAY_MS = 15 * 60 * 1000  # Kafka's maxTriggerDelay, 15m
 

@@ -13,8 +13,8 @@ Columns (matched case-insensitively; any other column is an error):
 | queueId | int | that queue of the topic; null: the producer picks |
 
 A row with a queueId goes to the queue with that id on the first broker, in broker-name
-order, whose writable queues include it (``spark.sink_send.by_queue_id``); the rows of one
-queue are sent one after another in row order. Other rows of a topic travel in
+order, whose writable queues include it (``aiorocketmq.spark.sink_send.by_queue_id``); the rows of
+one queue are sent one after another in row order. Other rows of a topic travel in
 SEND_BATCH_MESSAGE batches of ``batchSize`` to queues the producer picks (round robin, as
 Java's DefaultMQProducer), in no particular order. Delayed messages (a ``DELAY`` property)
 are sent one by one.
@@ -60,9 +60,9 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from spark.options import WriteOptions, write_options
-from spark.sink_rows import Columns, route
-from spark.sink_send import Sender, producer
+from aiorocketmq.spark.options import WriteOptions, write_options
+from aiorocketmq.spark.sink_rows import Columns, route
+from aiorocketmq.spark.sink_send import Sender, producer
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from client import Message
+from aiorocketmq.client import Message
 
 # MessageConst.PROPERTY_DELAY_TIME_LEVEL: a delayed message cannot travel in a batch
 # (MessageBatch.generateFromList refuses it), so such rows are sent one by one

@@ -18,8 +18,8 @@ from typing import Any
 
 import uvloop
 
-from client import Message, MessageQueue, Producer, SendStatus
-from spark.sink_rows import Routed, chunks
+from aiorocketmq.client import Message, MessageQueue, Producer, SendStatus
+from aiorocketmq.spark.sink_rows import Routed, chunks
 
 # a SEND_BATCH_MESSAGE body stays well under the brokers' 4 MiB maxMessageSize
 BATCH_BYTES = 1 << 20

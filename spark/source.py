@@ -31,10 +31,18 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from spark import cluster
-from spark.offsets import Offsets, QueueRange, backlog, canonical, from_json, limit_rows, ranges
-from spark.options import ReadOptions, read_options
-from spark.schema import check_user_schema, spark_schema
+from aiorocketmq.spark import cluster
+from aiorocketmq.spark.offsets import (
+    Offsets,
+    QueueRange,
+    backlog,
+    canonical,
+    from_json,
+    limit_rows,
+    ranges,
+)
+from aiorocketmq.spark.options import ReadOptions, read_options
+from aiorocketmq.spark.schema import check_user_schema, spark_schema
 
 
 class RocketMQDataSource(DataSource):
@@ -54,12 +62,12 @@ class RocketMQDataSource(DataSource):
         return StreamReader(read_options(self.options, streaming=True))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        from spark.sink import make_writer
+        from aiorocketmq.spark.sink import make_writer
 
         return make_writer(self.options, schema, overwrite, streaming=False)  # type: ignore[return-value]
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        from spark.sink import make_writer
+        from aiorocketmq.spark.sink import make_writer
 
         return make_writer(self.options, schema, overwrite, streaming=True)  # type: ignore[return-value]
 

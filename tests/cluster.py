@@ -59,7 +59,9 @@ class Cluster:
             **self.namesrv_sets,
         }
         port = str(self.namesrv_port)  # 0 the first time; the same port on restart
-        self.namesrv = ServerProcess(["-m", "namesrv", "--listen-port", port, *_sets(sets)])
+        self.namesrv = ServerProcess(
+            ["-m", "aiorocketmq.namesrv", "--listen-port", port, *_sets(sets)]
+        )
         self.namesrv_port = self.namesrv.listening_port()
 
     def add_broker(
@@ -84,7 +86,15 @@ class Cluster:
         sets = {"storePathRootDir": str(broker.store), **broker.sets}
         port = str(broker.port)  # 0 the first time; the same port on restart
         broker.proc = ServerProcess(
-            ["-m", "broker", "-n", self.namesrv_addr, "--listen-port", port, *_sets(sets)],
+            [
+                "-m",
+                "aiorocketmq.broker",
+                "-n",
+                self.namesrv_addr,
+                "--listen-port",
+                port,
+                *_sets(sets),
+            ],
             open_files=broker.open_files,
         )
         broker.port = broker.proc.listening_port()

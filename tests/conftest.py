@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from remoting.config import ServerConfig
-from remoting.dispatch import Bulkhead, Route, Routes
-from remoting.server import RemotingServer
+from aiorocketmq.remoting.config import ServerConfig
+from aiorocketmq.remoting.dispatch import Bulkhead, Route, Routes
+from aiorocketmq.remoting.server import RemotingServer
 from tests.units import slow_first, work_unit
 
 ServerFactory = Callable[..., Awaitable[RemotingServer]]

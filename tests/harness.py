@@ -108,7 +108,7 @@ class ServerProcess:
 def with_metrics_port(argv: Sequence[str]) -> list[str]:
     """Our servers serve /metrics on 5556 (name server) and 5557 (broker) by default; a test
     server takes any free port instead, unless the test chose one (``metricsPort``)."""
-    if list(argv[:2]) in (["-m", "broker"], ["-m", "namesrv"]) and not any(
+    if list(argv[:2]) in (["-m", "aiorocketmq.broker"], ["-m", "aiorocketmq.namesrv"]) and not any(
         "metricsPort" in arg for arg in argv
     ):
         return [*argv, "--set", "metricsPort=0"]

@@ -65,7 +65,7 @@ def _test_names(file: Path) -> set[str]:
 
 def test_every_mqadmin_command_has_a_row() -> None:
     """Issue 19 "Done when": docs/compatibility.md lists every mqadmin command with its state."""
-    from client.admin.cli import load_commands
+    from aiorocketmq.client.admin.cli import load_commands
 
     text = DOC.read_text(encoding="utf-8")
     section = text.split("## Our mqadmin compared with 4.9.8's", 1)[1].split("\n## ", 1)[0]

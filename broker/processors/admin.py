@@ -8,19 +8,16 @@ from __future__ import annotations
 
 import structlog
 
-from broker.context import BrokerContext
-from broker.settings import BrokerSettings, SettingsRefused
-from remoting.channel import Channel
-from remoting.errors import ConfigError
-from remoting.protocol.bounds import topic_config_refusal
-from remoting.protocol.codes import ResponseCode
-from remoting.protocol.command import RemotingCommand, response_to
-from remoting.protocol.headers.admin import (
-    CreateTopicRequestHeader,
-    TopicRequestHeader,
-)
-from remoting.protocol.route import dumps
-from remoting.protocol.topic import TopicConfig, check_topic_name, is_system_topic
+from aiorocketmq.broker.context import BrokerContext
+from aiorocketmq.broker.settings import BrokerSettings, SettingsRefused
+from aiorocketmq.remoting.channel import Channel
+from aiorocketmq.remoting.errors import ConfigError
+from aiorocketmq.remoting.protocol.bounds import topic_config_refusal
+from aiorocketmq.remoting.protocol.codes import ResponseCode
+from aiorocketmq.remoting.protocol.command import RemotingCommand, response_to
+from aiorocketmq.remoting.protocol.headers.admin import CreateTopicRequestHeader, TopicRequestHeader
+from aiorocketmq.remoting.protocol.route import dumps
+from aiorocketmq.remoting.protocol.topic import TopicConfig, check_topic_name, is_system_topic
 
 log = structlog.get_logger(__name__)
 

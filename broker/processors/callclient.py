@@ -15,21 +15,21 @@ from typing import Any, Final
 
 import structlog
 
-from broker.context import BrokerContext
-from broker.registry import ClientRegistry
-from remoting.channel import Channel
-from remoting.errors import MessageDecodeError, RemotingError, RemotingTimeoutError
-from remoting.protocol import fastjson
-from remoting.protocol.bounds import group_refusal
-from remoting.protocol.codes import MQVersion, RequestCode, version_desc
-from remoting.protocol.codes import ResponseCode as R
-from remoting.protocol.command import RemotingCommand, response_to
-from remoting.protocol.headers.consumer import (
+from aiorocketmq.broker.context import BrokerContext
+from aiorocketmq.broker.registry import ClientRegistry
+from aiorocketmq.remoting.channel import Channel
+from aiorocketmq.remoting.errors import MessageDecodeError, RemotingError, RemotingTimeoutError
+from aiorocketmq.remoting.protocol import fastjson
+from aiorocketmq.remoting.protocol.bounds import group_refusal
+from aiorocketmq.remoting.protocol.codes import MQVersion, RequestCode, version_desc
+from aiorocketmq.remoting.protocol.codes import ResponseCode as R
+from aiorocketmq.remoting.protocol.command import RemotingCommand, response_to
+from aiorocketmq.remoting.protocol.headers.consumer import (
     ConsumeMessageDirectlyRequestHeader,
     ConsumerRunningInfoRequestHeader,
     ConsumerStatusRequestHeader,
 )
-from remoting.protocol.msgid import parse_offset_msg_id
+from aiorocketmq.remoting.protocol.msgid import parse_offset_msg_id
 
 log = structlog.get_logger(__name__)
 

@@ -10,37 +10,37 @@ from collections.abc import Callable
 
 import structlog
 
-from broker.context import BrokerContext
-from broker.delay import apply_delay
-from broker.locks import RebalanceLocks
-from broker.offsets import ConsumerOffsets
-from broker.processors.send import DLQ_PERM
-from broker.registry import ClientInfo, ClientRegistry
-from broker.store import PutStatus
-from remoting.channel import Channel
-from remoting.protocol.bounds import (
+from aiorocketmq.broker.context import BrokerContext
+from aiorocketmq.broker.delay import apply_delay
+from aiorocketmq.broker.locks import RebalanceLocks
+from aiorocketmq.broker.offsets import ConsumerOffsets
+from aiorocketmq.broker.processors.send import DLQ_PERM
+from aiorocketmq.broker.registry import ClientInfo, ClientRegistry
+from aiorocketmq.broker.store import PutStatus
+from aiorocketmq.remoting.channel import Channel
+from aiorocketmq.remoting.protocol.bounds import (
     group_refusal,
     heartbeat_refusal,
     lock_body_refusal,
     queue_id_refusal,
     retry_topics_refusal,
 )
-from remoting.protocol.codes import LanguageCode, MQVersion
-from remoting.protocol.codes import ResponseCode as R
-from remoting.protocol.command import RemotingCommand, response_to
-from remoting.protocol.faq import SUGGEST_TODO
-from remoting.protocol.headers.consumer import (
+from aiorocketmq.remoting.protocol.codes import LanguageCode, MQVersion
+from aiorocketmq.remoting.protocol.codes import ResponseCode as R
+from aiorocketmq.remoting.protocol.command import RemotingCommand, response_to
+from aiorocketmq.remoting.protocol.faq import SUGGEST_TODO
+from aiorocketmq.remoting.protocol.headers.consumer import (
     ConsumerGroupHeader,
     QueueOffsetRequestHeader,
     SendMsgBackRequestHeader,
     UnregisterClientRequestHeader,
     UpdateConsumerOffsetRequestHeader,
 )
-from remoting.protocol.heartbeat import HeartbeatData, LockBatchBody, encode_mq_set
-from remoting.protocol.message import MessageExt, Prop, decode_record
-from remoting.protocol.route import dumps
-from remoting.protocol.topic import Perm, TopicSysFlag, dlq_topic, retry_topic
-from remoting.throttle import Throttle
+from aiorocketmq.remoting.protocol.heartbeat import HeartbeatData, LockBatchBody, encode_mq_set
+from aiorocketmq.remoting.protocol.message import MessageExt, Prop, decode_record
+from aiorocketmq.remoting.protocol.route import dumps
+from aiorocketmq.remoting.protocol.topic import Perm, TopicSysFlag, dlq_topic, retry_topic
+from aiorocketmq.remoting.throttle import Throttle
 
 log = structlog.get_logger(__name__)
 

@@ -6,18 +6,18 @@ from __future__ import annotations
 
 import structlog
 
-from broker.config import BrokerRole
-from broker.transactions import Transactions
-from remoting.channel import Channel
-from remoting.errors import MessageDecodeError
-from remoting.protocol.codes import ResponseCode as R
-from remoting.protocol.command import RemotingCommand, response_to
-from remoting.protocol.headers.transaction import (
+from aiorocketmq.broker.config import BrokerRole
+from aiorocketmq.broker.transactions import Transactions
+from aiorocketmq.remoting.channel import Channel
+from aiorocketmq.remoting.errors import MessageDecodeError
+from aiorocketmq.remoting.protocol.codes import ResponseCode as R
+from aiorocketmq.remoting.protocol.command import RemotingCommand, response_to
+from aiorocketmq.remoting.protocol.headers.transaction import (
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
     EndTransactionRequestHeader,
 )
-from remoting.protocol.msgid import parse_offset_msg_id
+from aiorocketmq.remoting.protocol.msgid import parse_offset_msg_id
 
 log = structlog.get_logger(__name__)
 

@@ -9,25 +9,25 @@ from typing import Any
 
 import structlog
 
-from broker.context import BrokerContext
-from broker.offsets import ConsumerOffsets
-from broker.registry import ClientInfo, ClientRegistry
-from broker.stats import SEPARATOR
-from remoting.channel import Channel
-from remoting.protocol import fastjson, text
-from remoting.protocol.bounds import group_config_refusal, group_refusal
-from remoting.protocol.codes import LanguageCode, MQVersion, RequestCode, version_desc
-from remoting.protocol.codes import ResponseCode as R
-from remoting.protocol.command import RemotingCommand, response_to
-from remoting.protocol.group import SubscriptionGroupConfig
-from remoting.protocol.headers.consumer import (
+from aiorocketmq.broker.context import BrokerContext
+from aiorocketmq.broker.offsets import ConsumerOffsets
+from aiorocketmq.broker.registry import ClientInfo, ClientRegistry
+from aiorocketmq.broker.stats import SEPARATOR
+from aiorocketmq.remoting.channel import Channel
+from aiorocketmq.remoting.protocol import fastjson, text
+from aiorocketmq.remoting.protocol.bounds import group_config_refusal, group_refusal
+from aiorocketmq.remoting.protocol.codes import LanguageCode, MQVersion, RequestCode, version_desc
+from aiorocketmq.remoting.protocol.codes import ResponseCode as R
+from aiorocketmq.remoting.protocol.command import RemotingCommand, response_to
+from aiorocketmq.remoting.protocol.group import SubscriptionGroupConfig
+from aiorocketmq.remoting.protocol.headers.consumer import (
     ConsumerGroupHeader,
     ConsumeStatsRequestHeader,
     DeleteGroupRequestHeader,
     ProducerGroupHeader,
     ResetOffsetRequestHeader,
 )
-from remoting.protocol.route import dumps
+from aiorocketmq.remoting.protocol.route import dumps
 
 log = structlog.get_logger(__name__)
 

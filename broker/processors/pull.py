@@ -11,19 +11,22 @@ from typing import Final
 
 import structlog
 
-from broker.context import BrokerContext
-from broker.longpoll import ParkedPull, PullHold
-from broker.offsets import ConsumerOffsets
-from broker.registry import ClientRegistry
-from broker.store import GetResult, GetStatus
-from remoting.channel import Channel
-from remoting.protocol.bounds import PULL_MSG_NUMS_MAX, group_refusal
-from remoting.protocol.codes import ResponseCode as R
-from remoting.protocol.command import RemotingCommand, response_to
-from remoting.protocol.faq import SUGGEST_TODO
-from remoting.protocol.headers.consumer import PullMessageRequestHeader, PullMessageResponseHeader
-from remoting.protocol.heartbeat import SubscriptionData
-from remoting.protocol.topic import Perm
+from aiorocketmq.broker.context import BrokerContext
+from aiorocketmq.broker.longpoll import ParkedPull, PullHold
+from aiorocketmq.broker.offsets import ConsumerOffsets
+from aiorocketmq.broker.registry import ClientRegistry
+from aiorocketmq.broker.store import GetResult, GetStatus
+from aiorocketmq.remoting.channel import Channel
+from aiorocketmq.remoting.protocol.bounds import PULL_MSG_NUMS_MAX, group_refusal
+from aiorocketmq.remoting.protocol.codes import ResponseCode as R
+from aiorocketmq.remoting.protocol.command import RemotingCommand, response_to
+from aiorocketmq.remoting.protocol.faq import SUGGEST_TODO
+from aiorocketmq.remoting.protocol.headers.consumer import (
+    PullMessageRequestHeader,
+    PullMessageResponseHeader,
+)
+from aiorocketmq.remoting.protocol.heartbeat import SubscriptionData
+from aiorocketmq.remoting.protocol.topic import Perm
 
 log = structlog.get_logger(__name__)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from broker.store import PutStatus
-from remoting.protocol.codes import ResponseCode
+from aiorocketmq.broker.store import PutStatus
+from aiorocketmq.remoting.protocol.codes import ResponseCode
 
 _ILLEGAL: Final = (  # {body}: maxMessageSize in bytes
     "the message is illegal, maybe msg body or properties length not matched. "

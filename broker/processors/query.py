@@ -7,12 +7,12 @@ GET_TOPIC_STATS_INFO (202). All read the store only, so all are plain functions.
 
 from __future__ import annotations
 
-from broker.context import BrokerContext
-from remoting.channel import Channel
-from remoting.protocol import fastjson
-from remoting.protocol.codes import ResponseCode
-from remoting.protocol.command import RemotingCommand, response_to
-from remoting.protocol.headers.admin import (
+from aiorocketmq.broker.context import BrokerContext
+from aiorocketmq.remoting.channel import Channel
+from aiorocketmq.remoting.protocol import fastjson
+from aiorocketmq.remoting.protocol.codes import ResponseCode
+from aiorocketmq.remoting.protocol.command import RemotingCommand, response_to
+from aiorocketmq.remoting.protocol.headers.admin import (
     OffsetResponseHeader,
     QueryMessageRequestHeader,
     QueryMessageResponseHeader,
@@ -22,7 +22,7 @@ from remoting.protocol.headers.admin import (
     TopicRequestHeader,
     ViewMessageRequestHeader,
 )
-from remoting.protocol.message import decode_record
+from aiorocketmq.remoting.protocol.message import decode_record
 
 UNIQUE_KEY_QUERY = "_UNIQUE_KEY_QUERY"
 DEFAULT_QUERY_MAX_NUM = 32  # MessageStoreConfig.defaultQueryMaxNum

@@ -14,19 +14,19 @@ from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Final
 
-from broker.context import BrokerContext
-from broker.offsets import ConsumerOffsets
-from broker.registry import ClientRegistry
-from broker.schedule import ScheduleService
-from broker.stats import FOUND, GET, MISS, PUT, BrokerStats
-from broker.store.disk import used_ratio
-from remoting.channel import Channel
-from remoting.protocol.codes import CURRENT_VERSION, ResponseCode
-from remoting.protocol.command import RemotingCommand, response_to
-from remoting.protocol.headers.admin import StatsRequestHeader, TopicRequestHeader
-from remoting.protocol.message import decode_record
-from remoting.protocol.route import dumps, encode_kv_table
-from remoting.protocol.topic import SCHEDULE_TOPIC
+from aiorocketmq.broker.context import BrokerContext
+from aiorocketmq.broker.offsets import ConsumerOffsets
+from aiorocketmq.broker.registry import ClientRegistry
+from aiorocketmq.broker.schedule import ScheduleService
+from aiorocketmq.broker.stats import FOUND, GET, MISS, PUT, BrokerStats
+from aiorocketmq.broker.store.disk import used_ratio
+from aiorocketmq.remoting.channel import Channel
+from aiorocketmq.remoting.protocol.codes import CURRENT_VERSION, ResponseCode
+from aiorocketmq.remoting.protocol.command import RemotingCommand, response_to
+from aiorocketmq.remoting.protocol.headers.admin import StatsRequestHeader, TopicRequestHeader
+from aiorocketmq.remoting.protocol.message import decode_record
+from aiorocketmq.remoting.protocol.route import dumps, encode_kv_table
+from aiorocketmq.remoting.protocol.topic import SCHEDULE_TOPIC
 
 TPS_WINDOWS: Final = (10, 60, 600)  # StoreStatsService: putTps over 10 s, 1 min, 10 min
 JAVA_INT_MAX: Final = 2**31 - 1

@@ -16,22 +16,22 @@ from typing import Final
 
 import structlog
 
-from broker.config import BrokerConfig
-from broker.context import BrokerContext
-from broker.delay import apply_delay
-from broker.processors.putcodes import PUT_RESULT, STORED
-from broker.store import PutResult, PutStatus
-from broker.topics import describe
-from broker.transactions import Transactions
-from remoting.channel import Channel
-from remoting.dispatch import Deferred
-from remoting.errors import MessageDecodeError, RemotingCommandError
-from remoting.protocol.batch import DelayInBatch, build_batch, decode_batch
-from remoting.protocol.codes import MQVersion, RequestCode, ResponseCode
-from remoting.protocol.command import RemotingCommand, response_to
-from remoting.protocol.faq import SUGGEST_TODO
-from remoting.protocol.headers.send import SendMessageHeader
-from remoting.protocol.message import (
+from aiorocketmq.broker.config import BrokerConfig
+from aiorocketmq.broker.context import BrokerContext
+from aiorocketmq.broker.delay import apply_delay
+from aiorocketmq.broker.processors.putcodes import PUT_RESULT, STORED
+from aiorocketmq.broker.store import PutResult, PutStatus
+from aiorocketmq.broker.topics import describe
+from aiorocketmq.broker.transactions import Transactions
+from aiorocketmq.remoting.channel import Channel
+from aiorocketmq.remoting.dispatch import Deferred
+from aiorocketmq.remoting.errors import MessageDecodeError, RemotingCommandError
+from aiorocketmq.remoting.protocol.batch import DelayInBatch, build_batch, decode_batch
+from aiorocketmq.remoting.protocol.codes import MQVersion, RequestCode, ResponseCode
+from aiorocketmq.remoting.protocol.command import RemotingCommand, response_to
+from aiorocketmq.remoting.protocol.faq import SUGGEST_TODO
+from aiorocketmq.remoting.protocol.headers.send import SendMessageHeader
+from aiorocketmq.remoting.protocol.message import (
     MessageExt,
     Prop,
     SysFlag,
@@ -39,7 +39,7 @@ from remoting.protocol.message import (
     now_ms,
     sent_message,
 )
-from remoting.protocol.topic import (
+from aiorocketmq.remoting.protocol.topic import (
     NOT_ALLOWED_SEND_TOPICS,
     RETRY_GROUP_TOPIC_PREFIX,
     TRANS_HALF_TOPIC,

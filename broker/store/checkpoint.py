@@ -20,8 +20,8 @@ from pathlib import Path
 
 import structlog
 
-from remoting.errors import ConfigError
-from remoting.files import atomic_write, fsync_dir
+from aiorocketmq.remoting.errors import ConfigError
+from aiorocketmq.remoting.files import atomic_write, fsync_dir
 
 log = structlog.get_logger(__name__)
 

@@ -17,10 +17,10 @@ from mmap import mmap
 from pathlib import Path
 from typing import Final, NamedTuple
 
-from broker.store.highwater import HighWater
-from broker.store.segment import Segment, SegmentQueue, SpaceCheck
-from remoting.files import fsync_dir
-from remoting.protocol.message import (
+from aiorocketmq.broker.store.highwater import HighWater
+from aiorocketmq.broker.store.segment import Segment, SegmentQueue, SpaceCheck
+from aiorocketmq.remoting.files import fsync_dir
+from aiorocketmq.remoting.protocol.message import (
     BLANK_MAGIC,
     MAGIC_V1,
     MAGIC_V2,

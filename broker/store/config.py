@@ -7,7 +7,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import ClassVar
 
-from remoting.errors import ConfigError
+from aiorocketmq.remoting.errors import ConfigError
 
 
 class FlushDiskType(StrEnum):

@@ -18,8 +18,8 @@ from itertools import chain
 from pathlib import Path
 from typing import Final, NamedTuple
 
-from broker.store.segment import MapCache, Segment, SegmentQueue, SpaceCheck
-from remoting.protocol.message import MAX_TOPIC_BYTES
+from aiorocketmq.broker.store.segment import MapCache, Segment, SegmentQueue, SpaceCheck
+from aiorocketmq.remoting.protocol.message import MAX_TOPIC_BYTES
 
 UNIT: Final = 20
 CHUNK: Final = 3276 * UNIT  # about 64 KiB allocated at a time

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from remoting.protocol.message import MessageExt, Prop, SysFlag
-from remoting.protocol.msgid import tags_code
-from remoting.protocol.topic import SCHEDULE_TOPIC
+from aiorocketmq.remoting.protocol.message import MessageExt, Prop, SysFlag
+from aiorocketmq.remoting.protocol.msgid import tags_code
+from aiorocketmq.remoting.protocol.topic import SCHEDULE_TOPIC
 
 NO_QUEUE_TYPES = (SysFlag.TRANSACTION_PREPARED, SysFlag.TRANSACTION_ROLLBACK)
 

@@ -18,8 +18,8 @@ import asyncio
 from collections.abc import Callable
 from typing import Final
 
-from broker.store.commitlog import CommitLog
-from broker.store.segment import Segment
+from aiorocketmq.broker.store.commitlog import CommitLog
+from aiorocketmq.broker.store.segment import Segment
 
 ROUND_BYTES: Final = 16 << 20  # appended since the last round: the next one runs at once
 

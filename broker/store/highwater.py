@@ -27,7 +27,7 @@ from typing import Final
 
 import structlog
 
-from remoting.files import atomic_write
+from aiorocketmq.remoting.files import atomic_write
 
 log = structlog.get_logger(__name__)
 

@@ -20,9 +20,9 @@ from typing import Final
 
 import structlog
 
-from broker.store.segment import SpaceCheck
-from remoting.files import fsync_dir
-from remoting.protocol.msgid import java_hash
+from aiorocketmq.broker.store.segment import SpaceCheck
+from aiorocketmq.remoting.files import fsync_dir
+from aiorocketmq.remoting.protocol.msgid import java_hash
 
 log = structlog.get_logger(__name__)
 

@@ -9,12 +9,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from broker.store.dispatch import queued
-from broker.store.results import PutResult, PutStatus
-from remoting.protocol.message import MessageExt, PropertiesTooLong, RecordPlan, now_ms, plan_record
+from aiorocketmq.broker.store.dispatch import queued
+from aiorocketmq.broker.store.results import PutResult, PutStatus
+from aiorocketmq.remoting.protocol.message import (
+    MessageExt,
+    PropertiesTooLong,
+    RecordPlan,
+    now_ms,
+    plan_record,
+)
 
 if TYPE_CHECKING:
-    from broker.store import MessageStore
+    from aiorocketmq.broker.store import MessageStore
 
 
 def plan_puts(store: MessageStore, msgs: list[MessageExt], stamp: int) -> list[RecordPlan]:

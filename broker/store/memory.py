@@ -24,12 +24,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Final
 
-from broker.store.commitlog import CommitLog
-from broker.store.consumequeue import UNIT, ConsumeQueue
-from broker.store.index import Index
-from broker.store.queues import QueueTable
-from broker.store.segment import Segment
-from broker.store.warm import Span
+from aiorocketmq.broker.store.commitlog import CommitLog
+from aiorocketmq.broker.store.consumequeue import UNIT, ConsumeQueue
+from aiorocketmq.broker.store.index import Index
+from aiorocketmq.broker.store.queues import QueueTable
+from aiorocketmq.broker.store.segment import Segment
+from aiorocketmq.broker.store.warm import Span
 
 HOT: Final = 64 << 20  # the newest CommitLog bytes that stay mapped
 QUEUE_HOT: Final = 3276 * UNIT  # about 64 KiB of units: the newest of each queue

@@ -18,16 +18,16 @@ from typing import Final
 
 import structlog
 
-from broker.store.commitlog import CommitLog, Scan
-from broker.store.config import StoreConfig
-from broker.store.consumequeue import ConsumeQueue
-from broker.store.disk import Disk
-from broker.store.dispatch import Dispatch, dispatch_of, queued
-from broker.store.index import Index
-from broker.store.segment import MapCache, Segment
-from remoting.errors import MessageDecodeError
-from remoting.protocol.message import MessageExt, decode_record
-from remoting.tasks import TimeSlice
+from aiorocketmq.broker.store.commitlog import CommitLog, Scan
+from aiorocketmq.broker.store.config import StoreConfig
+from aiorocketmq.broker.store.consumequeue import ConsumeQueue
+from aiorocketmq.broker.store.disk import Disk
+from aiorocketmq.broker.store.dispatch import Dispatch, dispatch_of, queued
+from aiorocketmq.broker.store.index import Index
+from aiorocketmq.broker.store.segment import MapCache, Segment
+from aiorocketmq.remoting.errors import MessageDecodeError
+from aiorocketmq.remoting.protocol.message import MessageExt, decode_record
+from aiorocketmq.remoting.tasks import TimeSlice
 
 log = structlog.get_logger(__name__)
 

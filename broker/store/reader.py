@@ -10,11 +10,11 @@ from collections.abc import Callable
 from itertools import accumulate
 from typing import Final
 
-from broker.store.commitlog import CommitLog
-from broker.store.config import StoreConfig
-from broker.store.consumequeue import BLANK_SIZE, ConsumeQueue
-from broker.store.results import GetResult, GetStatus
-from remoting.protocol.message import SYSFLAG_POS, SysFlag
+from aiorocketmq.broker.store.commitlog import CommitLog
+from aiorocketmq.broker.store.config import StoreConfig
+from aiorocketmq.broker.store.consumequeue import BLANK_SIZE, ConsumeQueue
+from aiorocketmq.broker.store.results import GetResult, GetStatus
+from aiorocketmq.remoting.protocol.message import SYSFLAG_POS, SysFlag
 
 _Q: Final = struct.Struct(">q")
 _I: Final = struct.Struct(">i")

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from mypy_extensions import trait
 
-from broker.store.commitlog import CommitLog
-from broker.store.consumequeue import ConsumeQueue
-from broker.store.index import Index
-from broker.store.queues import QueueTable
-from broker.store.reader import Reader
-from broker.store.results import GetResult
-from remoting.errors import MessageDecodeError
-from remoting.protocol.message import decode_record
+from aiorocketmq.broker.store.commitlog import CommitLog
+from aiorocketmq.broker.store.consumequeue import ConsumeQueue
+from aiorocketmq.broker.store.index import Index
+from aiorocketmq.broker.store.queues import QueueTable
+from aiorocketmq.broker.store.reader import Reader
+from aiorocketmq.broker.store.results import GetResult
+from aiorocketmq.remoting.errors import MessageDecodeError
+from aiorocketmq.remoting.protocol.message import decode_record
 
 
 @trait  # MessageStore's first base: mypyc compiles one base class and any traits

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import structlog
 
-from broker.store.checkpoint import Checkpoint
-from broker.store.commitlog import CommitLog, Scan
-from broker.store.consumequeue import ConsumeQueue
-from broker.store.replay import OnRecord, ScanReport, replay
+from aiorocketmq.broker.store.checkpoint import Checkpoint
+from aiorocketmq.broker.store.commitlog import CommitLog, Scan
+from aiorocketmq.broker.store.consumequeue import ConsumeQueue
+from aiorocketmq.broker.store.replay import OnRecord, ScanReport, replay
 
 __all__ = ["ScanReport", "recover", "scan"]
 

@@ -17,9 +17,9 @@ from typing import Final
 
 import structlog
 
-from broker.store.commitlog import CommitLog, Scan
-from broker.store.segment import Segment
-from remoting.protocol.message import MAGIC_V1
+from aiorocketmq.broker.store.commitlog import CommitLog, Scan
+from aiorocketmq.broker.store.segment import Segment
+from aiorocketmq.remoting.protocol.message import MAGIC_V1
 
 log = structlog.get_logger(__name__)
 

@@ -18,15 +18,15 @@ from pathlib import Path
 import structlog
 from mypy_extensions import trait
 
-from broker.store.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
-from broker.store.commitlog import CommitLog, Scan
-from broker.store.disk import Disk, DiskFull
-from broker.store.dispatch import dispatch_of
-from broker.store.flush import Flusher, Rounds
-from broker.store.queues import QueueTable
-from broker.store.replay import ScanReport, replay
-from remoting.errors import MessageDecodeError
-from remoting.protocol.message import decode_record, now_ms
+from aiorocketmq.broker.store.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
+from aiorocketmq.broker.store.commitlog import CommitLog, Scan
+from aiorocketmq.broker.store.disk import Disk, DiskFull
+from aiorocketmq.broker.store.dispatch import dispatch_of
+from aiorocketmq.broker.store.flush import Flusher, Rounds
+from aiorocketmq.broker.store.queues import QueueTable
+from aiorocketmq.broker.store.replay import ScanReport, replay
+from aiorocketmq.remoting.errors import MessageDecodeError
+from aiorocketmq.remoting.protocol.message import decode_record, now_ms
 
 log = structlog.get_logger(__name__)
 

@@ -12,11 +12,11 @@ from datetime import datetime
 
 import structlog
 
-from broker.store.commitlog import CommitLog
-from broker.store.config import StoreConfig
-from broker.store.consumequeue import ConsumeQueue
-from broker.store.disk import Disk, used_ratio
-from broker.store.index import Index
+from aiorocketmq.broker.store.commitlog import CommitLog
+from aiorocketmq.broker.store.config import StoreConfig
+from aiorocketmq.broker.store.consumequeue import ConsumeQueue
+from aiorocketmq.broker.store.disk import Disk, used_ratio
+from aiorocketmq.broker.store.index import Index
 
 log = structlog.get_logger(__name__)
 

@@ -30,8 +30,8 @@ from pathlib import Path
 import structlog
 from mypy_extensions import mypyc_attr
 
-from broker.store import warm, zeros
-from remoting.files import fsync_dir
+from aiorocketmq.broker.store import warm, zeros
+from aiorocketmq.remoting.files import fsync_dir
 
 log = structlog.get_logger(__name__)
 

@@ -1,5 +1,5 @@
 import sys
 
-from client.admin.cli import main
+from aiorocketmq.client.admin.cli import main
 
 sys.exit(main())

@@ -1,5 +1,6 @@
-"""The requests mqadmin's cluster, broker, topic and stats commands send beyond ``client.api``,
-and parsers for their answers: pure, no I/O (MQClientAPIImpl's admin half, 4.9.8).
+"""The requests mqadmin's cluster, broker, topic and stats commands send beyond
+``aiorocketmq.client.core.api``, and parsers for their answers: pure, no I/O (MQClientAPIImpl's
+admin half, 4.9.8).
 
 Parsers raise ValueError for a body they cannot read; the commands turn that into one line.
 """
@@ -12,15 +13,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
-from client.api import request
-from remoting.protocol import fastjson
-from remoting.protocol.codes import RequestCode as C
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.headers.admin import StatsRequestHeader, TopicRequestHeader
-from remoting.protocol.headers.consumer import ConsumeStatsRequestHeader
-from remoting.protocol.headers.namesrv import BrokerNameHeader, KVConfigHeader, TopicHeader
-from remoting.protocol.route import MASTER_ID, BrokerData, ClusterInfo
-from remoting.protocol.topic import Perm
+from aiorocketmq.client.core.api import request
+from aiorocketmq.remoting.protocol import fastjson
+from aiorocketmq.remoting.protocol.codes import RequestCode as C
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.headers.admin import StatsRequestHeader, TopicRequestHeader
+from aiorocketmq.remoting.protocol.headers.consumer import ConsumeStatsRequestHeader
+from aiorocketmq.remoting.protocol.headers.namesrv import (
+    BrokerNameHeader,
+    KVConfigHeader,
+    TopicHeader,
+)
+from aiorocketmq.remoting.protocol.route import MASTER_ID, BrokerData, ClusterInfo
+from aiorocketmq.remoting.protocol.topic import Perm
 
 ORDER_TOPIC_CONFIG: Final = "ORDER_TOPIC_CONFIG"  # NamesrvUtil.NAMESPACE_ORDER_TOPIC_CONFIG
 TOPIC_PUT_NUMS: Final = "TOPIC_PUT_NUMS"  # BrokerStatsManager's stats names (315)

@@ -12,14 +12,17 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from client import api
-from remoting.protocol import fastjson
-from remoting.protocol.codes import LanguageCode
-from remoting.protocol.codes import RequestCode as C
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.group import SubscriptionGroupConfig
-from remoting.protocol.headers.admin import QueryMessageRequestHeader, TopicRequestHeader
-from remoting.protocol.headers.consumer import (
+from aiorocketmq.client.core import api
+from aiorocketmq.remoting.protocol import fastjson
+from aiorocketmq.remoting.protocol.codes import LanguageCode
+from aiorocketmq.remoting.protocol.codes import RequestCode as C
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.group import SubscriptionGroupConfig
+from aiorocketmq.remoting.protocol.headers.admin import (
+    QueryMessageRequestHeader,
+    TopicRequestHeader,
+)
+from aiorocketmq.remoting.protocol.headers.consumer import (
     ConsumeMessageDirectlyRequestHeader,
     ConsumerGroupHeader,
     ConsumerRunningInfoRequestHeader,
@@ -28,10 +31,15 @@ from remoting.protocol.headers.consumer import (
     ProducerGroupHeader,
     ResetOffsetRequestHeader,
 )
-from remoting.protocol.headers.namesrv import TopicHeader
-from remoting.protocol.heartbeat import CONSUME_TYPES, MESSAGE_MODELS, SubscriptionData, enum_name
-from remoting.protocol.heartbeat import MessageQueue as MQ
-from remoting.protocol.route import BrokerData, dumps
+from aiorocketmq.remoting.protocol.headers.namesrv import TopicHeader
+from aiorocketmq.remoting.protocol.heartbeat import (
+    CONSUME_TYPES,
+    MESSAGE_MODELS,
+    SubscriptionData,
+    enum_name,
+)
+from aiorocketmq.remoting.protocol.heartbeat import MessageQueue as MQ
+from aiorocketmq.remoting.protocol.route import BrokerData, dumps
 
 UNIQUE_KEY_QUERY = "_UNIQUE_KEY_QUERY"  # MixAll.UNIQUE_MSG_QUERY_FLAG
 TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"  # MixAll.TOOLS_CONSUMER_GROUP

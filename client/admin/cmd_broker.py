@@ -8,14 +8,14 @@ from __future__ import annotations
 from argparse import Namespace
 from typing import Any
 
-from client.admin import api_cluster as api
-from client.admin.cmd_cluster import runtime_info
-from client.admin.output import Output, Table
-from client.admin.registry import command, opt
-from client.admin.session import AdminError, Session, refusal
-from remoting.protocol.codes import ResponseCode as R
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.route import MASTER_ID
+from aiorocketmq.client.admin import api_cluster as api
+from aiorocketmq.client.admin.cmd_cluster import runtime_info
+from aiorocketmq.client.admin.output import Output, Table
+from aiorocketmq.client.admin.registry import command, opt
+from aiorocketmq.client.admin.session import AdminError, Session, refusal
+from aiorocketmq.remoting.protocol.codes import ResponseCode as R
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.route import MASTER_ID
 
 
 async def cluster_addrs(session: Session, cluster: str, slaves: bool) -> list[tuple[str, str]]:

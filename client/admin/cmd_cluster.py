@@ -10,16 +10,16 @@ import time
 from argparse import Namespace
 from typing import Any
 
-from client import api
-from client.admin.output import Output, Table
-from client.admin.registry import command, opt
-from client.admin.session import AdminError, Session
-from client.errors import MQClientError
-from client.message import Message
-from client.producer import Producer
-from remoting.errors import RemotingError
-from remoting.protocol.codes import RequestCode as C
-from remoting.protocol.route import decode_kv_table
+from aiorocketmq.client.admin.output import Output, Table
+from aiorocketmq.client.admin.registry import command, opt
+from aiorocketmq.client.admin.session import AdminError, Session
+from aiorocketmq.client.core import api
+from aiorocketmq.client.core.errors import MQClientError
+from aiorocketmq.client.core.message import Message
+from aiorocketmq.client.producer.producer import Producer
+from aiorocketmq.remoting.errors import RemotingError
+from aiorocketmq.remoting.protocol.codes import RequestCode as C
+from aiorocketmq.remoting.protocol.route import decode_kv_table
 
 
 async def runtime_info(session: Session, addr: str) -> dict[str, str]:

@@ -10,15 +10,15 @@ import random
 from argparse import Namespace
 from typing import Any
 
-from client.admin import api_group as g
-from client.admin.output import Output, Table
-from client.admin.registry import command, opt
-from client.admin.session import AdminError, Session, refusal
-from remoting.errors import RemotingError
-from remoting.protocol.codes import ResponseCode as R
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.group import SubscriptionGroupConfig
-from remoting.protocol.topic import dlq_topic, retry_topic
+from aiorocketmq.client.admin import api_group as g
+from aiorocketmq.client.admin.output import Output, Table
+from aiorocketmq.client.admin.registry import command, opt
+from aiorocketmq.client.admin.session import AdminError, Session, refusal
+from aiorocketmq.remoting.errors import RemotingError
+from aiorocketmq.remoting.protocol.codes import ResponseCode as R
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.group import SubscriptionGroupConfig
+from aiorocketmq.remoting.protocol.topic import dlq_topic, retry_topic
 
 
 class NotOnline(AdminError):

@@ -7,16 +7,16 @@ from __future__ import annotations
 from argparse import Namespace
 from typing import Any
 
-from client import api
-from client.admin import api_group as g
-from client.admin.cmd_group import call_long, consume_stats, consumer_connection
-from client.admin.output import Output, Table
-from client.admin.registry import command, opt
-from client.admin.session import AdminError, Session, refusal
-from remoting.protocol.codes import RequestCode as C
-from remoting.protocol.codes import ResponseCode as R
-from remoting.protocol.heartbeat import MessageQueue as MQ
-from remoting.protocol.topic import RETRY_GROUP_TOPIC_PREFIX, retry_topic
+from aiorocketmq.client.admin import api_group as g
+from aiorocketmq.client.admin.cmd_group import call_long, consume_stats, consumer_connection
+from aiorocketmq.client.admin.output import Output, Table
+from aiorocketmq.client.admin.registry import command, opt
+from aiorocketmq.client.admin.session import AdminError, Session, refusal
+from aiorocketmq.client.core import api
+from aiorocketmq.remoting.protocol.codes import RequestCode as C
+from aiorocketmq.remoting.protocol.codes import ResponseCode as R
+from aiorocketmq.remoting.protocol.heartbeat import MessageQueue as MQ
+from aiorocketmq.remoting.protocol.topic import RETRY_GROUP_TOPIC_PREFIX, retry_topic
 
 PROGRESS_COLUMNS = {
     "#Topic": "topic",

@@ -14,17 +14,23 @@ import asyncio
 from argparse import Namespace
 from typing import Any
 
-from client import Message, Producer, api
-from client.admin import api_group as g
-from client.admin import msgview as view
-from client.admin.cmd_group import NotOnline, call_long, consume_stats, consumer_connection
-from client.admin.output import Output, Table
-from client.admin.registry import command, opt
-from client.admin.session import AdminError, Session
-from remoting.errors import MessageDecodeError, RemotingError
-from remoting.protocol.codes import ResponseCode as R
-from remoting.protocol.message import MessageExt, Prop, decode_records
-from remoting.protocol.msgid import parse_offset_msg_id
+from aiorocketmq.client import Message, Producer
+from aiorocketmq.client.admin import api_group as g
+from aiorocketmq.client.admin import msgview as view
+from aiorocketmq.client.admin.cmd_group import (
+    NotOnline,
+    call_long,
+    consume_stats,
+    consumer_connection,
+)
+from aiorocketmq.client.admin.output import Output, Table
+from aiorocketmq.client.admin.registry import command, opt
+from aiorocketmq.client.admin.session import AdminError, Session
+from aiorocketmq.client.core import api
+from aiorocketmq.remoting.errors import MessageDecodeError, RemotingError
+from aiorocketmq.remoting.protocol.codes import ResponseCode as R
+from aiorocketmq.remoting.protocol.message import MessageExt, Prop, decode_records
+from aiorocketmq.remoting.protocol.msgid import parse_offset_msg_id
 
 TRACK_COLUMNS = {
     "#ConsumerGroup": "consumerGroup",

@@ -7,13 +7,17 @@ from argparse import Namespace
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
-from client import api
-from client.admin import api_cluster as capi
-from client.admin.output import Output, Table
-from client.admin.registry import command, opt
-from client.admin.session import AdminError, Session
-from remoting.protocol.route import MASTER_ID, TopicRouteData
-from remoting.protocol.topic import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, retry_topic
+from aiorocketmq.client.admin import api_cluster as capi
+from aiorocketmq.client.admin.output import Output, Table
+from aiorocketmq.client.admin.registry import command, opt
+from aiorocketmq.client.admin.session import AdminError, Session
+from aiorocketmq.client.core import api
+from aiorocketmq.remoting.protocol.route import MASTER_ID, TopicRouteData
+from aiorocketmq.remoting.protocol.topic import (
+    DLQ_GROUP_TOPIC_PREFIX,
+    RETRY_GROUP_TOPIC_PREFIX,
+    retry_topic,
+)
 
 T = TypeVar("T")
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from client.admin.api_group import format_time
-from remoting.protocol.message import MessageExt, Prop
+from aiorocketmq.client.admin.api_group import format_time
+from aiorocketmq.remoting.protocol.message import MessageExt, Prop
 
 
 def body_text(body: bytes) -> str | None:

@@ -13,19 +13,19 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from argparse import Namespace
 
-    from client.admin.output import Output
-    from client.admin.session import Session
+    from aiorocketmq.client.admin.output import Output
+    from aiorocketmq.client.admin.session import Session
 
 # the modules holding commands, imported by cli (in this order for `mqadmin --help`)
 MODULES = (
-    "client.admin.cmd_cluster",
-    "client.admin.cmd_broker",
-    "client.admin.cmd_topic",
-    "client.admin.cmd_stats",
-    "client.admin.cmd_group",
-    "client.admin.cmd_offset",
-    "client.admin.cmd_message",
-    "client.admin.cmd_query",
+    "aiorocketmq.client.admin.cmd_cluster",
+    "aiorocketmq.client.admin.cmd_broker",
+    "aiorocketmq.client.admin.cmd_topic",
+    "aiorocketmq.client.admin.cmd_stats",
+    "aiorocketmq.client.admin.cmd_group",
+    "aiorocketmq.client.admin.cmd_offset",
+    "aiorocketmq.client.admin.cmd_message",
+    "aiorocketmq.client.admin.cmd_query",
 )
 
 Run = Callable[["Session", "Namespace"], Awaitable["Output"]]

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from client import api
-from remoting.client import RemotingClient
-from remoting.config import ClientConfig
-from remoting.errors import RemotingError
-from remoting.protocol.codes import RequestCode as C
-from remoting.protocol.codes import ResponseCode as R
-from remoting.protocol.codes import SerializeType
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.route import MASTER_ID, BrokerData, ClusterInfo, TopicRouteData
+from aiorocketmq.client.core import api
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.config import ClientConfig
+from aiorocketmq.remoting.errors import RemotingError
+from aiorocketmq.remoting.protocol.codes import RequestCode as C
+from aiorocketmq.remoting.protocol.codes import ResponseCode as R
+from aiorocketmq.remoting.protocol.codes import SerializeType
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.route import MASTER_ID, BrokerData, ClusterInfo, TopicRouteData
 
 
 class AdminError(Exception):

@@ -7,8 +7,8 @@ import struct
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from remoting.errors import MessageDecodeError
-from remoting.protocol.message import MessageExt, Prop, decode_properties
+from aiorocketmq.remoting.errors import MessageDecodeError
+from aiorocketmq.remoting.protocol.message import MessageExt, Prop, decode_properties
 
 _H = struct.Struct(">h")
 

@@ -19,10 +19,10 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from remoting.protocol.group import SubscriptionGroupConfig
-from remoting.protocol.headers.base import parse_int
-from remoting.protocol.heartbeat import HeartbeatData, LockBatchBody
-from remoting.protocol.topic import (
+from aiorocketmq.remoting.protocol.group import SubscriptionGroupConfig
+from aiorocketmq.remoting.protocol.headers.base import parse_int
+from aiorocketmq.remoting.protocol.heartbeat import HeartbeatData, LockBatchBody
+from aiorocketmq.remoting.protocol.topic import (
     DLQ_GROUP_TOPIC_PREFIX,
     RETRY_GROUP_TOPIC_PREFIX,
     TOPIC_MAX_LENGTH,

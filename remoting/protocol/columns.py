@@ -12,9 +12,15 @@ import struct
 import zlib
 from dataclasses import dataclass, field
 
-from remoting.errors import MessageDecodeError
-from remoting.protocol.message import MAGIC_V1, MAGIC_V2, Prop, SysFlag, decode_properties
-from remoting.protocol.msgid import (
+from aiorocketmq.remoting.errors import MessageDecodeError
+from aiorocketmq.remoting.protocol.message import (
+    MAGIC_V1,
+    MAGIC_V2,
+    Prop,
+    SysFlag,
+    decode_properties,
+)
+from aiorocketmq.remoting.protocol.msgid import (
     BORNHOST_V6_FLAG,
     STOREHOST_V6_FLAG,
     offset_msg_id,

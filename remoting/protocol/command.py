@@ -6,7 +6,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Final
 
-from remoting.protocol.codes import CURRENT_VERSION, LanguageCode, SerializeType
+from aiorocketmq.remoting.protocol.codes import CURRENT_VERSION, LanguageCode, SerializeType
 
 RESPONSE_FLAG: Final = 0x1
 ONEWAY_FLAG: Final = 0x2

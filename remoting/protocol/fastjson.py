@@ -4,7 +4,7 @@ fastjson 1.x writes maps keyed by Integer/Long with bare numeric keys (``{0:"a"}
 keyed by objects (MessageQueue) with object keys (``{{"brokerName":"b",...}:{...}}``); neither
 is valid JSON (protocol.md 6). ``loads`` accepts both, plus everything ``json`` accepts: a
 bare numeric key becomes its text, an object key a ``FrozenKey`` (sorted item pairs); text
-that could not be written back as UTF-8 is refused (``remoting.protocol.text``).
+that could not be written back as UTF-8 is refused (``aiorocketmq.remoting.protocol.text``).
 ``dumps_object_keyed`` writes such a map the way Java tools read it.
 """
 
@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable
 from typing import Any, Final, TypeAlias
 
-from remoting.protocol.text import check_strings
+from aiorocketmq.remoting.protocol.text import check_strings
 
 FrozenKey: TypeAlias = tuple[tuple[str, Any], ...]
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import struct
 from typing import Final
 
-from remoting.errors import FrameError, RemotingCommandError
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.serialize import decode_header, decode_msgpack, encode_header
+from aiorocketmq.remoting.errors import FrameError, RemotingCommandError
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.serialize import decode_header, decode_msgpack, encode_header
 
 DEFAULT_MAX_FRAME: Final = 16 * 1024 * 1024  # Java's frameMaxLength: prefix + length
 _PREFIX = struct.Struct(">II")

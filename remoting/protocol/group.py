@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Self
 
-from remoting.protocol.fields import as_object, integer, text
+from aiorocketmq.remoting.protocol.fields import as_object, integer, text
 
 
 def _bool(value: object, default: bool) -> bool:

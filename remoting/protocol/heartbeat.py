@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Self
 
-from remoting.protocol import fastjson
-from remoting.protocol.fields import array, as_int, as_object, integer, text
-from remoting.protocol.msgid import tags_code
-from remoting.protocol.route import dumps
+from aiorocketmq.remoting.protocol import fastjson
+from aiorocketmq.remoting.protocol.fields import array, as_int, as_object, integer, text
+from aiorocketmq.remoting.protocol.msgid import tags_code
+from aiorocketmq.remoting.protocol.route import dumps
 
 CONSUME_TYPES = ("CONSUME_ACTIVELY", "CONSUME_PASSIVELY", "CONSUME_POP")
 MESSAGE_MODELS = ("BROADCASTING", "CLUSTERING")

@@ -14,8 +14,8 @@ import zlib
 from dataclasses import dataclass
 from typing import Final, NamedTuple
 
-from remoting.errors import MessageDecodeError
-from remoting.protocol.msgid import (
+from aiorocketmq.remoting.errors import MessageDecodeError
+from aiorocketmq.remoting.protocol.msgid import (
     BORNHOST_V6_FLAG,
     STOREHOST_V6_FLAG,
     offset_msg_id,

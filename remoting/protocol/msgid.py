@@ -12,7 +12,7 @@ import time
 from datetime import UTC, datetime
 from typing import Final
 
-from remoting.errors import MessageDecodeError
+from aiorocketmq.remoting.errors import MessageDecodeError
 
 BORNHOST_V6_FLAG: Final = 0x10
 STOREHOST_V6_FLAG: Final = 0x20

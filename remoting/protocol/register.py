@@ -27,13 +27,13 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any, Final, Self
 
-from remoting.protocol import text
-from remoting.protocol.bounds import STORED_QUEUE_NUMS_MAX
-from remoting.protocol.fields import integer
-from remoting.protocol.frame import DEFAULT_MAX_FRAME
-from remoting.protocol.route import dumps
-from remoting.protocol.steps import Steps, finish
-from remoting.protocol.topic import TopicConfig
+from aiorocketmq.remoting.protocol import text
+from aiorocketmq.remoting.protocol.bounds import STORED_QUEUE_NUMS_MAX
+from aiorocketmq.remoting.protocol.fields import integer
+from aiorocketmq.remoting.protocol.frame import DEFAULT_MAX_FRAME
+from aiorocketmq.remoting.protocol.route import dumps
+from aiorocketmq.remoting.protocol.steps import Steps, finish
+from aiorocketmq.remoting.protocol.topic import TopicConfig
 
 # the longest topic a Java broker names is ~390 characters ("%RETRY%" + a 255-character
 # group + "_" + a 127-character topic); anything much longer is not a topic

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final, Self
 
-from remoting.protocol import fastjson, text
+from aiorocketmq.remoting.protocol import fastjson, text
 
 MASTER_ID: Final = 0
 

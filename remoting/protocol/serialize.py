@@ -15,10 +15,10 @@ from typing import Any, Final
 
 import msgpack
 
-from remoting.errors import FrameError, RemotingCommandError
-from remoting.protocol.codes import LanguageCode, SerializeType
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.text import unencodable
+from aiorocketmq.remoting.errors import FrameError, RemotingCommandError
+from aiorocketmq.remoting.protocol.codes import LanguageCode, SerializeType
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.text import unencodable
 
 _LANG_NAMES: Final = {m.value: m.name for m in LanguageCode}
 _LANG_CODES: Final = {m.name: m.value for m in LanguageCode}

@@ -1,6 +1,7 @@
 """Steps: work cut into bounded units -- a generator that yields between units and returns
 its result -- so that a caller on the event loop can let others run in between
-(``remoting.tasks.run_steps``) and a caller elsewhere can run it at once (``finish``)."""
+(``aiorocketmq.remoting.tasks.run_steps``) and a caller elsewhere can run it at once
+(``finish``)."""
 
 from __future__ import annotations
 

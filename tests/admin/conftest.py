@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from client.admin.cli import main
+from aiorocketmq.client.admin.cli import main
 from tests.cluster import Cluster, running
 
 

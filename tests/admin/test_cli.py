@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from client.admin.cli import namesrv_addrs
+from aiorocketmq.client.admin.cli import namesrv_addrs
 from tests.admin.conftest import mqadmin
 from tests.cluster import Cluster
 from tests.harness import ROOT
@@ -57,11 +57,11 @@ def test_usage_errors_exit_2() -> None:
 
 
 def test_console_entry_reads_namesrv_addr(cluster: Cluster) -> None:
-    """``python -m client.admin`` is the console script's entry; like Apache's tools it takes
-    the name server from NAMESRV_ADDR when -n is absent."""
+    """``python -m aiorocketmq.client.admin`` is the console script's entry; like Apache's tools it
+    takes the name server from NAMESRV_ADDR when -n is absent."""
     env = {**os.environ, "NAMESRV_ADDR": cluster.namesrv_addr}
     proc = subprocess.run(
-        [sys.executable, "-m", "client.admin", "clusterList", "--json"],
+        [sys.executable, "-m", "aiorocketmq.client.admin", "clusterList", "--json"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=30, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr

@@ -10,8 +10,8 @@ import re
 import socket
 from typing import Any
 
-from client.admin import api_cluster as capi
-from remoting.protocol.codes import ResponseCode as R
+from aiorocketmq.client.admin import api_cluster as capi
+from aiorocketmq.remoting.protocol.codes import ResponseCode as R
 from tests.admin.test_topic_cmds import call, one_line_error, unique
 from tests.cluster import Cluster
 

@@ -15,13 +15,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from client import ConsumeFromWhere, Message, Producer, PushConsumer
-from client.api import request
-from remoting.client import RemotingClient
-from remoting.config import ClientConfig
-from remoting.protocol import fastjson
-from remoting.protocol.codes import RequestCode as C
-from remoting.protocol.codes import SerializeType
+from aiorocketmq.client import ConsumeFromWhere, Message, Producer, PushConsumer
+from aiorocketmq.client.core.api import request
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.config import ClientConfig
+from aiorocketmq.remoting.protocol import fastjson
+from aiorocketmq.remoting.protocol.codes import RequestCode as C
+from aiorocketmq.remoting.protocol.codes import SerializeType
 from tests.admin.conftest import Run
 from tests.client.conftest import create_everywhere
 from tests.client.test_push import FAST, Collect

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from client import ConsumeStatus, Message, MessageQueue, Producer
+from aiorocketmq.client import ConsumeStatus, Message, MessageQueue, Producer
 from tests.admin.conftest import mqadmin
 from tests.admin.test_group_cmds import Admin, lines, poll, push, run
 from tests.client.conftest import create_everywhere

@@ -9,9 +9,9 @@ import asyncio
 import time
 from typing import Any
 
-from client import ConsumeStatus, MessageExt
-from client.admin import api_group
-from remoting.protocol.codes import LanguageCode
+from aiorocketmq.client import ConsumeStatus, MessageExt
+from aiorocketmq.client.admin import api_group
+from aiorocketmq.remoting.protocol.codes import LanguageCode
 from tests.admin.conftest import Run
 from tests.admin.test_group_cmds import Admin, lines, poll, push, run, send
 from tests.client.conftest import create_everywhere

@@ -8,17 +8,17 @@ import asyncio
 import uuid
 from typing import Any
 
-from client import api
-from client.admin import api_cluster as capi
-from remoting.client import RemotingClient
-from remoting.config import ClientConfig
-from remoting.protocol import fastjson
-from remoting.protocol.codes import RequestCode as C
-from remoting.protocol.codes import ResponseCode as R
-from remoting.protocol.codes import SerializeType
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.heartbeat import ConsumerData, SubscriptionData
-from remoting.protocol.route import decode_topic_list
+from aiorocketmq.client.admin import api_cluster as capi
+from aiorocketmq.client.core import api
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.config import ClientConfig
+from aiorocketmq.remoting.protocol import fastjson
+from aiorocketmq.remoting.protocol.codes import RequestCode as C
+from aiorocketmq.remoting.protocol.codes import ResponseCode as R
+from aiorocketmq.remoting.protocol.codes import SerializeType
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.heartbeat import ConsumerData, SubscriptionData
+from aiorocketmq.remoting.protocol.route import decode_topic_list
 from tests.admin.conftest import Run
 from tests.cluster import Cluster
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from remoting.client import RemotingClient
-from remoting.config import ClientConfig
-from remoting.protocol.codes import SerializeType
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.config import ClientConfig
+from aiorocketmq.remoting.protocol.codes import SerializeType
 from tests.cluster import Cluster, running
 
 

@@ -8,20 +8,20 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from broker.config import BrokerConfig
-from broker.server import Broker
-from broker.store import MessageStore, PutStatus
-from broker.store.config import StoreConfig
-from namesrv.config import NamesrvConfig
-from namesrv.server import Namesrv
-from remoting.client import RemotingClient
-from remoting.config import ServerConfig
-from remoting.protocol.codes import RequestCode as C
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.message import MessageExt, Prop
-from remoting.protocol.msgid import parse_offset_msg_id
-from remoting.protocol.route import TopicRouteData
-from remoting.protocol.topic import SCHEDULE_TOPIC
+from aiorocketmq.broker.config import BrokerConfig
+from aiorocketmq.broker.server import Broker
+from aiorocketmq.broker.store import MessageStore, PutStatus
+from aiorocketmq.broker.store.config import StoreConfig
+from aiorocketmq.namesrv.config import NamesrvConfig
+from aiorocketmq.namesrv.server import Namesrv
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.config import ServerConfig
+from aiorocketmq.remoting.protocol.codes import RequestCode as C
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.message import MessageExt, Prop
+from aiorocketmq.remoting.protocol.msgid import parse_offset_msg_id
+from aiorocketmq.remoting.protocol.route import TopicRouteData
+from aiorocketmq.remoting.protocol.topic import SCHEDULE_TOPIC
 from tests.broker.wire import max_offset, route, send_v2
 from tests.cluster import BROKER_DEFAULTS
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 import time
 
-from remoting.client import RemotingClient
-from remoting.protocol import fastjson
-from remoting.protocol.codes import RequestCode as C
-from remoting.protocol.codes import ResponseCode
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.message import decode_records
-from remoting.protocol.route import decode_kv_table
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.protocol import fastjson
+from aiorocketmq.remoting.protocol.codes import RequestCode as C
+from aiorocketmq.remoting.protocol.codes import ResponseCode
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.message import decode_records
+from aiorocketmq.remoting.protocol.route import decode_kv_table
 from tests.broker.wire import create_topic, max_offset, route, send_v2
 from tests.cluster import Cluster
 from tests.util import wait_until

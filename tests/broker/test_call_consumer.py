@@ -16,17 +16,17 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
-from client import api
-from client.requests import ClientRequests
-from remoting.client import RemotingClient
-from remoting.config import ClientConfig
-from remoting.dispatch import Route
-from remoting.protocol import fastjson
-from remoting.protocol.codes import LanguageCode, SerializeType
-from remoting.protocol.codes import RequestCode as C
-from remoting.protocol.command import RemotingCommand, response_to
-from remoting.protocol.message import decode_record
-from remoting.protocol.msgid import offset_msg_id, pack_host, parse_offset_msg_id
+from aiorocketmq.client.core import api
+from aiorocketmq.client.core.requests import ClientRequests
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.config import ClientConfig
+from aiorocketmq.remoting.dispatch import Route
+from aiorocketmq.remoting.protocol import fastjson
+from aiorocketmq.remoting.protocol.codes import LanguageCode, SerializeType
+from aiorocketmq.remoting.protocol.codes import RequestCode as C
+from aiorocketmq.remoting.protocol.command import RemotingCommand, response_to
+from aiorocketmq.remoting.protocol.message import decode_record
+from aiorocketmq.remoting.protocol.msgid import offset_msg_id, pack_host, parse_offset_msg_id
 from tests.broker.wire import create_topic, heartbeat, send_v2
 from tests.cluster import BrokerProc, Cluster
 from tests.util import wait_until

@@ -7,16 +7,16 @@ import asyncio
 import json
 import time
 
-from remoting.channel import Channel
-from remoting.client import RemotingClient
-from remoting.dispatch import Route
-from remoting.protocol import fastjson
-from remoting.protocol.codes import RequestCode as C
-from remoting.protocol.codes import ResponseCode as R
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.heartbeat import LockBatchBody, MessageQueue
-from remoting.protocol.message import decode_records
-from remoting.protocol.msgid import parse_offset_msg_id
+from aiorocketmq.remoting.channel import Channel
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.dispatch import Route
+from aiorocketmq.remoting.protocol import fastjson
+from aiorocketmq.remoting.protocol.codes import RequestCode as C
+from aiorocketmq.remoting.protocol.codes import ResponseCode as R
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.heartbeat import LockBatchBody, MessageQueue
+from aiorocketmq.remoting.protocol.message import decode_records
+from aiorocketmq.remoting.protocol.msgid import parse_offset_msg_id
 from tests.broker.wire import create_topic, heartbeat, max_offset, pull, send_v2
 from tests.cluster import Cluster
 from tests.util import wait_until

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from remoting.client import RemotingClient
-from remoting.protocol.codes import ResponseCode
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.protocol.codes import ResponseCode
 from tests.broker.wire import create_topic, heartbeat, pull, send_v2, total_messages, view
 from tests.cluster import BrokerProc, Cluster
 from tests.util import wait_until

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from remoting.client import RemotingClient
-from remoting.protocol.batch import BatchItem, encode_batch
-from remoting.protocol.codes import RequestCode, ResponseCode
-from remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.protocol.batch import BatchItem, encode_batch
+from aiorocketmq.remoting.protocol.codes import RequestCode, ResponseCode
+from aiorocketmq.remoting.protocol.command import RemotingCommand
 from tests.broker.wire import create_topic, pull, route, send_v2
 from tests.cluster import BrokerProc, Cluster
 

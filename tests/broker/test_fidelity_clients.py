@@ -6,15 +6,15 @@ from __future__ import annotations
 import asyncio
 import json
 
-from remoting.client import RemotingClient
-from remoting.config import ClientConfig
-from remoting.protocol.codes import RequestCode as C
-from remoting.protocol.codes import ResponseCode as R
-from remoting.protocol.codes import SerializeType
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.heartbeat import ConsumerData, HeartbeatData, SubscriptionData
-from remoting.protocol.message import decode_records
-from remoting.protocol.msgid import parse_offset_msg_id
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.config import ClientConfig
+from aiorocketmq.remoting.protocol.codes import RequestCode as C
+from aiorocketmq.remoting.protocol.codes import ResponseCode as R
+from aiorocketmq.remoting.protocol.codes import SerializeType
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.heartbeat import ConsumerData, HeartbeatData, SubscriptionData
+from aiorocketmq.remoting.protocol.message import decode_records
+from aiorocketmq.remoting.protocol.msgid import parse_offset_msg_id
 from tests.broker.wire import create_topic, pull, route, send_v2
 from tests.cluster import Cluster
 

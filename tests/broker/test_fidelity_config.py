@@ -8,13 +8,13 @@ import asyncio
 import json
 from pathlib import Path
 
-from broker.config import BrokerConfig
-from broker.store.config import StoreConfig
-from remoting.client import RemotingClient
-from remoting.config import ServerConfig, config_keys
-from remoting.protocol.codes import RequestCode as C
-from remoting.protocol.codes import ResponseCode
-from remoting.protocol.command import RemotingCommand
+from aiorocketmq.broker.config import BrokerConfig
+from aiorocketmq.broker.store.config import StoreConfig
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.config import ServerConfig, config_keys
+from aiorocketmq.remoting.protocol.codes import RequestCode as C
+from aiorocketmq.remoting.protocol.codes import ResponseCode
+from aiorocketmq.remoting.protocol.command import RemotingCommand
 from tests.broker.wire import create_topic, route, send_v2
 from tests.cluster import BROKER_DEFAULTS, Cluster
 from tests.harness import serving
@@ -142,7 +142,16 @@ async def test_update_is_persisted_across_restart(
                 "storePathRootDir": str(tmp_path / "store")}  # fmt: skip
     original = "# the operator's comment\n" + "".join(f"{k}={v}\n" for k, v in settings.items())
     conf.write_text(original)
-    argv = ["-m", "broker", "-c", str(conf), "-n", cluster.namesrv_addr, "--listen-port", "0"]
+    argv = [
+        "-m",
+        "aiorocketmq.broker",
+        "-c",
+        str(conf),
+        "-n",
+        cluster.namesrv_addr,
+        "--listen-port",
+        "0",
+    ]
     with serving(argv) as first:
         addr = f"127.0.0.1:{first.listening_port()}"
         resp = await json_client.invoke(addr, update("fileReservedTime=48\ntraceOn=false\n"))
@@ -214,8 +223,9 @@ async def test_unsaved_update_is_said(
     conf = tmp_path / "broker.conf"
     conf.write_text(f"brokerName=broker-a\nstorePathRootDir={tmp_path / 'store'}\n")
     (tmp_path / "broker.conf.tmp").mkdir()  # atomic_write's temporary file cannot be made
-    argv = ["-m", "broker", "-c", str(conf), "-n", cluster.namesrv_addr, "--listen-port", "0",
-            *(f"--set={k}={v}" for k, v in BROKER_DEFAULTS.items())]  # fmt: skip
+    sets = [f"--set={k}={v}" for k, v in BROKER_DEFAULTS.items()]
+    argv = ["-m", "aiorocketmq.broker", "-c", str(conf), "-n", cluster.namesrv_addr,
+            "--listen-port", "0", *sets]  # fmt: skip
     with serving(argv) as broker:
         addr = f"127.0.0.1:{broker.listening_port()}"
         resp = await json_client.invoke(addr, update("traceOn=false\n"))

@@ -11,16 +11,16 @@ from typing import TypeVar
 
 import pytest
 
-from remoting.client import RemotingClient
-from remoting.config import ClientConfig
-from remoting.dispatch import Route
-from remoting.protocol import fastjson
-from remoting.protocol.codes import LanguageCode, SerializeType
-from remoting.protocol.codes import RequestCode as C
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.message import MessageExt, decode_records
-from remoting.protocol.msgid import parse_offset_msg_id
-from remoting.protocol.route import decode_topic_list
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.config import ClientConfig
+from aiorocketmq.remoting.dispatch import Route
+from aiorocketmq.remoting.protocol import fastjson
+from aiorocketmq.remoting.protocol.codes import LanguageCode, SerializeType
+from aiorocketmq.remoting.protocol.codes import RequestCode as C
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.message import MessageExt, decode_records
+from aiorocketmq.remoting.protocol.msgid import parse_offset_msg_id
+from aiorocketmq.remoting.protocol.route import decode_topic_list
 from tests.broker.wire import create_topic, heartbeat, max_offset, send_v2, view
 from tests.cluster import BrokerProc, Cluster
 from tests.util import FAQ

@@ -9,15 +9,15 @@ import json
 import re
 import time
 
-from broker.processors.runtime import human_bytes, java_double
-from remoting.client import RemotingClient
-from remoting.protocol import fastjson
-from remoting.protocol.codes import LanguageCode, MQVersion
-from remoting.protocol.codes import RequestCode as C
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.heartbeat import HeartbeatData
-from remoting.protocol.message import decode_records
-from remoting.protocol.route import decode_kv_table
+from aiorocketmq.broker.processors.runtime import human_bytes, java_double
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.protocol import fastjson
+from aiorocketmq.remoting.protocol.codes import LanguageCode, MQVersion
+from aiorocketmq.remoting.protocol.codes import RequestCode as C
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.heartbeat import HeartbeatData
+from aiorocketmq.remoting.protocol.message import decode_records
+from aiorocketmq.remoting.protocol.route import decode_kv_table
 from tests.broker.wire import create_topic, heartbeat, pull, send_v2
 from tests.cluster import BrokerProc, Cluster
 

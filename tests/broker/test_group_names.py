@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from remoting.client import RemotingClient
-from remoting.protocol import fastjson
-from remoting.protocol.codes import RequestCode, ResponseCode
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.msgid import parse_offset_msg_id
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.protocol import fastjson
+from aiorocketmq.remoting.protocol.codes import RequestCode, ResponseCode
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.msgid import parse_offset_msg_id
 from tests.broker.test_edge_bounds import heartbeat, refusals
 from tests.broker.wire import create_topic, max_offset, pull, route, send_v2
 from tests.cluster import BrokerProc, Cluster

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from broker.ha_frames import (
+from aiorocketmq.broker.ha_frames import (
     HAProtocolError,
     TransferParser,
     encode_report,

@@ -10,11 +10,11 @@ import struct
 
 import pytest
 
-from remoting.client import RemotingClient
-from remoting.protocol.codes import RequestCode, ResponseCode
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.frame import FrameDecoder, encode
-from remoting.protocol.msgid import parse_offset_msg_id
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.protocol.codes import RequestCode, ResponseCode
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.frame import FrameDecoder, encode
+from aiorocketmq.remoting.protocol.msgid import parse_offset_msg_id
 from tests.broker.wire import create_topic, max_offset, send_v2
 from tests.cluster import BrokerProc, Cluster
 from tests.remoting.wire import RawPeer

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from broker.configfile import ConfigFile
-from broker.groups import SubscriptionGroups
-from broker.topics import TopicTable
-from remoting.errors import ConfigError
-from remoting.protocol.group import SubscriptionGroupConfig
-from remoting.protocol.register import TopicConfigWrapper
-from remoting.protocol.topic import TopicConfig
+from aiorocketmq.broker.configfile import ConfigFile
+from aiorocketmq.broker.groups import SubscriptionGroups
+from aiorocketmq.broker.topics import TopicTable
+from aiorocketmq.remoting.errors import ConfigError
+from aiorocketmq.remoting.protocol.group import SubscriptionGroupConfig
+from aiorocketmq.remoting.protocol.register import TopicConfigWrapper
+from aiorocketmq.remoting.protocol.topic import TopicConfig
 
 
 def table(tmp: Path) -> TopicTable:

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from remoting.client import RemotingClient
-from remoting.errors import RemotingError
-from remoting.protocol.codes import ResponseCode
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.errors import RemotingError
+from aiorocketmq.remoting.protocol.codes import ResponseCode
 from tests.broker.wire import create_topic, route, send_v2, total_messages, view
 from tests.cluster import Cluster
 from tests.harness import ROOT
@@ -201,6 +201,6 @@ def test_bad_delay_levels_exit_1(tmp_path: Path) -> None:
 
 
 def run_broker(tmp_path: Path, setting: str) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "broker", "--listen-port", "0", "--set", setting]
+    argv = [sys.executable, "-m", "aiorocketmq.broker", "--listen-port", "0", "--set", setting]
     argv += ["--set", f"storePathRootDir={tmp_path / 'store'}", "-n", "127.0.0.1:1"]
     return subprocess.run(argv, capture_output=True, text=True, timeout=30, cwd=ROOT)

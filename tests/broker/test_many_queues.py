@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from remoting.client import RemotingClient
-from remoting.protocol.codes import ResponseCode
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.protocol.codes import ResponseCode
 from tests.broker.wire import create_topic, max_offset, send_v2
 from tests.cluster import Cluster
 

@@ -11,11 +11,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from client import api
-from remoting.client import RemotingClient
-from remoting.counters import LATENCY_BOUNDS
-from remoting.metrics_http import MAX_CONNECTIONS
-from remoting.protocol.command import RemotingCommand
+from aiorocketmq.client.core import api
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.counters import LATENCY_BOUNDS
+from aiorocketmq.remoting.metrics_http import MAX_CONNECTIONS
+from aiorocketmq.remoting.protocol.command import RemotingCommand
 from tests.broker.wire import create_topic, pull, send_v2
 from tests.cluster import BrokerProc, Cluster
 from tests.harness import ServerProcess

@@ -16,10 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from remoting.client import RemotingClient
-from remoting.protocol.codes import RequestCode
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.message import encode_properties
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.protocol.codes import RequestCode
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.message import encode_properties
 from tests.broker.test_hostile import ask, json_frame
 from tests.broker.wire import create_topic, route, send_v2
 from tests.cluster import BrokerProc, Cluster

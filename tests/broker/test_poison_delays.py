@@ -14,11 +14,11 @@ from pathlib import Path
 
 from structlog.testing import capture_logs
 
-from broker.configfile import ConfigFile
-from broker.schedule import RETRY_FIRST_SECONDS, ScheduleService
-from broker.store import MessageStore
-from remoting.client import RemotingClient
-from remoting.protocol.topic import TopicConfig
+from aiorocketmq.broker.configfile import ConfigFile
+from aiorocketmq.broker.schedule import RETRY_FIRST_SECONDS, ScheduleService
+from aiorocketmq.broker.store import MessageStore
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.protocol.topic import TopicConfig
 from tests.broker.poison import (
     LONG_GROUP,
     delayed,

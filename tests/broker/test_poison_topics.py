@@ -13,9 +13,9 @@ from pathlib import Path
 
 from structlog.testing import capture_logs
 
-from remoting.client import RemotingClient
-from remoting.protocol.register import DataVersion, TopicConfigWrapper
-from remoting.protocol.topic import TopicConfig
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.protocol.register import DataVersion, TopicConfigWrapper
+from aiorocketmq.remoting.protocol.topic import TopicConfig
 from tests.broker.poison import in_process, queue_counts, registered
 from tests.broker.wire import create_topic
 from tests.cluster import Cluster

@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import asyncio
 
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.message import MAX_PROPERTIES_BYTES, decode_record, encode_properties
-from remoting.protocol.topic import TRANS_CHECK_MAX_TIME_TOPIC
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.message import (
+    MAX_PROPERTIES_BYTES,
+    decode_record,
+    encode_properties,
+)
+from aiorocketmq.remoting.protocol.topic import TRANS_CHECK_MAX_TIME_TOPIC
 from tests.broker.test_transactions import Producer, messages, producer, setup, until
 from tests.broker.wire import view
 from tests.cluster import Cluster

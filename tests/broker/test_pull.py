@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from remoting.client import RemotingClient
-from remoting.protocol.codes import ResponseCode as R
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.message import decode_records
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.protocol.codes import ResponseCode as R
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.message import decode_records
 from tests.broker.wire import create_topic, heartbeat, pull, send_v2
 from tests.cluster import BrokerProc, Cluster
 from tests.util import FAQ

@@ -11,10 +11,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from remoting.client import RemotingClient
-from remoting.protocol import fastjson
-from remoting.protocol.codes import RequestCode, ResponseCode
-from remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.protocol import fastjson
+from aiorocketmq.remoting.protocol.codes import RequestCode, ResponseCode
+from aiorocketmq.remoting.protocol.command import RemotingCommand
 from tests.broker.test_edge_bounds import refusals
 from tests.broker.wire import route
 from tests.cluster import Cluster

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from remoting.client import RemotingClient
-from remoting.protocol.batch import BatchItem, encode_batch
-from remoting.protocol.codes import RequestCode, ResponseCode
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.message import encode_properties
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.protocol.batch import BatchItem, encode_batch
+from aiorocketmq.remoting.protocol.codes import RequestCode, ResponseCode
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.message import encode_properties
 from tests.broker.wire import create_topic, send_v2, total_messages
 from tests.cluster import BrokerProc, Cluster
 from tests.util import FAQ

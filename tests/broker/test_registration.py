@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from broker.configfile import ConfigFile
-from broker.namesrv_api import BrokerIdentity, NamesrvAPI
-from broker.registration import Registrar
-from broker.topics import TopicTable, system_topics
-from namesrv.config import NamesrvConfig
-from namesrv.server import Namesrv
-from remoting.client import RemotingClient
-from remoting.config import ServerConfig
-from remoting.protocol.topic import TopicConfig
+from aiorocketmq.broker.configfile import ConfigFile
+from aiorocketmq.broker.namesrv_api import BrokerIdentity, NamesrvAPI
+from aiorocketmq.broker.registration import Registrar
+from aiorocketmq.broker.topics import TopicTable, system_topics
+from aiorocketmq.namesrv.config import NamesrvConfig
+from aiorocketmq.namesrv.server import Namesrv
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.config import ServerConfig
+from aiorocketmq.remoting.protocol.topic import TopicConfig
 
 ME = BrokerIdentity("C", "broker-a", 0, "127.0.0.1:10911", "127.0.0.1:10912")
 

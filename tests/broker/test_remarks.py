@@ -9,10 +9,10 @@ import json
 
 import pytest
 
-from remoting.client import RemotingClient
-from remoting.protocol.codes import RequestCode as C
-from remoting.protocol.codes import ResponseCode
-from remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.protocol.codes import RequestCode as C
+from aiorocketmq.remoting.protocol.codes import ResponseCode
+from aiorocketmq.remoting.protocol.command import RemotingCommand
 from tests.cluster import Cluster
 
 HEARTBEAT = {"clientID": "c1", "producerDataSet": [], "consumerDataSet": [

@@ -11,14 +11,14 @@ import signal
 import time
 from pathlib import Path
 
-from client import api
-from remoting.client import RemotingClient
-from remoting.protocol.codes import RequestCode as C
-from remoting.protocol.codes import ResponseCode
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.message import decode_records
-from remoting.protocol.register import RegisterBrokerBody, TopicConfigWrapper
-from remoting.protocol.route import decode_kv_table
+from aiorocketmq.client.core import api
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.protocol.codes import RequestCode as C
+from aiorocketmq.remoting.protocol.codes import ResponseCode
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.message import decode_records
+from aiorocketmq.remoting.protocol.register import RegisterBrokerBody, TopicConfigWrapper
+from aiorocketmq.remoting.protocol.route import decode_kv_table
 from tests.broker.wire import create_topic, pull, send_v2
 from tests.cluster import BrokerProc, Cluster
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from broker.runtime_keys import BOUNDS, REFUSED
-from remoting.client import RemotingClient
-from remoting.protocol.codes import RequestCode as C
-from remoting.protocol.codes import ResponseCode
-from remoting.protocol.command import RemotingCommand
+from aiorocketmq.broker.runtime_keys import BOUNDS, REFUSED
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.protocol.codes import RequestCode as C
+from aiorocketmq.remoting.protocol.codes import ResponseCode
+from aiorocketmq.remoting.protocol.command import RemotingCommand
 from tests.broker.wire import create_topic, route, send_v2, view
 from tests.cluster import BROKER_DEFAULTS, Cluster
 from tests.harness import ROOT, serving
@@ -67,7 +67,19 @@ def conf_broker(cluster: Cluster, tmp_path: Path) -> Iterator[tuple[list[str], P
     settings = {**BROKER_DEFAULTS, "brokerName": "broker-a",
                 "storePathRootDir": str(tmp_path / "store")}  # fmt: skip
     conf.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
-    yield ["-m", "broker", "-c", str(conf), "-n", cluster.namesrv_addr, "--listen-port", "0"], conf
+    yield (
+        [
+            "-m",
+            "aiorocketmq.broker",
+            "-c",
+            str(conf),
+            "-n",
+            cluster.namesrv_addr,
+            "--listen-port",
+            "0",
+        ],
+        conf,
+    )
 
 
 def test_every_refused_key_has_a_sample() -> None:

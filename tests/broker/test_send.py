@@ -6,14 +6,14 @@ from __future__ import annotations
 import json
 import re
 
-from broker.configfile import ConfigFile
-from broker.topics import TopicTable
-from remoting.client import RemotingClient
-from remoting.protocol.batch import BatchItem, encode_batch
-from remoting.protocol.codes import RequestCode, ResponseCode
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.message import encode_properties
-from remoting.protocol.route import TopicRouteData
+from aiorocketmq.broker.configfile import ConfigFile
+from aiorocketmq.broker.topics import TopicTable
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.protocol.batch import BatchItem, encode_batch
+from aiorocketmq.remoting.protocol.codes import RequestCode, ResponseCode
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.message import encode_properties
+from aiorocketmq.remoting.protocol.route import TopicRouteData
 from tests.broker.wire import create_topic, route, send_v2, total_messages, view
 from tests.cluster import Cluster
 

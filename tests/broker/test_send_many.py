@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import asyncio
 
-from remoting.client import RemotingClient
-from remoting.protocol.codes import ResponseCode
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.frame import FrameDecoder, encode
-from remoting.protocol.message import Prop
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.protocol.codes import ResponseCode
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.frame import FrameDecoder, encode
+from aiorocketmq.remoting.protocol.message import Prop
 from tests.broker.wire import create_topic, send_v2, view
 from tests.cluster import Cluster
 

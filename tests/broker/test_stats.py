@@ -7,11 +7,11 @@ import json
 import sys
 from datetime import datetime
 
-from broker.stats import FOUND, GET, MISS, PUT, BrokerStats
-from remoting.client import RemotingClient
-from remoting.protocol.codes import RequestCode as C
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.route import decode_kv_table
+from aiorocketmq.broker.stats import FOUND, GET, MISS, PUT, BrokerStats
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.protocol.codes import RequestCode as C
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.route import decode_kv_table
 from tests.broker.wire import create_topic, send_v2
 from tests.cluster import Cluster
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from broker.store.highwater import AHEAD
-from client import api
-from remoting.client import RemotingClient
-from remoting.protocol.batch import BatchItem, encode_batch
+from aiorocketmq.broker.store.highwater import AHEAD
+from aiorocketmq.client.core import api
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.protocol.batch import BatchItem, encode_batch
 from tests.broker.wire import create_topic, pull, send_v2
 from tests.cluster import Cluster
 from tests.scrape import scrape, value

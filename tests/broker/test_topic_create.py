@@ -9,11 +9,11 @@ from __future__ import annotations
 import asyncio
 import json
 
-from client import api
-from remoting.client import RemotingClient
-from remoting.protocol import fastjson
-from remoting.protocol.codes import RequestCode
-from remoting.protocol.command import RemotingCommand
+from aiorocketmq.client.core import api
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.protocol import fastjson
+from aiorocketmq.remoting.protocol.codes import RequestCode
+from aiorocketmq.remoting.protocol.command import RemotingCommand
 from tests.broker.wire import create_topic
 from tests.cluster import BrokerProc, Cluster
 from tests.scrape import grew, scrape

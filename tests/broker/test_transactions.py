@@ -10,21 +10,21 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from client import api
-from remoting.client import RemotingClient
-from remoting.config import ClientConfig
-from remoting.dispatch import Route
-from remoting.errors import RemotingTimeoutError
-from remoting.protocol.codes import RequestCode as C
-from remoting.protocol.codes import SerializeType
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.headers.transaction import (
+from aiorocketmq.client.core import api
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.config import ClientConfig
+from aiorocketmq.remoting.dispatch import Route
+from aiorocketmq.remoting.errors import RemotingTimeoutError
+from aiorocketmq.remoting.protocol.codes import RequestCode as C
+from aiorocketmq.remoting.protocol.codes import SerializeType
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.headers.transaction import (
     CheckTransactionStateRequestHeader,
     EndTransactionRequestHeader,
 )
-from remoting.protocol.message import MessageExt, SysFlag, decode_record, decode_records
-from remoting.protocol.msgid import parse_offset_msg_id
-from remoting.protocol.topic import (
+from aiorocketmq.remoting.protocol.message import MessageExt, SysFlag, decode_record, decode_records
+from aiorocketmq.remoting.protocol.msgid import parse_offset_msg_id
+from aiorocketmq.remoting.protocol.topic import (
     TRANS_CHECK_MAX_TIME_TOPIC,
     TRANS_HALF_TOPIC,
     TRANS_OP_HALF_TOPIC,

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from remoting.client import RemotingClient
+from aiorocketmq.remoting.client import RemotingClient
 from tests.broker.test_transactions import Producer
 from tests.broker.wire import create_topic, max_offset, send_v2
 from tests.cluster import Cluster

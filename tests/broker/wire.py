@@ -4,13 +4,13 @@ replaces or adds raw ext fields)."""
 
 from __future__ import annotations
 
-from client import api
-from remoting.client import RemotingClient
-from remoting.protocol.codes import RequestCode
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.heartbeat import ConsumerData, SubscriptionData
-from remoting.protocol.message import MessageExt, decode_record
-from remoting.protocol.msgid import parse_offset_msg_id
+from aiorocketmq.client.core import api
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.protocol.codes import RequestCode
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.heartbeat import ConsumerData, SubscriptionData
+from aiorocketmq.remoting.protocol.message import MessageExt, decode_record
+from aiorocketmq.remoting.protocol.msgid import parse_offset_msg_id
 
 
 def send_v2(

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from client import api
-from remoting.client import RemotingClient
-from remoting.config import ClientConfig
-from remoting.protocol.codes import SerializeType
+from aiorocketmq.client.core import api
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.config import ClientConfig
+from aiorocketmq.remoting.protocol.codes import SerializeType
 from tests.cluster import Cluster, running
 
 

@@ -10,9 +10,9 @@ import json
 import signal
 import sys
 
-from client.consumer_types import ConsumeOrderlyContext, ConsumeOrderlyStatus
-from client.push import PushConsumer
-from remoting.protocol.message import MessageExt
+from aiorocketmq.client.consumer.push.consumer import PushConsumer
+from aiorocketmq.client.consumer.types import ConsumeOrderlyContext, ConsumeOrderlyStatus
+from aiorocketmq.remoting.protocol.message import MessageExt
 
 
 def emit(**event: object) -> None:

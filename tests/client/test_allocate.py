@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import client.allocate as allocate_module
-from client.allocate import (
+import aiorocketmq.client.consumer.allocate as allocate_module
+from aiorocketmq.client.consumer.allocate import (
     STRATEGIES,
     ConsistentHashRouter,
     Strategy,
@@ -25,7 +25,7 @@ from client.allocate import (
     md5_hash,
     queue_key,
 )
-from remoting.protocol.heartbeat import MessageQueue
+from aiorocketmq.remoting.protocol.heartbeat import MessageQueue
 
 ALL = list(STRATEGIES.values())
 BALANCED = [allocate_averagely, allocate_averagely_by_circle]

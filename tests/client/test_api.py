@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from client import api
-from client.errors import MQBrokerError
-from remoting.errors import RemotingCommandError
-from remoting.protocol.codes import RequestCode as C
-from remoting.protocol.codes import ResponseCode as R
-from remoting.protocol.command import RemotingCommand, response_to
-from remoting.protocol.headers.send import SendMessageHeader
+from aiorocketmq.client.core import api
+from aiorocketmq.client.core.errors import MQBrokerError
+from aiorocketmq.remoting.errors import RemotingCommandError
+from aiorocketmq.remoting.protocol.codes import RequestCode as C
+from aiorocketmq.remoting.protocol.codes import ResponseCode as R
+from aiorocketmq.remoting.protocol.command import RemotingCommand, response_to
+from aiorocketmq.remoting.protocol.headers.send import SendMessageHeader
 
 
 @pytest.mark.parametrize("batch", [False, True])

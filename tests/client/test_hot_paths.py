@@ -7,16 +7,16 @@ from __future__ import annotations
 import asyncio
 import itertools
 
-from client.consume import ConcurrentService, Listener
-from client.consumer_types import ConsumerOptions, ConsumeStatus
-from client.fault import FAILED_LATENCY_MS, LatencyFaults
-from client.message import Message
-from client.offsets import RemoteOffsetStore
-from client.process_queue import ProcessQueue
-from client.publish import PublishInfo
-from remoting.protocol.heartbeat import MessageQueue
-from remoting.protocol.message import MessageExt, encode_properties
-from remoting.protocol.route import BrokerData, QueueData, TopicRouteData
+from aiorocketmq.client.consumer.offsets import RemoteOffsetStore
+from aiorocketmq.client.consumer.process_queue import ProcessQueue
+from aiorocketmq.client.consumer.push.consume import ConcurrentService, Listener
+from aiorocketmq.client.consumer.types import ConsumerOptions, ConsumeStatus
+from aiorocketmq.client.core.fault import FAILED_LATENCY_MS, LatencyFaults
+from aiorocketmq.client.core.message import Message
+from aiorocketmq.client.core.publish import PublishInfo
+from aiorocketmq.remoting.protocol.heartbeat import MessageQueue
+from aiorocketmq.remoting.protocol.message import MessageExt, encode_properties
+from aiorocketmq.remoting.protocol.route import BrokerData, QueueData, TopicRouteData
 
 BROKERS = ("broker-a", "broker-b", "broker-c")
 

@@ -11,14 +11,14 @@ from collections import defaultdict
 
 import pytest
 
-import client.sync
-from client import Message, MessageQueue, MQClientError, Producer, PullConsumer, api
-from client.api import PullStatus
-from client.consumer_types import ConsumeFromWhere
-from client.lite_raw import keep_tags, record_tags, records
-from remoting.client import RemotingClient
-from remoting.protocol.codes import RequestCode as C
-from remoting.protocol.message import MessageExt, decode_records
+from aiorocketmq.client import Message, MessageQueue, MQClientError, Producer, PullConsumer, sync
+from aiorocketmq.client.consumer.lite.raw import keep_tags, record_tags, records
+from aiorocketmq.client.consumer.types import ConsumeFromWhere
+from aiorocketmq.client.core import api
+from aiorocketmq.client.core.api import PullStatus
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.protocol.codes import RequestCode as C
+from aiorocketmq.remoting.protocol.message import MessageExt, decode_records
 from tests.client.conftest import create_everywhere
 from tests.cluster import Cluster
 from tests.util import wait_until
@@ -299,10 +299,10 @@ async def test_running_info_tells_admins_it_consumes_actively(two_brokers: Clust
 
 
 def test_sync_facade_from_a_plain_thread(two_brokers: Cluster) -> None:
-    """client.sync.PullConsumer: the same calls, blocking, from a thread without a loop."""
+    """aiorocketmq.sync.PullConsumer: the same calls, blocking, from a thread without a loop."""
     asyncio.run(create_everywhere(two_brokers, "LiteSync", queues=1))
     mq = MessageQueue("LiteSync", "broker-a", 0)
-    with client.sync.Producer("pg_sync", namesrv_addr=two_brokers.namesrv_addr) as p:
+    with sync.Producer("pg_sync", namesrv_addr=two_brokers.namesrv_addr) as p:
         for i in range(5):
             p.send(Message("LiteSync", b"s%d" % i), queue=mq)
     seen: list[int] = []
@@ -310,7 +310,7 @@ def test_sync_facade_from_a_plain_thread(two_brokers: Cluster) -> None:
 
     def reader() -> None:
         try:
-            with client.sync.PullConsumer("lite_sync", two_brokers.namesrv_addr, **FIRST) as c:
+            with sync.PullConsumer("lite_sync", two_brokers.namesrv_addr, **FIRST) as c:
                 c.assign([mq])
                 deadline = time.monotonic() + 15
                 while len(seen) < 5 and time.monotonic() < deadline:

@@ -13,12 +13,12 @@ PROGRAM = """
 import asyncio, logging, sys
 if sys.argv[1] == "debug":
     logging.basicConfig(level=logging.DEBUG, stream=sys.stderr, format="%(name)s %(message)s")
-import client, client.api
-from remoting.client import RemotingClient
-from remoting.protocol.command import RemotingCommand, response_to
-from remoting.config import ServerConfig
-from remoting.dispatch import Route
-from remoting.server import RemotingServer
+import aiorocketmq.client, aiorocketmq.client.core.api
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.protocol.command import RemotingCommand, response_to
+from aiorocketmq.remoting.config import ServerConfig
+from aiorocketmq.remoting.dispatch import Route
+from aiorocketmq.remoting.server import RemotingServer
 
 async def echo(req, ch):
     return response_to(req, 0, "ok")
@@ -53,5 +53,5 @@ def test_a_program_that_configures_nothing_sees_nothing() -> None:
 def test_the_programs_logging_config_decides() -> None:
     done = run("debug")
     assert done.stdout == ""
-    assert "remoting.client connected addr='127.0.0.1:" in done.stderr
-    assert "remoting.channel connection_opened" in done.stderr
+    assert "aiorocketmq.remoting.client connected addr='127.0.0.1:" in done.stderr
+    assert "aiorocketmq.remoting.channel connection_opened" in done.stderr

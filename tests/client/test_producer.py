@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from client import Message, MQClientError, Producer, SendResult, SendStatus, api
-from client.fault import FAILED_LATENCY_MS
-from remoting.client import RemotingClient
-from remoting.protocol.codes import SerializeType
-from remoting.protocol.message import SysFlag, decode_records
+from aiorocketmq.client import Message, MQClientError, Producer, SendResult, SendStatus
+from aiorocketmq.client.core import api
+from aiorocketmq.client.core.fault import FAILED_LATENCY_MS
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.protocol.codes import SerializeType
+from aiorocketmq.remoting.protocol.message import SysFlag, decode_records
 from tests.client.conftest import create_everywhere
 from tests.cluster import Cluster
 
@@ -143,7 +144,7 @@ def test_sync_facade_from_plain_threads(two_brokers: Cluster) -> None:
     once (one shared event-loop thread behind it)."""
     import threading
 
-    from client import sync
+    from aiorocketmq.client import sync
 
     results: list[SendResult] = []
     errors: list[Exception] = []
@@ -287,7 +288,7 @@ async def test_broker_requests_reach_the_instance(two_brokers: Cluster) -> None:
     """Issue 14 item 3 (ClientRemotingProcessor): a request a broker sends to the client,
     here NOTIFY_CONSUMER_IDS_CHANGED (40) when another member joins a group this process
     belongs to, reaches the hook the consumer registered on the instance."""
-    from remoting.protocol.heartbeat import ConsumerData, SubscriptionData
+    from aiorocketmq.remoting.protocol.heartbeat import ConsumerData, SubscriptionData
 
     broker = two_brokers.brokers["broker-a"].addr
     changed = asyncio.Event()

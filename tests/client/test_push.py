@@ -13,17 +13,18 @@ from pathlib import Path
 
 import pytest
 
-from client import Message, MessageQueue, Producer, api
-from client.consumer_types import (
+from aiorocketmq.client import Message, MessageQueue, Producer
+from aiorocketmq.client.consumer.push.consumer import PushConsumer
+from aiorocketmq.client.consumer.types import (
     ConsumeConcurrentlyContext,
     ConsumeFromWhere,
     ConsumeStatus,
     MessageModel,
 )
-from client.push import PushConsumer
-from remoting.client import RemotingClient
-from remoting.protocol.codes import ResponseCode as R
-from remoting.protocol.message import MessageExt
+from aiorocketmq.client.core import api
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.protocol.codes import ResponseCode as R
+from aiorocketmq.remoting.protocol.message import MessageExt
 from tests.client.conftest import create_everywhere
 from tests.cluster import Cluster, running
 from tests.harness import ServerProcess

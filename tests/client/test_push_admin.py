@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import json
 
-from client import ConsumeStatus, Message, MessageExt, Producer, PushConsumer
-from remoting.client import RemotingClient
-from remoting.config import ClientConfig
-from remoting.protocol import fastjson
-from remoting.protocol.codes import RequestCode as C
-from remoting.protocol.codes import SerializeType
-from remoting.protocol.command import RemotingCommand
+from aiorocketmq.client import ConsumeStatus, Message, MessageExt, Producer, PushConsumer
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.config import ClientConfig
+from aiorocketmq.remoting.protocol import fastjson
+from aiorocketmq.remoting.protocol.codes import RequestCode as C
+from aiorocketmq.remoting.protocol.codes import SerializeType
+from aiorocketmq.remoting.protocol.command import RemotingCommand
 from tests.client.conftest import create_everywhere
 from tests.client.test_push import FAST
 from tests.client.test_push import cluster as cluster  # the fixture

@@ -10,8 +10,7 @@ import time
 
 import pytest
 
-import client.sync
-from client import (
+from aiorocketmq.client import (
     ConsumeConcurrentlyContext,
     ConsumeFromWhere,
     ConsumeStatus,
@@ -19,10 +18,11 @@ from client import (
     MessageExt,
     MQClientError,
     PushConsumer,
+    sync,
 )
-from remoting.client import RemotingClient
-from remoting.protocol.codes import RequestCode as C
-from remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.protocol.codes import RequestCode as C
+from aiorocketmq.remoting.protocol.command import RemotingCommand
 from tests.client.conftest import create_everywhere
 from tests.client.test_push import FAST, send
 from tests.client.test_push import cluster as cluster  # the fixture
@@ -81,9 +81,9 @@ async def test_plain_listener_runs_in_a_thread_and_exceptions_retry(cluster: Clu
 
 
 def test_sync_facade_with_a_listener_and_with_iteration(cluster: Cluster) -> None:
-    """client.sync.PushConsumer from a plain thread: start/shutdown and `for` iteration."""
+    """aiorocketmq.sync.PushConsumer from a plain thread: start/shutdown and `for` iteration."""
     asyncio.run(create_everywhere(cluster, "PushSync", 2))
-    with client.sync.Producer("pg_sync", namesrv_addr=cluster.namesrv_addr) as p:
+    with sync.Producer("pg_sync", namesrv_addr=cluster.namesrv_addr) as p:
         for i in range(5):
             p.send(Message("PushSync", f"s{i}".encode()))
     got: list[bytes] = []
@@ -95,7 +95,7 @@ def test_sync_facade_with_a_listener_and_with_iteration(cluster: Cluster) -> Non
             done.set()
         return ConsumeStatus.CONSUME_SUCCESS
 
-    c = client.sync.PushConsumer("cg_sync", namesrv_addr=cluster.namesrv_addr,
+    c = sync.PushConsumer("cg_sync", namesrv_addr=cluster.namesrv_addr,
                                  consume_from_where=FIRST, **FAST)  # fmt: skip
     c.subscribe("PushSync", "*")
     c.register_message_listener(listener)
@@ -105,7 +105,7 @@ def test_sync_facade_with_a_listener_and_with_iteration(cluster: Cluster) -> Non
     finally:
         c.shutdown()
     assert sorted(got) == [f"s{i}".encode() for i in range(5)]
-    it = client.sync.PushConsumer("cg_sync_it", namesrv_addr=cluster.namesrv_addr,
+    it = sync.PushConsumer("cg_sync_it", namesrv_addr=cluster.namesrv_addr,
                                   consume_from_where=FIRST, **FAST)  # fmt: skip
     it.subscribe("PushSync")
     with it:

@@ -11,9 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from client import ConsumeFromWhere, ConsumeStatus, Message, MessageExt, Producer, PushConsumer, api
-from remoting.client import RemotingClient
-from remoting.protocol.codes import RequestCode as C
+from aiorocketmq.client import (
+    ConsumeFromWhere,
+    ConsumeStatus,
+    Message,
+    MessageExt,
+    Producer,
+    PushConsumer,
+)
+from aiorocketmq.client.core import api
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.protocol.codes import RequestCode as C
 from tests.broker.wire import create_topic, pull, send_v2
 from tests.cluster import Cluster, running
 from tests.util import wait_until

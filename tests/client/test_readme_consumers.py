@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from client import Message
-from client.sync import Producer
+from aiorocketmq.client import Message
+from aiorocketmq.client.sync import Producer
 from tests.cluster import Cluster
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from client import (
+from aiorocketmq.client import (
     ConsumeFromWhere,
     ConsumeStatus,
     LocalTransactionState,
@@ -26,7 +26,7 @@ from client import (
     TransactionProducer,
     TransactionSendResult,
 )
-from client import sync as blocking
+from aiorocketmq.client import sync as blocking
 from tests.client.conftest import create_everywhere
 from tests.cluster import Cluster, running
 from tests.harness import ServerProcess

@@ -10,8 +10,8 @@ import asyncio
 import json
 import sys
 
-from client import LocalTransactionState, Message, TransactionProducer
-from remoting.protocol.message import MessageExt
+from aiorocketmq.client import LocalTransactionState, Message, TransactionProducer
+from aiorocketmq.remoting.protocol.message import MessageExt
 
 
 def emit(**event: object) -> None:

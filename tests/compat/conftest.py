@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from remoting.client import RemotingClient
+from aiorocketmq.remoting.client import RemotingClient
 from tests.broker.wire import create_topic
 from tests.cluster import Cluster
 from tests.util import wait_until

@@ -15,9 +15,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from remoting.protocol.codes import RequestCode
-from remoting.protocol.frame import FrameDecoder, encode
-from remoting.runtime import configure_logging
+from aiorocketmq.remoting.protocol.codes import RequestCode
+from aiorocketmq.remoting.protocol.frame import FrameDecoder, encode
+from aiorocketmq.remoting.runtime import configure_logging
 from tests.cluster import Cluster
 from tests.compat.conftest import Node, create_everywhere
 
@@ -84,7 +84,7 @@ async def record(root: Path) -> dict[int, bytes]:
     cluster.start_namesrv()
     try:
         broker = cluster.add_broker("broker-a")
-        from remoting.client import RemotingClient
+        from aiorocketmq.remoting.client import RemotingClient
 
         async with RemotingClient() as cli:
             await create_everywhere(cli, cluster, "GoldenTopic", 2)

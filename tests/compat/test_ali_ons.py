@@ -10,10 +10,10 @@ from collections import Counter
 
 import pytest
 
-from remoting.client import RemotingClient
-from remoting.protocol.codes import RequestCode as C
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.message import MessageExt, decode_records
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.protocol.codes import RequestCode as C
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.message import MessageExt, decode_records
 from tests.broker.wire import heartbeat, max_offset, pull, send_v2
 from tests.cluster import Cluster
 from tests.compat.conftest import Node, create_everywhere
@@ -224,7 +224,7 @@ async def test_a_mixed_group_of_ali_ons_and_our_consumer_shares_queues(
     """Issue 15 / protocol.md 12.6: an ali-ons consumer and a client.PushConsumer in one group
     allocate the same way (AllocateMessageQueueAveragely over the sorted ids and queues):
     disjoint shares, every message consumed once, by whichever side owns its queue."""
-    from client import ConsumeStatus, PushConsumer
+    from aiorocketmq.client import ConsumeStatus, PushConsumer
 
     await create_everywhere(admin, compat_cluster, "CompatMixed", 4)
     args = (compat_cluster.namesrv_addr, "CompatMixed", "compat_mixed")

@@ -8,20 +8,20 @@ from pathlib import Path
 
 import pytest
 
-from remoting.protocol.codes import LanguageCode, SerializeType
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.frame import FrameDecoder
-from remoting.protocol.headers.consumer import (
+from aiorocketmq.remoting.protocol.codes import LanguageCode, SerializeType
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.frame import FrameDecoder
+from aiorocketmq.remoting.protocol.headers.consumer import (
     ConsumerGroupHeader,
     PullMessageRequestHeader,
     QueueOffsetRequestHeader,
     UnregisterClientRequestHeader,
     UpdateConsumerOffsetRequestHeader,
 )
-from remoting.protocol.headers.namesrv import GetRouteInfoRequestHeader
-from remoting.protocol.headers.send import SendMessageHeader
-from remoting.protocol.heartbeat import HeartbeatData
-from remoting.protocol.message import decode_properties
+from aiorocketmq.remoting.protocol.headers.namesrv import GetRouteInfoRequestHeader
+from aiorocketmq.remoting.protocol.headers.send import SendMessageHeader
+from aiorocketmq.remoting.protocol.heartbeat import HeartbeatData
+from aiorocketmq.remoting.protocol.message import decode_properties
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 

@@ -1,7 +1,7 @@
 """``mqcluster`` (``make run``, deploy/launcher.py) as the deploy tests drive it: a launcher on
 free ports whose output is read only when asked, and the checks that none of its servers
-outlives it. It runs as ``python -m deploy.launcher`` from the repository root: the console
-script of a venv installed elsewhere would run that checkout's code."""
+outlives it. It runs as ``python -m aiorocketmq.deploy.launcher`` from the repository root: the
+console script of a venv installed elsewhere would run that checkout's code."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from tests.harness import ROOT
 
-LAUNCHER = [sys.executable, "-m", "deploy.launcher"]
+LAUNCHER = [sys.executable, "-m", "aiorocketmq.deploy.launcher"]
 NAMES = ["namesrv", "broker-a", "broker-b"]
 
 

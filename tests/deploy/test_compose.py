@@ -16,11 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from client import ConsumeFromWhere, Message, MessageQueue, api
-from client.sync import Producer, PullConsumer
-from remoting.client import RemotingClient
-from remoting.protocol.message import decode_record
-from remoting.protocol.msgid import parse_offset_msg_id
+from aiorocketmq.client import ConsumeFromWhere, Message, MessageQueue
+from aiorocketmq.client.core import api
+from aiorocketmq.client.sync import Producer, PullConsumer
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.protocol.message import decode_record
+from aiorocketmq.remoting.protocol.msgid import parse_offset_msg_id
 from tests.deploy.compose import COMPOSE, Project, load, start_order
 from tests.harness import ROOT
 
@@ -136,7 +137,8 @@ def test_dockerfile_lints_clean_and_installs_every_package() -> None:
     text = DOCKERFILE.read_text()
     assert re.search(r"^FROM python:3\.11-slim\b", text, re.M)
     packages = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    for top in {p.split(".")[0] for p in packages["packages"]}:
+    # the root package's folder and every folder package-dir maps into it (issue 30)
+    for top in {"aiorocketmq", *packages["package-dir"].values()}:
         assert f"COPY {top}/ {top}/" in text, top
     user = re.findall(r"^USER (\S+)", text, re.M)
     assert user and user[-1].split(":")[0] not in ("0", "root"), user

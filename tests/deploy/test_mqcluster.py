@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from deploy import procs
+from aiorocketmq.deploy import procs
 from tests.deploy.launcher import LAUNCHER, NAMES, Launcher, close, wait_all_gone
 from tests.harness import ROOT
 
@@ -151,9 +151,9 @@ def test_console_script_and_its_conf_files() -> None:
     data, so an installed launcher finds them."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     target = project["project"]["scripts"]["mqcluster"]
-    assert target == "deploy.launcher:main"
-    assert "deploy" in project["tool"]["setuptools"]["packages"]
-    globs = project["tool"]["setuptools"]["package-data"]["deploy"]
+    assert target == "aiorocketmq.deploy.launcher:main"
+    assert "aiorocketmq.deploy" in project["tool"]["setuptools"]["packages"]
+    globs = project["tool"]["setuptools"]["package-data"]["aiorocketmq.deploy"]
     packaged = {p for g in globs for p in (ROOT / "deploy").glob(g)}
     for spec in procs.plan(procs.MAX_SLAVES):
         assert Path(procs.conf_path(spec.argv[spec.argv.index("-c") + 1])) in packaged

@@ -15,13 +15,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from client import api
-from deploy import launcher, procs
-from deploy.cluster import Cluster
-from remoting.client import RemotingClient
-from remoting.config import ClientConfig
-from remoting.protocol.codes import ResponseCode, SerializeType
-from remoting.protocol.message import decode_records
+from aiorocketmq.client.core import api
+from aiorocketmq.deploy import launcher, procs
+from aiorocketmq.deploy.cluster import Cluster
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.config import ClientConfig
+from aiorocketmq.remoting.protocol.codes import ResponseCode, SerializeType
+from aiorocketmq.remoting.protocol.message import decode_records
 from tests.broker.wire import create_topic, pull, route, send_v2
 from tests.deploy.launcher import Launcher, wait_all_gone
 from tests.harness import ROOT

@@ -39,7 +39,7 @@ async def test_defaults_bind_no_wildcard(tmp_path: Path) -> None:
 async def test_wildcard_when_asked(tmp_path: Path) -> None:
     """bindAddress=0.0.0.0 (as deploy/conf/compose/namesrv.conf sets it) binds every
     interface; metricsHost moves /metrics alone."""
-    argv = ["-m", "namesrv", "--listen-port", "0",
+    argv = ["-m", "aiorocketmq.namesrv", "--listen-port", "0",
             "--set", f"kvConfigPath={tmp_path / 'kv.json'}", "--set", "metricsPort=0"]  # fmt: skip
     with serving([*argv, "--set", "bindAddress=0.0.0.0"]) as ns:
         port, metrics = ns.listening_port(), ns.metrics_port()

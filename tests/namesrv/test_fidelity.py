@@ -1,5 +1,5 @@
-"""Fidelity rows D18 and D19 (issue 13 item 8): a real `python -m namesrv` on port 0, spoken
-to in JSON headers as Java brokers and tools speak."""
+"""Fidelity rows D18 and D19 (issue 13 item 8): a real `python -m aiorocketmq.namesrv` on port 0,
+spoken to in JSON headers as Java brokers and tools speak."""
 
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from remoting.client import RemotingClient
-from remoting.config import ClientConfig
-from remoting.errors import RemotingError
-from remoting.protocol.codes import RequestCode, SerializeType
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.frame import FrameDecoder
-from remoting.protocol.route import decode_topic_list
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.config import ClientConfig
+from aiorocketmq.remoting.errors import RemotingError
+from aiorocketmq.remoting.protocol.codes import RequestCode, SerializeType
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.frame import FrameDecoder
+from aiorocketmq.remoting.protocol.route import decode_topic_list
 from tests.harness import serving
 from tests.namesrv.test_process import namesrv_args, register_request, route, start_namesrv
 

@@ -1,7 +1,7 @@
 """The name server against hostile or huge registrations (the zlib-bomb and unencodable-string
-issues): a real `python -m namesrv` on port 0 keeps its memory bounded and keeps answering
-everyone else; names that are not valid UTF-8 never get in; and should one be in its tables,
-the answers about every other entry still work. Plus the pure parts: RouteTable's stepped
+issues): a real `python -m aiorocketmq.namesrv` on port 0 keeps its memory bounded and keeps
+answering everyone else; names that are not valid UTF-8 never get in; and should one be in its
+tables, the answers about every other entry still work. Plus the pure parts: RouteTable's stepped
 registration and KVConfig's own checks."""
 
 from __future__ import annotations
@@ -17,19 +17,28 @@ from typing import Any, cast
 
 import pytest
 
-from namesrv.kvconfig import ORDER_TOPIC_CONFIG, KVConfig
-from namesrv.processors import NamesrvProcessor
-from namesrv.routes import RouteTable
-from remoting.channel import Channel
-from remoting.client import RemotingClient
-from remoting.protocol import text
-from remoting.protocol.codes import RequestCode, ResponseCode
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.frame import FrameDecoder
-from remoting.protocol.register import DataVersion, RegisterBrokerBody, TopicConfigWrapper
-from remoting.protocol.route import ClusterInfo, TopicRouteData, decode_kv_table, decode_topic_list
-from remoting.protocol.steps import finish
-from remoting.protocol.topic import TopicConfig
+from aiorocketmq.namesrv.kvconfig import ORDER_TOPIC_CONFIG, KVConfig
+from aiorocketmq.namesrv.processors import NamesrvProcessor
+from aiorocketmq.namesrv.routes import RouteTable
+from aiorocketmq.remoting.channel import Channel
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.protocol import text
+from aiorocketmq.remoting.protocol.codes import RequestCode, ResponseCode
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.frame import FrameDecoder
+from aiorocketmq.remoting.protocol.register import (
+    DataVersion,
+    RegisterBrokerBody,
+    TopicConfigWrapper,
+)
+from aiorocketmq.remoting.protocol.route import (
+    ClusterInfo,
+    TopicRouteData,
+    decode_kv_table,
+    decode_topic_list,
+)
+from aiorocketmq.remoting.protocol.steps import finish
+from aiorocketmq.remoting.protocol.topic import TopicConfig
 from tests.harness import ServerProcess, serving
 from tests.namesrv.test_process import namesrv_args
 from tests.protocol.test_register import ascii_json, body_json, compressed, zlib_bomb

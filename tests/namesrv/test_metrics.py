@@ -8,9 +8,9 @@ import asyncio
 import socket
 from pathlib import Path
 
-from client import api
-from remoting.client import RemotingClient
-from remoting.protocol.command import RemotingCommand
+from aiorocketmq.client.core import api
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.protocol.command import RemotingCommand
 from tests.cluster import running
 from tests.harness import serving
 from tests.scrape import buckets, grew, scrape, value
@@ -54,7 +54,7 @@ async def test_registrations_and_lookups_move_the_name_servers_metrics(
 async def test_a_taken_port_is_logged_and_the_name_server_serves(tmp_path: Path) -> None:
     with socket.create_server(("127.0.0.1", 0)) as taken:
         busy = taken.getsockname()[1]
-        argv = ["-m", "namesrv", "--listen-port", "0", "--set", f"metricsPort={busy}",
+        argv = ["-m", "aiorocketmq.namesrv", "--listen-port", "0", "--set", f"metricsPort={busy}",
                 "--set", f"kvConfigPath={tmp_path / 'kv.json'}"]  # fmt: skip
         with serving(argv) as proc:
             warning = proc.wait_for("metrics_port_unavailable")

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from remoting.client import RemotingClient
-from remoting.protocol.codes import RequestCode, ResponseCode
-from remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.protocol.codes import RequestCode, ResponseCode
+from aiorocketmq.remoting.protocol.command import RemotingCommand
 from tests.harness import serving
 from tests.namesrv.test_process import namesrv_args
 

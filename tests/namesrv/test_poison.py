@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from remoting.client import RemotingClient
-from remoting.protocol.codes import ResponseCode
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.register import TOPIC_NAME_MAX, DataVersion
-from remoting.protocol.route import TopicRouteData
-from remoting.protocol.topic import TopicConfig
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.protocol.codes import ResponseCode
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.register import TOPIC_NAME_MAX, DataVersion
+from aiorocketmq.remoting.protocol.route import TopicRouteData
+from aiorocketmq.remoting.protocol.topic import TopicConfig
 from tests.harness import ServerProcess, serving
 from tests.namesrv.test_hostile import register_request
 from tests.namesrv.test_process import namesrv_args

@@ -12,19 +12,30 @@ from pathlib import Path
 
 import pytest
 
-from remoting.client import RemotingClient
-from remoting.config import ClientConfig
-from remoting.protocol.codes import RequestCode, ResponseCode, SerializeType
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.register import DataVersion, RegisterBrokerBody, TopicConfigWrapper
-from remoting.protocol.route import ClusterInfo, TopicRouteData, decode_topic_list
-from remoting.protocol.topic import TopicConfig
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.config import ClientConfig
+from aiorocketmq.remoting.protocol.codes import RequestCode, ResponseCode, SerializeType
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.register import (
+    DataVersion,
+    RegisterBrokerBody,
+    TopicConfigWrapper,
+)
+from aiorocketmq.remoting.protocol.route import ClusterInfo, TopicRouteData, decode_topic_list
+from aiorocketmq.remoting.protocol.topic import TopicConfig
 from tests.harness import ServerProcess, serving
 from tests.util import FAQ, wait_until
 
 
 def namesrv_args(tmp: Path, *sets: str) -> list[str]:
-    args = ["-m", "namesrv", "--listen-port", "0", "--set", f"kvConfigPath={tmp / 'kv.json'}"]
+    args = [
+        "-m",
+        "aiorocketmq.namesrv",
+        "--listen-port",
+        "0",
+        "--set",
+        f"kvConfigPath={tmp / 'kv.json'}",
+    ]
     for item in sets:
         args += ["--set", item]
     return args

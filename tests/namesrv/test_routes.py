@@ -3,10 +3,10 @@ data versions, eviction, permissions."""
 
 from __future__ import annotations
 
-from namesrv.routes import RegisterResult, RouteTable
-from remoting.protocol.register import DataVersion, TopicConfigWrapper
-from remoting.protocol.steps import finish
-from remoting.protocol.topic import TopicConfig
+from aiorocketmq.namesrv.routes import RegisterResult, RouteTable
+from aiorocketmq.remoting.protocol.register import DataVersion, TopicConfigWrapper
+from aiorocketmq.remoting.protocol.steps import finish
+from aiorocketmq.remoting.protocol.topic import TopicConfig
 
 
 class Clock:

@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from client.errors import MQClientError
-from client.validate import check_group
-from remoting.protocol.bounds import (
+from aiorocketmq.client.core.errors import MQClientError
+from aiorocketmq.client.core.validate import check_group
+from aiorocketmq.remoting.protocol.bounds import (
     QUEUE_NUMS_MAX,
     RETRIED_GROUP_MAX_LENGTH,
     check_group_name,
@@ -19,16 +19,16 @@ from remoting.protocol.bounds import (
     retry_topics_refusal,
     topic_config_refusal,
 )
-from remoting.protocol.group import SubscriptionGroupConfig
-from remoting.protocol.heartbeat import (
+from aiorocketmq.remoting.protocol.group import SubscriptionGroupConfig
+from aiorocketmq.remoting.protocol.heartbeat import (
     ConsumerData,
     HeartbeatData,
     LockBatchBody,
     MessageQueue,
     SubscriptionData,
 )
-from remoting.protocol.topic import TopicConfig
-from remoting.throttle import Throttle
+from aiorocketmq.remoting.protocol.topic import TopicConfig
+from aiorocketmq.remoting.throttle import Throttle
 
 GROUPS = [
     ("g", None),

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from remoting.errors import MessageDecodeError
-from remoting.protocol.columns import decode_columns
-from remoting.protocol.message import MessageExt, SysFlag, decode_records, encode_record
-from remoting.protocol.msgid import offset_msg_id, pack_host
+from aiorocketmq.remoting.errors import MessageDecodeError
+from aiorocketmq.remoting.protocol.columns import decode_columns
+from aiorocketmq.remoting.protocol.message import MessageExt, SysFlag, decode_records, encode_record
+from aiorocketmq.remoting.protocol.msgid import offset_msg_id, pack_host
 
 
 def record(i: int, tags: str | None = None, uniq: bool = True, body: bytes = b"") -> bytes:

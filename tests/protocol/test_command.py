@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from remoting.protocol import command
-from remoting.protocol.codes import (
+from aiorocketmq.remoting.protocol import command
+from aiorocketmq.remoting.protocol.codes import (
     CURRENT_VERSION,
     LanguageCode,
     MQVersion,
@@ -22,7 +22,7 @@ from remoting.protocol.codes import (
     ResponseCode,
     SerializeType,
 )
-from remoting.protocol.command import (
+from aiorocketmq.remoting.protocol.command import (
     ONEWAY_FLAG,
     RESPONSE_FLAG,
     RemotingCommand,

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from remoting.protocol import fastjson
+from aiorocketmq.remoting.protocol import fastjson
 
 
 def test_bare_numeric_keys() -> None:

@@ -19,13 +19,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from remoting.errors import FrameError, RemotingCommandError
-from remoting.protocol import serialize
-from remoting.protocol.codes import LanguageCode, ResponseCode
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.headers.consumer import PullMessageRequestHeader
-from remoting.protocol.headers.send import SendMessageHeader, SendMessageResponseHeader
-from remoting.protocol.text import unencodable
+from aiorocketmq.remoting.errors import FrameError, RemotingCommandError
+from aiorocketmq.remoting.protocol import serialize
+from aiorocketmq.remoting.protocol.codes import LanguageCode, ResponseCode
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.headers.consumer import PullMessageRequestHeader
+from aiorocketmq.remoting.protocol.headers.send import SendMessageHeader, SendMessageResponseHeader
+from aiorocketmq.remoting.protocol.text import unencodable
 
 V2_EXT = {"a": "g", "b": "T", "c": "TBW102", "d": "4", "e": "0", "f": "0", "g": "1", "h": "0"}
 BOUNDS = [str(n + d) for n in (2**31, -(2**31), 2**63, -(2**63), 10**9, 10**18) for d in (-1, 0)]

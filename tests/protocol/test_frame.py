@@ -17,10 +17,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from remoting.errors import FrameError, RemotingCommandError
-from remoting.protocol.codes import LanguageCode, SerializeType
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.frame import DEFAULT_MAX_FRAME, FrameDecoder, encode
+from aiorocketmq.remoting.errors import FrameError, RemotingCommandError
+from aiorocketmq.remoting.protocol.codes import LanguageCode, SerializeType
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.frame import DEFAULT_MAX_FRAME, FrameDecoder, encode
 from tests.protocol.test_serialize import GOLDEN_BINARY, GOLDEN_JSON, any_command, route_request
 
 GOLDEN_JSON_FRAME = bytes.fromhex("00000087 00000083") + GOLDEN_JSON

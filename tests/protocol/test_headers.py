@@ -13,11 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from remoting.errors import RemotingCommandError
-from remoting.protocol.codes import RequestCode
-from remoting.protocol.headers.base import Header, wire
-from remoting.protocol.headers.send import SendMessageHeader, SendMessageResponseHeader
-from remoting.protocol.serialize import decode_json
+from aiorocketmq.remoting.errors import RemotingCommandError
+from aiorocketmq.remoting.protocol.codes import RequestCode
+from aiorocketmq.remoting.protocol.headers.base import Header, wire
+from aiorocketmq.remoting.protocol.headers.send import SendMessageHeader, SendMessageResponseHeader
+from aiorocketmq.remoting.protocol.serialize import decode_json
 
 PROPS = "KEYS\x01o-17\x02TAGS\x01created\x02WAIT\x01true\x02"
 

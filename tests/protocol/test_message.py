@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from remoting.errors import MessageDecodeError
-from remoting.protocol.batch import BatchItem, decode_batch, encode_batch
-from remoting.protocol.message import (
+from aiorocketmq.remoting.errors import MessageDecodeError
+from aiorocketmq.remoting.protocol.batch import BatchItem, decode_batch, encode_batch
+from aiorocketmq.remoting.protocol.message import (
     MAGIC_V1,
     MAGIC_V2,
     MessageExt,
@@ -29,7 +29,7 @@ from remoting.protocol.message import (
     encode_properties,
     encode_record,
 )
-from remoting.protocol.msgid import pack_host, unpack_host
+from aiorocketmq.remoting.protocol.msgid import pack_host, unpack_host
 
 # protocol.md 7.2, field by field
 EXAMPLE_HEX = """

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from remoting.errors import MessageDecodeError
-from remoting.protocol.msgid import (
+from aiorocketmq.remoting.errors import MessageDecodeError
+from aiorocketmq.remoting.protocol.msgid import (
     UniqKeyGenerator,
     java_hash,
     offset_msg_id,

@@ -15,15 +15,15 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from remoting.protocol import text
-from remoting.protocol.register import (
+from aiorocketmq.remoting.protocol import text
+from aiorocketmq.remoting.protocol.register import (
     TOPIC_NAME_MAX,
     DataVersion,
     RegisterBrokerBody,
     TopicConfigWrapper,
     unregistrable,
 )
-from remoting.protocol.route import (
+from aiorocketmq.remoting.protocol.route import (
     BrokerData,
     ClusterInfo,
     QueueData,
@@ -33,7 +33,7 @@ from remoting.protocol.route import (
     encode_kv_table,
     encode_topic_list,
 )
-from remoting.protocol.topic import TopicConfig
+from aiorocketmq.remoting.protocol.topic import TopicConfig
 
 # any code point, lone surrogates included (hypothesis leaves them out of text() by default)
 ANY_TEXT = st.text(alphabet=st.characters(blacklist_categories=()), max_size=12)

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from remoting.errors import FrameError, RemotingCommandError
-from remoting.protocol.codes import LanguageCode, SerializeType
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.serialize import (
+from aiorocketmq.remoting.errors import FrameError, RemotingCommandError
+from aiorocketmq.remoting.protocol.codes import LanguageCode, SerializeType
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.serialize import (
     decode_header,
     decode_json,
     decode_msgpack,

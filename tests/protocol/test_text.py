@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from remoting.errors import FrameError
-from remoting.protocol import fastjson, text
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.serialize import (
+from aiorocketmq.remoting.errors import FrameError
+from aiorocketmq.remoting.protocol import fastjson, text
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.serialize import (
     decode_json,
     decode_msgpack,
     decode_rocketmq,

@@ -9,14 +9,20 @@ import argparse
 import asyncio
 import sys
 
-from remoting.channel import Channel
-from remoting.config import ServerConfig
-from remoting.dispatch import Route
-from remoting.errors import ConfigError
-from remoting.protocol.codes import ResponseCode
-from remoting.protocol.command import RemotingCommand, response_to
-from remoting.runtime import add_common_args, config_error_exit, load_configs, print_config, run
-from remoting.server import RemotingServer
+from aiorocketmq.remoting.channel import Channel
+from aiorocketmq.remoting.config import ServerConfig
+from aiorocketmq.remoting.dispatch import Route
+from aiorocketmq.remoting.errors import ConfigError
+from aiorocketmq.remoting.protocol.codes import ResponseCode
+from aiorocketmq.remoting.protocol.command import RemotingCommand, response_to
+from aiorocketmq.remoting.runtime import (
+    add_common_args,
+    config_error_exit,
+    load_configs,
+    print_config,
+    run,
+)
+from aiorocketmq.remoting.server import RemotingServer
 
 ECHO, SLOW, SIZED, HANG = 1, 2, 3, 4
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from remoting.protocol.frame import encode
+from aiorocketmq.remoting.protocol.frame import encode
 from tests.harness import ServerProcess, serving
 from tests.remoting.echo_server import ECHO, SIZED, SLOW
 from tests.remoting.wire import RawPeer, request

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import asyncio
 
-from remoting.channel import Channel
-from remoting.dispatch import Bulkhead, Deferred, Route
-from remoting.protocol.codes import ResponseCode
-from remoting.protocol.command import RemotingCommand, response_to
+from aiorocketmq.remoting.channel import Channel
+from aiorocketmq.remoting.dispatch import Bulkhead, Deferred, Route
+from aiorocketmq.remoting.protocol.codes import ResponseCode
+from aiorocketmq.remoting.protocol.command import RemotingCommand, response_to
 from tests.conftest import ServerFactory
 from tests.remoting.wire import RawPeer, request
 

@@ -8,17 +8,17 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from remoting.channel import Channel
-from remoting.client import RemotingClient
-from remoting.config import ClientConfig
-from remoting.dispatch import Route
-from remoting.errors import (
+from aiorocketmq.remoting.channel import Channel
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.config import ClientConfig
+from aiorocketmq.remoting.dispatch import Route
+from aiorocketmq.remoting.errors import (
     RemotingConnectError,
     RemotingTimeoutError,
     RemotingTooMuchRequestError,
 )
-from remoting.protocol.codes import ResponseCode, SerializeType
-from remoting.protocol.command import RemotingCommand, response_to
+from aiorocketmq.remoting.protocol.codes import ResponseCode, SerializeType
+from aiorocketmq.remoting.protocol.command import RemotingCommand, response_to
 from tests.conftest import ServerFactory
 from tests.util import wait_until
 

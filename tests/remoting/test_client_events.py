@@ -11,11 +11,11 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 from structlog.testing import capture_logs
 
-from remoting.client import RemotingClient
-from remoting.config import ClientConfig
-from remoting.errors import RemotingConnectError
-from remoting.protocol.command import RemotingCommand
-from remoting.server import RemotingServer, bind_socket
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.config import ClientConfig
+from aiorocketmq.remoting.errors import RemotingConnectError
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.server import RemotingServer, bind_socket
 from tests.conftest import ServerFactory
 from tests.remoting.test_client import ECHO, Held, addr
 from tests.util import wait_until

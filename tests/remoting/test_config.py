@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from remoting.config import (
+from aiorocketmq.remoting.config import (
     ClientConfig,
     ServerConfig,
     Value,
@@ -21,8 +21,8 @@ from remoting.config import (
     parse_properties,
     warn_unknown,
 )
-from remoting.errors import ConfigError
-from remoting.protocol.codes import SerializeType
+from aiorocketmq.remoting.errors import ConfigError
+from aiorocketmq.remoting.protocol.codes import SerializeType
 from tests.harness import ROOT
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import time
 
-from remoting.counters import LATENCY_BOUNDS, NO_RESPONSE, Histogram, RequestStats
-from remoting.protocol.command import RemotingCommand, response_to
+from aiorocketmq.remoting.counters import LATENCY_BOUNDS, NO_RESPONSE, Histogram, RequestStats
+from aiorocketmq.remoting.protocol.command import RemotingCommand, response_to
 
 
 def test_a_value_on_a_bound_counts_in_that_bucket_and_buckets_are_cumulative() -> None:

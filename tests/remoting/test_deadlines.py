@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from remoting.deadlines import TICK, Deadlines
+from aiorocketmq.remoting.deadlines import TICK, Deadlines
 
 
 async def test_each_request_expires_once_at_its_own_deadline() -> None:

@@ -10,7 +10,7 @@ import struct
 
 import pytest
 
-from remoting.protocol.frame import encode
+from aiorocketmq.remoting.protocol.frame import encode
 from tests.harness import ServerProcess, serving
 from tests.remoting.echo_server import ECHO, SIZED
 from tests.remoting.wire import RawPeer, request

@@ -13,10 +13,10 @@ import sys
 import time
 from pathlib import Path
 
-from remoting.client import RemotingClient
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.frame import encode
-from remoting.protocol.route import decode_topic_list
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.frame import encode
+from aiorocketmq.remoting.protocol.route import decode_topic_list
 from tests.harness import ROOT, ServerProcess
 from tests.remoting.echo_server import HANG
 from tests.remoting.wire import RawPeer, request
@@ -79,7 +79,16 @@ def test_second_signal_forces_exit() -> None:
 
 def namesrv_argv(tmp: Path) -> list[str]:
     kv = f"kvConfigPath={tmp / 'kv.json'}"
-    return ["-m", "namesrv", "--listen-port", "0", "--set", kv, "--set", "metricsPort=0"]
+    return [
+        "-m",
+        "aiorocketmq.namesrv",
+        "--listen-port",
+        "0",
+        "--set",
+        kv,
+        "--set",
+        "metricsPort=0",
+    ]
 
 
 def test_sighup_stops_gracefully_with_exit_0(tmp_path: Path) -> None:

@@ -7,11 +7,11 @@ import random
 
 from structlog.testing import capture_logs
 
-from remoting.channel import Channel
-from remoting.client import RemotingClient
-from remoting.dispatch import Bulkhead, Dispatcher, Route
-from remoting.protocol.codes import ResponseCode, SerializeType
-from remoting.protocol.command import RemotingCommand, response_to
+from aiorocketmq.remoting.channel import Channel
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.dispatch import Bulkhead, Dispatcher, Route
+from aiorocketmq.remoting.protocol.codes import ResponseCode, SerializeType
+from aiorocketmq.remoting.protocol.command import RemotingCommand, response_to
 from tests.conftest import ServerFactory
 from tests.remoting.wire import RawPeer, request
 
@@ -116,7 +116,7 @@ async def test_handler_exception_is_system_error_and_connection_stays(
 
 async def test_missing_header_field_is_system_error_naming_it(start_server: ServerFactory) -> None:
     """protocol.md 2.5: a missing required field answers SYSTEM_ERROR with a remark naming it."""
-    from remoting.protocol.headers.send import SendMessageHeader
+    from aiorocketmq.remoting.protocol.headers.send import SendMessageHeader
 
     async def send(req: RemotingCommand, ch: Channel) -> RemotingCommand:
         SendMessageHeader.from_ext(req.ext_fields, v2=True)

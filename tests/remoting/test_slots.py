@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from remoting.errors import RemotingTooMuchRequestError
-from remoting.slots import Slots
+from aiorocketmq.remoting.errors import RemotingTooMuchRequestError
+from aiorocketmq.remoting.slots import Slots
 
 
 async def test_a_woken_waiter_that_gives_up_passes_the_slot_on() -> None:

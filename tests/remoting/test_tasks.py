@@ -1,11 +1,12 @@
-"""remoting.tasks.TimeSlice: a long job gives the loop way once per slice, and only then."""
+"""aiorocketmq.remoting.tasks.TimeSlice: a long job gives the loop way once per slice, and only
+then."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 
-from remoting.tasks import TimeSlice
+from aiorocketmq.remoting.tasks import TimeSlice
 
 
 class FakeClock:

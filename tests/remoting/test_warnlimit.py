@@ -4,7 +4,7 @@ is counted; the keys it remembers are bounded. An injected clock, no sleeps."""
 
 from __future__ import annotations
 
-from remoting.warnlimit import WarnLimiter
+from aiorocketmq.remoting.warnlimit import WarnLimiter
 
 
 class Clock:

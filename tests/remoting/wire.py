@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from remoting.protocol.command import RemotingCommand
-from remoting.protocol.frame import FrameDecoder, encode
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.frame import FrameDecoder, encode
 
 
 class RawPeer:

@@ -38,7 +38,7 @@ def spark() -> Iterator[Any]:
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
-    from spark import register
+    from aiorocketmq.spark import register
 
     register(session)
     yield session

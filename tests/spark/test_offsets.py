@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from pyspark.cloudpickle import cloudpickle
 from pyspark.sql.datasource import InputPartition
 
-from spark.offsets import (
+from aiorocketmq.spark.offsets import (
     Offsets,
     QueueRange,
     backlog,

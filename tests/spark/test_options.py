@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spark.options import (
+from aiorocketmq.spark.options import (
     READ_OPTIONS,
     WRITE_OPTIONS,
     ReadOptions,

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from client import Message
-from client.sync import Producer
+from aiorocketmq.client import Message
+from aiorocketmq.client.sync import Producer
 from tests.client.conftest import create_everywhere
 from tests.cluster import Cluster
 

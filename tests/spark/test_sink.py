@@ -11,10 +11,9 @@ from typing import Any
 
 import pytest
 
-import client.sync
-from client import MessageQueue
-from client.consumer_types import ConsumeFromWhere
-from remoting.protocol.message import MessageExt
+from aiorocketmq.client import MessageQueue, sync
+from aiorocketmq.client.consumer.types import ConsumeFromWhere
+from aiorocketmq.remoting.protocol.message import MessageExt
 from tests.client.conftest import create_everywhere
 from tests.cluster import Cluster
 
@@ -29,7 +28,7 @@ def read_back(cluster: Cluster, topic: str, n: int, limit: float = 20.0) -> list
     quiet poll, so extra messages would show too."""
     got: list[MessageExt] = []
     group = f"read_{topic}"
-    with client.sync.PullConsumer(group, cluster.namesrv_addr, **FIRST) as consumer:
+    with sync.PullConsumer(group, cluster.namesrv_addr, **FIRST) as consumer:
         consumer.assign(consumer.fetch_message_queues(topic))
         deadline = time.monotonic() + limit
         while len(got) < n and time.monotonic() < deadline:
@@ -233,8 +232,8 @@ def test_stream_complete_mode_is_refused(spark: Any, cluster: Cluster, tmp_path:
 
 def test_queue_ids_resolve_in_broker_name_order() -> None:
     """Item 6: the documented queueId rule, on the producer's queue list."""
-    from client import Message
-    from spark.sink_send import NoSuchQueueError, by_queue_id
+    from aiorocketmq.client import Message
+    from aiorocketmq.spark.sink_send import NoSuchQueueError, by_queue_id
 
     queues = [MessageQueue("T", b, q) for b in ("broker-a", "broker-b") for q in range(2)]
     queues += [MessageQueue("T", "broker-b", 2)]

@@ -9,9 +9,9 @@ import pytest
 
 pa = pytest.importorskip("pyarrow")
 
-from client import Message  # noqa: E402
-from spark.options import write_options  # noqa: E402
-from spark.sink_rows import Columns, chunks, route  # noqa: E402
+from aiorocketmq.client import Message  # noqa: E402
+from aiorocketmq.spark.options import write_options  # noqa: E402
+from aiorocketmq.spark.sink_rows import Columns, chunks, route  # noqa: E402
 
 
 def batch(**columns: object) -> object:
@@ -106,7 +106,7 @@ def test_writers_pickle_without_clients() -> None:
     """Item 6 / spark-connector.md §4: what Spark pickles holds options and column names
     only; clients are made in ``write()`` on the executor."""
     types = pytest.importorskip("pyspark.sql.types")
-    from spark.sink import BatchWriter, StreamWriter, make_writer
+    from aiorocketmq.spark.sink import BatchWriter, StreamWriter, make_writer
 
     schema = types.StructType([types.StructField("Body", types.StringType())])
     for streaming, cls in ((False, BatchWriter), (True, StreamWriter)):

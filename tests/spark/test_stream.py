@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from client import api
-from remoting.client import RemotingClient
+from aiorocketmq.client.core import api
+from aiorocketmq.remoting.client import RemotingClient
 from tests.client.conftest import create_everywhere
 from tests.cluster import Cluster
 from tests.spark.test_read import bodies, produce, source, stream_to

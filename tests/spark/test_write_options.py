@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from spark.options import WRITE_OPTIONS, WriteOptions, write_options
+from aiorocketmq.spark.options import WRITE_OPTIONS, WriteOptions, write_options
 
 NS = {"nameserver": "127.0.0.1:9876"}
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from broker.store import MessageStore
-from broker.store.config import StoreConfig
-from remoting.protocol.message import MessageExt
+from aiorocketmq.broker.store import MessageStore
+from aiorocketmq.broker.store.config import StoreConfig
+from aiorocketmq.remoting.protocol.message import MessageExt
 
 HOST = "127.0.0.1:10911"
 StoreFactory = Callable[..., Awaitable[MessageStore]]

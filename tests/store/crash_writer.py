@@ -15,10 +15,10 @@ from pathlib import Path
 
 import structlog
 
-from broker.store import MessageStore, PutStatus
-from broker.store.config import FlushDiskType
-from remoting.protocol.message import MessageExt
-from remoting.runtime import configure_logging
+from aiorocketmq.broker.store import MessageStore, PutStatus
+from aiorocketmq.broker.store.config import FlushDiskType
+from aiorocketmq.remoting.protocol.message import MessageExt
+from aiorocketmq.remoting.runtime import configure_logging
 from tests.store.conftest import HOST, small_config
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import structlog
 
-from broker.store import MessageStore
-from remoting.runtime import configure_logging
+from aiorocketmq.broker.store import MessageStore
+from aiorocketmq.remoting.runtime import configure_logging
 from tests.store.conftest import HOST, small_config
 from tests.store.replication import CHUNK, replica_config
 

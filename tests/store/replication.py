@@ -11,10 +11,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from broker.store import GetStatus, MessageStore, PutStatus
-from broker.store.replay import ScanReport, replay
-from remoting.protocol.message import MessageExt, SysFlag
-from remoting.protocol.topic import SCHEDULE_TOPIC
+from aiorocketmq.broker.store import GetStatus, MessageStore, PutStatus
+from aiorocketmq.broker.store.replay import ScanReport, replay
+from aiorocketmq.remoting.protocol.message import MessageExt, SysFlag
+from aiorocketmq.remoting.protocol.topic import SCHEDULE_TOPIC
 from tests.harness import ROOT
 
 SEGMENT = 64 * 1024  # CommitLog segment: thousands of records cross ~90 segment ends

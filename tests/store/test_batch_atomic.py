@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from broker.store import GetStatus, MessageStore, PutStatus
-from remoting.protocol.message import MessageExt, decode_record
+from aiorocketmq.broker.store import GetStatus, MessageStore, PutStatus
+from aiorocketmq.remoting.protocol.message import MessageExt, decode_record
 from tests.store.conftest import StoreFactory, message
 
 SEGMENT = 4096

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import time
 
-from broker.store import GetStatus, MessageStore
-from remoting.protocol.message import decode_record
-from remoting.protocol.msgid import tags_code
+from aiorocketmq.broker.store import GetStatus, MessageStore
+from aiorocketmq.remoting.protocol.message import decode_record
+from aiorocketmq.remoting.protocol.msgid import tags_code
 from tests.store.conftest import StoreFactory, message
 
 

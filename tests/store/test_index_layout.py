@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from broker.store.index import Index
+from aiorocketmq.broker.store.index import Index
 
 # (store time, [(keys, commitlog offset), ...]) per append; 7 slots, 5 entries per file
 APPENDS: list[tuple[int, list[tuple[list[str], int]]]] = [

@@ -3,8 +3,8 @@ adds again are duplicates, and duplicates must not count against ``max_num``."""
 
 from __future__ import annotations
 
-from broker.store.checkpoint import read_checkpoint
-from remoting.protocol.message import decode_record
+from aiorocketmq.broker.store.checkpoint import read_checkpoint
+from aiorocketmq.remoting.protocol.message import decode_record
 from tests.store.conftest import StoreFactory, message
 
 

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from broker.store import PutStatus
-from broker.store.checkpoint import crashed, read_checkpoint
-from broker.store.config import FlushDiskType
-from broker.store.flush import fsync_all
-from broker.store.segment import Segment
+from aiorocketmq.broker.store import PutStatus
+from aiorocketmq.broker.store.checkpoint import crashed, read_checkpoint
+from aiorocketmq.broker.store.config import FlushDiskType
+from aiorocketmq.broker.store.flush import fsync_all
+from aiorocketmq.broker.store.segment import Segment
 from tests.store.conftest import StoreFactory, message
 from tests.util import wait_until
 

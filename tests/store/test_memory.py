@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from broker.store import MessageStore
-from broker.store.memory import HOT, SWEEP_ROUNDS
-from remoting.protocol.message import decode_record
+from aiorocketmq.broker.store import MessageStore
+from aiorocketmq.broker.store.memory import HOT, SWEEP_ROUNDS
+from aiorocketmq.remoting.protocol.message import decode_record
 from tests.store.conftest import StoreFactory, message
 from tests.store.test_prefault import mapped_kib
 from tests.util import wait_until

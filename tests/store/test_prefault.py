@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.store import warm
+from aiorocketmq.broker.store import warm
 from tests.store.conftest import StoreFactory, message
 from tests.util import wait_until
 

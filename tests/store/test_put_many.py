@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from broker.store import PutStatus
-from remoting.protocol.message import decode_record
+from aiorocketmq.broker.store import PutStatus
+from aiorocketmq.remoting.protocol.message import decode_record
 from tests.store.conftest import StoreFactory, message
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from broker.store import GetStatus, PutStatus
-from remoting.protocol.message import decode_record
+from aiorocketmq.broker.store import GetStatus, PutStatus
+from aiorocketmq.remoting.protocol.message import decode_record
 from tests.store.conftest import StoreFactory, message
 from tests.util import wait_until
 

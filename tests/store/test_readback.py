@@ -9,10 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from broker.store import GetStatus, MessageStore, PutStatus
-from remoting.errors import ConfigError
-from remoting.protocol.message import BLANK_MAGIC, MessageExt, decode_record
-from remoting.protocol.msgid import parse_offset_msg_id
+from aiorocketmq.broker.store import GetStatus, MessageStore, PutStatus
+from aiorocketmq.remoting.errors import ConfigError
+from aiorocketmq.remoting.protocol.message import BLANK_MAGIC, MessageExt, decode_record
+from aiorocketmq.remoting.protocol.msgid import parse_offset_msg_id
 from tests.store.conftest import HOST, StoreFactory, message, small_config
 
 puts = st.lists(

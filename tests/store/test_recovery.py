@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from broker.store import GetStatus, MessageStore, PutStatus
-from broker.store.config import FlushDiskType
-from broker.store.highwater import HighWater
-from remoting.protocol.message import decode_record
+from aiorocketmq.broker.store import GetStatus, MessageStore, PutStatus
+from aiorocketmq.broker.store.config import FlushDiskType
+from aiorocketmq.broker.store.highwater import HighWater
+from aiorocketmq.remoting.protocol.message import decode_record
 from tests.store.conftest import HOST, StoreFactory, message, small_config
 from tests.store.replication import killed_writer_lines
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from broker.store import GetStatus, MessageStore
-from broker.store.checkpoint import read_checkpoint
-from remoting.protocol.message import decode_record
+from aiorocketmq.broker.store import GetStatus, MessageStore
+from aiorocketmq.broker.store.checkpoint import read_checkpoint
+from aiorocketmq.remoting.protocol.message import decode_record
 from tests.store.conftest import StoreFactory, message
 from tests.util import wait_until
 

@@ -11,11 +11,11 @@ import os
 import random
 from pathlib import Path
 
-from broker.store import GetStatus, MessageStore, PutResult
-from broker.store.checkpoint import read_checkpoint
-from broker.store.flush import ROUND_BYTES
-from broker.store.highwater import AHEAD, HighWater
-from remoting.protocol.message import decode_record
+from aiorocketmq.broker.store import GetStatus, MessageStore, PutResult
+from aiorocketmq.broker.store.checkpoint import read_checkpoint
+from aiorocketmq.broker.store.flush import ROUND_BYTES
+from aiorocketmq.broker.store.highwater import AHEAD, HighWater
+from aiorocketmq.remoting.protocol.message import decode_record
 from tests.store.conftest import StoreFactory, message
 from tests.util import wait_until
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from broker.store import GetStatus, MessageStore, PutStatus
-from broker.store.checkpoint import read_checkpoint
-from broker.store.config import FlushDiskType
-from remoting.protocol.message import decode_record
+from aiorocketmq.broker.store import GetStatus, MessageStore, PutStatus
+from aiorocketmq.broker.store.checkpoint import read_checkpoint
+from aiorocketmq.broker.store.config import FlushDiskType
+from aiorocketmq.remoting.protocol.message import decode_record
 from tests.store.conftest import HOST, StoreFactory, message, small_config
 from tests.store.replication import (
     SEGMENT,

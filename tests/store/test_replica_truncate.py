@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from broker.store import MessageStore
-from broker.store.checkpoint import read_checkpoint
-from broker.store.index import HEADER
+from aiorocketmq.broker.store import MessageStore
+from aiorocketmq.broker.store.checkpoint import read_checkpoint
+from aiorocketmq.broker.store.index import HEADER
 from tests.store.conftest import StoreFactory
 from tests.store.replication import (
     SEGMENT,

@@ -8,7 +8,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from broker.store import GetStatus
+from aiorocketmq.broker.store import GetStatus
 from tests.store.conftest import StoreFactory, message
 
 

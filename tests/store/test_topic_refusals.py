@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.store import PutStatus
+from aiorocketmq.broker.store import PutStatus
 from tests.store.conftest import StoreFactory, message
 
 

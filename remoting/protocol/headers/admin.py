@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from remoting.protocol.headers.base import Header, Int32, wire
+from aiorocketmq.remoting.protocol.headers.base import Header, Int32, wire
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -19,7 +19,7 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Final, NamedTuple, Self, TypeAlias, TypeVar
 
-from remoting.errors import RemotingCommandError
+from aiorocketmq.remoting.errors import RemotingCommandError
 
 # Java's Integer header fields (queueId, sysFlag, flag, ...): an int to mypy, range-checked
 Int32: TypeAlias = Annotated[int, "int32"]

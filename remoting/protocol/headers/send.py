@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from remoting.protocol.headers.base import Header, Int32, fast_init, wire
+from aiorocketmq.remoting.protocol.headers.base import Header, Int32, fast_init, wire
 
 
 @fast_init

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final
 
-from remoting.protocol.headers.base import Header, Int32, wire
+from aiorocketmq.remoting.protocol.headers.base import Header, Int32, wire
 
 # MessageSysFlag.TRANSACTION_*_TYPE: the values of commitOrRollback
 TRANSACTION_NOT_TYPE: Final = 0

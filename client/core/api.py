@@ -1,0 +1,413 @@
+"""aiorocketmq.client.core.api: every request the SDK, mqadmin, tests, benchmarks and examples
+send, as typed builders, and parsers for the responses (the role of Java's MQClientAPIImpl, without
+I/O).
+
+Builders return a RemotingCommand ready for ``RemotingClient.invoke``; requests say they
+come from a 4.9.8 client (``version``), as the brokers' behaviour depends on it. Parsers
+raise MQBrokerError for a refusal (``retriable`` as Java's producer decides).
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TypeVar
+
+from aiorocketmq.client.core.errors import MQBrokerError
+from aiorocketmq.remoting.protocol import fastjson
+from aiorocketmq.remoting.protocol.codes import RequestCode as C
+from aiorocketmq.remoting.protocol.codes import ResponseCode as R
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.headers.admin import (
+    CreateTopicRequestHeader,
+    SearchOffsetRequestHeader,
+)
+from aiorocketmq.remoting.protocol.headers.base import Header
+from aiorocketmq.remoting.protocol.headers.consumer import (
+    PullMessageRequestHeader,
+    PullMessageResponseHeader,
+    QueueOffsetRequestHeader,
+    SendMsgBackRequestHeader,
+    UnregisterClientRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
+)
+from aiorocketmq.remoting.protocol.headers.send import SendMessageHeader, SendMessageResponseHeader
+from aiorocketmq.remoting.protocol.heartbeat import (
+    ConsumerData,
+    HeartbeatData,
+    LockBatchBody,
+    MessageQueue,
+)
+from aiorocketmq.remoting.protocol.message import MessageExt, decode_records, encode_properties
+from aiorocketmq.remoting.protocol.route import TopicRouteData
+
+AUTO_CREATE_TOPIC: str = "TBW102"  # TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC
+DEFAULT_TOPIC_QUEUE_NUMS: int = 4  # DefaultMQProducer.defaultTopicQueueNums
+
+
+def request(
+    code: int, header: Header | Mapping[str, str] | None = None, body: bytes = b""
+) -> RemotingCommand:
+    ext = header.to_ext() if isinstance(header, Header) else dict(header or {})
+    return RemotingCommand.request(code, ext, body)
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+Status = TypeVar("Status", bound=enum.Enum)
+
+
+def _status(kind: type[Status], resp: RemotingCommand, broker_addr: str) -> Status:
+    """The response code as one of ``kind``'s statuses, else the broker's refusal."""
+    try:
+        return kind(resp.code)
+    except ValueError:
+        raise MQBrokerError(resp.code, resp.remark, broker_addr) from None
+
+
+# ------------------------------------------------------------------ sending
+
+
+def send_message(
+    topic: str,
+    body: bytes,
+    *,
+    group: str,
+    properties: Mapping[str, str] | str = "",
+    queue_id: int = -1,
+    sys_flag: int = 0,
+    flag: int = 0,
+    born_timestamp: int | None = None,
+    default_topic_queue_nums: int = 4,
+    reconsume_times: int | None = None,
+    max_reconsume_times: int | None = None,
+    unit_mode: bool = False,
+    batch: bool = False,
+    v2: bool = True,
+) -> RemotingCommand:
+    """SEND_MESSAGE_V2 (310, one-letter keys, what 4.9.8 producers send) or SEND_MESSAGE (10);
+    with ``batch``, SEND_BATCH_MESSAGE (320) of a body made by ``encode_batch``."""
+    props = properties if isinstance(properties, str) else encode_properties(dict(properties))
+    born = str(time.time_ns() // 1_000_000 if born_timestamp is None else born_timestamp)
+    if not (v2 or batch):
+        header = SendMessageHeader(
+            producer_group=group,
+            topic=topic,
+            default_topic=AUTO_CREATE_TOPIC,
+            default_topic_queue_nums=default_topic_queue_nums,
+            queue_id=queue_id,
+            sys_flag=sys_flag,
+            born_timestamp=int(born),
+            flag=flag,
+            properties=props,
+            reconsume_times=reconsume_times,
+            unit_mode=unit_mode,
+            max_reconsume_times=max_reconsume_times,
+        )
+        return RemotingCommand.request(C.SEND_MESSAGE, header.to_ext(), body)
+    # SendMessageRequestHeaderV2's one-letter keys, built directly: this is every send's cost
+    ext = {
+        "a": group,
+        "b": topic,
+        "c": AUTO_CREATE_TOPIC,
+        "d": str(default_topic_queue_nums),
+        "e": str(queue_id),
+        "f": str(sys_flag),
+        "g": born,
+        "h": str(flag),
+        "i": props,
+        "j": str(reconsume_times or 0),
+        "k": "true" if unit_mode else "false",
+        "m": "true" if batch else "false",
+    }
+    if max_reconsume_times is not None:
+        ext["l"] = str(max_reconsume_times)
+    code = C.SEND_BATCH_MESSAGE if batch else C.SEND_MESSAGE_V2
+    return RemotingCommand.request(code, ext, body)
+
+
+class SendStatus(enum.Enum):
+    """SendStatus: stored, but a flush or a slave did not confirm in time."""
+
+    SEND_OK = R.SUCCESS
+    FLUSH_DISK_TIMEOUT = R.FLUSH_DISK_TIMEOUT
+    FLUSH_SLAVE_TIMEOUT = R.FLUSH_SLAVE_TIMEOUT
+    SLAVE_NOT_AVAILABLE = R.SLAVE_NOT_AVAILABLE
+
+
+@dataclass(frozen=True, slots=True)
+class SendReply:
+    status: SendStatus
+    offset_msg_id: str  # the broker's msgId: store host + CommitLog offset
+    queue_id: int
+    queue_offset: int
+    transaction_id: str | None
+    region: str | None
+    trace_on: bool
+
+
+def parse_send(resp: RemotingCommand, broker_addr: str = "") -> SendReply:
+    """MQClientAPIImpl.processSendResponse: the four stored statuses, else MQBrokerError."""
+    status = send_status(resp, broker_addr)
+    ext = resp.ext_fields
+    offset_msg_id, queue_id, queue_offset = send_ids(ext)
+    return SendReply(status, offset_msg_id, queue_id, queue_offset, ext.get("transactionId"),
+                     ext.get("MSG_REGION"), ext.get("TRACE_ON") != "false")  # fmt: skip
+
+
+_SEND_STATUSES: dict[int, SendStatus] = {s.value: s for s in SendStatus}
+
+
+def send_status(resp: RemotingCommand, broker_addr: str = "") -> SendStatus:
+    """The SendStatus of a send's response code, else the broker's refusal (MQBrokerError)."""
+    status = _SEND_STATUSES.get(resp.code)
+    if status is None:
+        raise MQBrokerError(resp.code, resp.remark, broker_addr)
+    return status
+
+
+def send_ids(ext: Mapping[str, str]) -> tuple[str, int, int]:
+    """(msgId, queueId, queueOffset) of SendMessageResponseHeader, every send's: short ASCII
+    digits (so within int32 / int64) at once, else by the typed header (and its errors)."""
+    msg_id, qid, qoff = ext.get("msgId"), ext.get("queueId", ""), ext.get("queueOffset", "")
+    short, digits = 0 < len(qid) < 10 and 0 < len(qoff) < 19, qid + qoff
+    if msg_id is not None and short and digits.isdigit() and digits.isascii():
+        return msg_id, int(qid), int(qoff)
+    hdr = SendMessageResponseHeader.from_ext(ext)
+    return hdr.msg_id, hdr.queue_id, hdr.queue_offset
+
+
+# ------------------------------------------------------------------ pulling
+
+
+class PullStatus(enum.Enum):
+    FOUND = R.SUCCESS
+    NO_NEW_MSG = R.PULL_NOT_FOUND
+    NO_MATCHED_MSG = R.PULL_RETRY_IMMEDIATELY
+    OFFSET_ILLEGAL = R.PULL_OFFSET_MOVED
+
+
+# PullSysFlag bits
+FLAG_COMMIT_OFFSET, FLAG_SUSPEND, FLAG_SUBSCRIPTION, FLAG_CLASS_FILTER = 1, 2, 4, 8
+
+
+def pull_message(
+    group: str,
+    topic: str,
+    queue_id: int,
+    offset: int,
+    *,
+    max_nums: int = 32,
+    sys_flag: int = FLAG_SUSPEND,
+    commit_offset: int = 0,
+    suspend_ms: int = 15_000,
+    subscription: str | None = None,
+    sub_version: int = 0,
+    expression_type: str | None = None,
+) -> RemotingCommand:
+    """PULL_MESSAGE (11). The broker reads ``subscription`` only with FLAG_SUBSCRIPTION in
+    ``sys_flag`` (lite pull, no heartbeat), as PullSysFlag.buildSysFlag leaves it to the caller."""
+    header = PullMessageRequestHeader(
+        consumer_group=group,
+        topic=topic,
+        queue_id=queue_id,
+        queue_offset=offset,
+        max_msg_nums=max_nums,
+        sys_flag=sys_flag,
+        commit_offset=commit_offset,
+        suspend_timeout_millis=suspend_ms,
+        subscription=subscription,
+        sub_version=sub_version,
+        expression_type=expression_type,
+    )
+    return request(C.PULL_MESSAGE, header)
+
+
+@dataclass(frozen=True, slots=True)
+class PullReply:
+    status: PullStatus
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+    suggest_which_broker_id: int
+    body: bytes
+
+    def messages(self) -> list[MessageExt]:
+        return decode_records(self.body) if self.status is PullStatus.FOUND else []
+
+
+def parse_pull(resp: RemotingCommand, broker_addr: str = "") -> PullReply:
+    """MQClientAPIImpl.processPullResponse: the four pull statuses, else MQBrokerError."""
+    status = _status(PullStatus, resp, broker_addr)
+    hdr = PullMessageResponseHeader.from_ext(resp.ext_fields)
+    return PullReply(
+        status=status,
+        next_begin_offset=hdr.next_begin_offset,
+        min_offset=hdr.min_offset,
+        max_offset=hdr.max_offset,
+        suggest_which_broker_id=hdr.suggest_which_broker_id,
+        body=resp.body,
+    )
+
+
+# ------------------------------------------------------------------ clients and groups
+
+
+def heartbeat(
+    client_id: str, *, producers: Iterable[str] = (), consumers: Iterable[ConsumerData] = ()
+) -> RemotingCommand:
+    """HEART_BEAT (34): the client's producer groups and consumer groups."""
+    data = HeartbeatData(client_id=client_id, producers=list(producers), consumers=list(consumers))
+    return request(C.HEART_BEAT, None, data.encode())
+
+
+def unregister_client(
+    client_id: str, *, producer_group: str | None = None, consumer_group: str | None = None
+) -> RemotingCommand:
+    header = UnregisterClientRequestHeader(
+        client_id=client_id, producer_group=producer_group, consumer_group=consumer_group
+    )
+    return request(C.UNREGISTER_CLIENT, header)
+
+
+def query_consumer_offset(group: str, topic: str, queue_id: int) -> RemotingCommand:
+    header = QueueOffsetRequestHeader(consumer_group=group, topic=topic, queue_id=queue_id)
+    return request(C.QUERY_CONSUMER_OFFSET, header)
+
+
+def update_consumer_offset(group: str, topic: str, queue_id: int, offset: int) -> RemotingCommand:
+    header = UpdateConsumerOffsetRequestHeader(
+        consumer_group=group, topic=topic, queue_id=queue_id, commit_offset=offset
+    )
+    return request(C.UPDATE_CONSUMER_OFFSET, header)
+
+
+def consumer_list(group: str) -> RemotingCommand:
+    """GET_CONSUMER_LIST_BY_GROUP (38)."""
+    return request(C.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": group})
+
+
+def parse_consumer_list(resp: RemotingCommand, broker_addr: str = "") -> list[str]:
+    """The group's client ids (``consumerIdList``), else MQBrokerError."""
+    if resp.code != R.SUCCESS:
+        raise MQBrokerError(resp.code, resp.remark, broker_addr)
+    return [str(c) for c in fastjson.loads(resp.body).get("consumerIdList") or []]
+
+
+def lock_batch(group: str, client_id: str, queues: Iterable[MessageQueue]) -> RemotingCommand:
+    """LOCK_BATCH_MQ (41): the answer's ``lockOKMQSet`` are the queues now held."""
+    body = LockBatchBody(consumer_group=group, client_id=client_id, mq_set=sorted(queues))
+    return request(C.LOCK_BATCH_MQ, None, body.encode())
+
+
+def parse_locked(resp: RemotingCommand, broker_addr: str = "") -> set[MessageQueue]:
+    if resp.code != R.SUCCESS:
+        raise MQBrokerError(resp.code, resp.remark, broker_addr)
+    obj = fastjson.loads(resp.body) if resp.body else {}
+    return {MessageQueue.from_json(m) for m in obj.get("lockOKMQSet") or []}
+
+
+def unlock_batch(group: str, client_id: str, queues: Iterable[MessageQueue]) -> RemotingCommand:
+    """UNLOCK_BATCH_MQ (42)."""
+    body = LockBatchBody(consumer_group=group, client_id=client_id, mq_set=sorted(queues))
+    return request(C.UNLOCK_BATCH_MQ, None, body.encode())
+
+
+def send_back(
+    commit_log_offset: int,
+    group: str,
+    delay_level: int,
+    *,
+    origin_msg_id: str,
+    origin_topic: str,
+    max_reconsume_times: int,
+) -> RemotingCommand:
+    """CONSUMER_SEND_MSG_BACK (36): the broker re-sends the stored message to the group's
+    retry topic (or its DLQ) through the delay levels."""
+    header = SendMsgBackRequestHeader(
+        offset=commit_log_offset,
+        group=group,
+        delay_level=delay_level,
+        origin_msg_id=origin_msg_id,
+        origin_topic=origin_topic,
+        unit_mode=False,
+        max_reconsume_times=max_reconsume_times,
+    )
+    return request(C.CONSUMER_SEND_MSG_BACK, header)
+
+
+def search_offset(topic: str, queue_id: int, timestamp_ms: int) -> RemotingCommand:
+    """SEARCH_OFFSET_BY_TIMESTAMP (29): answered by ``parse_offset``."""
+    header = SearchOffsetRequestHeader(topic=topic, queue_id=queue_id, timestamp=timestamp_ms)
+    return request(C.SEARCH_OFFSET_BY_TIMESTAMP, header)
+
+
+# ------------------------------------------------------------------ routes, topics, offsets
+
+
+def all_topics() -> RemotingCommand:
+    """GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206), to a name server."""
+    return request(C.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
+
+
+def parse_topic_list(resp: RemotingCommand, addr: str = "") -> list[str]:
+    """TopicList ``topicList``, else MQBrokerError."""
+    if resp.code != R.SUCCESS:
+        raise MQBrokerError(resp.code, resp.remark, addr)
+    return sorted(str(t) for t in fastjson.loads(resp.body).get("topicList") or [])
+
+
+def get_route(topic: str) -> RemotingCommand:
+    """GET_ROUTEINFO_BY_TOPIC (105), to a name server."""
+    return request(C.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+
+
+def parse_route(resp: RemotingCommand, namesrv_addr: str = "") -> TopicRouteData:
+    """The route (fastjson-tolerant), else MQBrokerError (TOPIC_NOT_EXIST when unknown)."""
+    if resp.code != R.SUCCESS:
+        raise MQBrokerError(resp.code, resp.remark, namesrv_addr)
+    return TopicRouteData.decode(resp.body)
+
+
+def create_topic(
+    topic: str,
+    queues: int = 4,
+    perm: int = 6,
+    *,
+    read_queues: int | None = None,
+    order: bool = False,
+    topic_sys_flag: int = 0,
+) -> RemotingCommand:
+    """UPDATE_AND_CREATE_TOPIC (17), to a broker (mqadmin updateTopic)."""
+    header = CreateTopicRequestHeader(
+        topic=topic,
+        default_topic=AUTO_CREATE_TOPIC,
+        read_queue_nums=queues if read_queues is None else read_queues,
+        write_queue_nums=queues,
+        perm=perm,
+        topic_filter_type="SINGLE_TAG",
+        topic_sys_flag=topic_sys_flag,
+        order=order,
+    )
+    return request(C.UPDATE_AND_CREATE_TOPIC, header)
+
+
+def queue_request(code: int, topic: str, queue_id: int) -> RemotingCommand:
+    """GET_MAX_OFFSET (30), GET_MIN_OFFSET (31), GET_EARLIEST_MSG_STORETIME (32)."""
+    return request(code, {"topic": topic, "queueId": str(queue_id)})
+
+
+def view_message(commit_log_offset: int) -> RemotingCommand:
+    """VIEW_MESSAGE_BY_ID (33): the record at a CommitLog offset (from an offsetMsgId)."""
+    return request(C.VIEW_MESSAGE_BY_ID, {"offset": str(commit_log_offset)})
+
+
+def parse_offset(resp: RemotingCommand, broker_addr: str = "") -> int:
+    """The ``offset`` of a 14/29/30/31 response, else MQBrokerError."""
+    if resp.code != R.SUCCESS:
+        raise MQBrokerError(resp.code, resp.remark, broker_addr)
+    return int(resp.ext_fields["offset"])

@@ -1,0 +1,349 @@
+"""ClientInstance: what producers and consumers of one process share per name-server list and
+instance name (Java's MQClientInstance): the connections, the routes, heartbeats.
+
+Routes are fetched on first use and refreshed every ``pollNameServerInterval`` (30 s);
+every ``heartbeatBrokerInterval`` (30 s) each master of a known route gets a heartbeat
+naming the instance's producer groups.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import random
+import socket
+import time
+from typing import ClassVar, Protocol
+
+from aiorocketmq.client.core import api
+from aiorocketmq.client.core.errors import MQBrokerError, MQClientError
+from aiorocketmq.client.core.publish import PublishInfo
+from aiorocketmq.client.core.requests import ClientRequests
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.config import ClientConfig
+from aiorocketmq.remoting.errors import RemotingError
+from aiorocketmq.remoting.log import get_logger
+from aiorocketmq.remoting.protocol.codes import ResponseCode as R
+from aiorocketmq.remoting.protocol.codes import SerializeType
+from aiorocketmq.remoting.protocol.heartbeat import ConsumerData
+from aiorocketmq.remoting.protocol.route import MASTER_ID, TopicRouteData
+from aiorocketmq.remoting.tasks import every
+
+log = get_logger(__name__)
+
+NAMESRV_ENV = "NAMESRV_ADDR"
+DOWN_AVOID_SECONDS = 30.0  # a dropped broker is avoided this long unless it answers a probe
+
+
+class ConsumerHandle(Protocol):
+    """What the instance asks of each consumer of the process (MQConsumerInner)."""
+
+    def consumer_data(self) -> ConsumerData: ...
+    def subscribed_topics(self) -> set[str]: ...
+    def route_changed(self, topic: str, route: TopicRouteData) -> None: ...
+
+
+def namesrv_list(addr: str | None) -> list[str]:
+    """ "host:port;host:port" from the argument, else from NAMESRV_ADDR."""
+    text = addr if addr is not None else os.environ.get(NAMESRV_ENV, "")
+    addrs = [a.strip() for a in text.split(";") if a.strip()]
+    if not addrs:
+        raise MQClientError(
+            "no name server address: pass namesrv_addr='host:9876' or set NAMESRV_ADDR"
+        )
+    return addrs
+
+
+def local_ip() -> str:
+    """The address other hosts see (RemotingUtil.getLocalAddress), else 127.0.0.1."""
+    with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.connect(("10.255.255.255", 1))  # no packet is sent: this only picks a route
+        return str(s.getsockname()[0])
+    return "127.0.0.1"
+
+
+class ClientInstance:
+    """Create through ``ClientInstance.acquire``; each user calls ``release`` when done."""
+
+    # one per event loop, name-server list, instance name and header type
+    _shared: ClassVar[dict[tuple[object, ...], ClientInstance]] = {}
+
+    def __init__(
+        self,
+        namesrv_addrs: list[str],
+        instance_name: str,
+        serialize_type: SerializeType,
+        *,
+        poll_interval: float = 30.0,
+        heartbeat_interval: float = 30.0,
+    ) -> None:
+        self.namesrv_addrs = namesrv_addrs
+        name = instance_name if instance_name != "DEFAULT" else f"{os.getpid()}#{time.time_ns()}"
+        self.client_id = f"{local_ip()}@{name}"  # ClientConfig.buildMQClientId
+        self.requests = ClientRequests()  # what brokers ask this process (consumers plug in)
+        self.remoting = RemotingClient(
+            ClientConfig(serialize_type=serialize_type), self.requests.routes()
+        )
+        self.publish: dict[str, PublishInfo] = {}
+        self.producer_groups: set[str] = set()
+        self.consumers: dict[str, ConsumerHandle] = {}  # by group
+        self.brokers: dict[str, dict[int, str]] = {}  # brokerAddrTable: name -> id -> addr
+        self._intervals = (poll_interval, heartbeat_interval)
+        self._loops: list[asyncio.Task[None]] = []
+        self._users = 0
+        self._key: tuple[object, ...] | None = None
+        self._ns_index = 0
+        # ours: brokers whose connection dropped, avoided by every producer at once (until)
+        self.down: dict[str, float] = {}
+        self._probes: dict[str, asyncio.Task[None]] = {}
+        self.remoting.add_close_listener(self._connection_lost)
+        self.remoting.add_connect_listener(self._connected)
+
+    @classmethod
+    def acquire(
+        cls,
+        namesrv_addrs: list[str],
+        instance_name: str,
+        serialize_type: SerializeType,
+        *,
+        poll_interval: float = 30.0,
+        heartbeat_interval: float = 30.0,
+    ) -> ClientInstance:
+        """The process's instance for these settings (its first user's intervals apply)."""
+        loop = asyncio.get_running_loop()
+        key = (loop, tuple(namesrv_addrs), instance_name, serialize_type)
+        inst = cls._shared.get(key)
+        if inst is None:
+            inst = cls(
+                namesrv_addrs, instance_name, serialize_type,
+                poll_interval=poll_interval, heartbeat_interval=heartbeat_interval,
+            )  # fmt: skip
+            cls._shared[key] = inst
+            inst._key = key
+        inst._users += 1
+        if not inst._loops:
+            poll, beat = inst._intervals
+            inst._loops = [
+                loop.create_task(every(poll, inst.refresh_routes, name="routes")),
+                loop.create_task(every(beat, inst.heartbeat_all, name="heartbeat")),
+            ]
+        return inst
+
+    async def release(self) -> None:
+        self._users -= 1
+        if self._users > 0:
+            return
+        if self._key is not None and ClientInstance._shared.get(self._key) is self:
+            del ClientInstance._shared[self._key]
+        for task in self._loops:
+            task.cancel()
+        for task in self._loops:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._loops = []
+        await self.remoting.close()
+
+    # ------------------------------------------------------------ routes
+
+    async def fetch_route(self, topic: str, timeout: float) -> TopicRouteData | None:
+        """The topic's route from a name server (None when it has none), trying each."""
+        error: Exception | None = None
+        n, first = len(self.namesrv_addrs), self._ns_index
+        for i in range(n):
+            addr = self.namesrv_addrs[(first + i) % n]
+            try:
+                route = api.parse_route(
+                    await self.remoting.invoke(addr, api.get_route(topic), timeout), addr
+                )
+                for b in route.broker_datas:
+                    self.brokers[b.broker_name] = dict(b.broker_addrs)
+                return route
+            except MQBrokerError as exc:
+                if exc.code == R.TOPIC_NOT_EXIST:
+                    return None
+                error = exc
+            except RemotingError as exc:  # the next call starts with the next name server
+                error = exc
+                self._ns_index = (first + i + 1) % n
+        raise MQClientError(f"no name server answered for topic {topic}: {error}") from error
+
+    async def topic_list(self, timeout: float = 3.0) -> list[str]:
+        """Every topic the name servers know (the first that answers)."""
+        error: Exception | None = None
+        for addr in self.namesrv_addrs:
+            try:
+                resp = await self.remoting.invoke(addr, api.all_topics(), timeout)
+                return api.parse_topic_list(resp, addr)
+            except (MQBrokerError, RemotingError) as exc:
+                error = exc
+        raise MQClientError(f"no name server listed the topics: {error}") from error
+
+    def cached_publish_info(self, topic: str) -> PublishInfo | None:
+        """The cached route with queues, if any: a send's fast path, without a coroutine."""
+        info = self.publish.get(topic)
+        return info if info is not None and info.queues else None
+
+    async def publish_info(self, topic: str, timeout: float) -> PublishInfo:
+        """Cached, else fetched; a topic without a route is sent along TBW102's route so a
+        broker creates it (updateTopicRouteInfoFromNameServer with isDefault)."""
+        info = self.cached_publish_info(topic)
+        if info is not None:
+            return info
+        route = await self.fetch_route(topic, timeout)
+        if route is None:
+            route = await self.fetch_route(api.AUTO_CREATE_TOPIC, timeout)
+            if route is None:
+                raise MQClientError(
+                    f"No route info of this topic: {topic}; create it (mqadmin updateTopic) "
+                    "or enable autoCreateTopicEnable on the brokers"
+                )
+            for qd in route.queue_datas:
+                qd.write_queue_nums = min(qd.write_queue_nums, api.DEFAULT_TOPIC_QUEUE_NUMS)
+            info = PublishInfo.from_route(topic, route)
+            info.via_default = True  # not cached: the real route replaces it once it exists
+            return info
+        info = self.publish[topic] = PublishInfo.from_route(topic, route)
+        return info
+
+    async def refresh_routes(self) -> None:
+        """updateTopicRouteInfoFromNameServer: producers' topics and consumers' subscriptions."""
+        for topic in list(self.publish):
+            with contextlib.suppress(MQClientError):
+                route = await self.fetch_route(topic, 3.0)
+                if route is not None:
+                    self.publish[topic] = PublishInfo.from_route(topic, route)
+        for consumer in list(self.consumers.values()):
+            for topic in consumer.subscribed_topics():
+                with contextlib.suppress(MQClientError):
+                    route = await self.fetch_route(topic, 3.0)
+                    if route is not None:
+                        consumer.route_changed(topic, route)
+
+    async def master_addr(self, broker_name: str, topic: str) -> str:
+        """The master of ``broker_name`` (findBrokerAddressInPublish), refreshing ``topic``'s
+        route once when it is unknown."""
+        addr = self.brokers.get(broker_name, {}).get(MASTER_ID)
+        if addr is None:
+            with contextlib.suppress(MQClientError):
+                await self.fetch_route(topic, 3.0)
+            addr = self.brokers.get(broker_name, {}).get(MASTER_ID)
+        if addr is None:
+            raise MQClientError(f"The broker[{broker_name}] not exist (no master in the route)")
+        return addr
+
+    def subscribe_addr(self, broker_name: str, broker_id: int) -> tuple[str, bool] | None:
+        """findBrokerAddressInSubscribe: that broker id, else any of the group (master
+        first); ``(addr, is_slave)``."""
+        addrs = self.brokers.get(broker_name)
+        if not addrs:
+            return None
+        if broker_id in addrs:
+            return addrs[broker_id], broker_id != MASTER_ID
+        bid = MASTER_ID if MASTER_ID in addrs else min(addrs)
+        return addrs[bid], bid != MASTER_ID
+
+    async def consumer_ids(self, topic: str, group: str, route: TopicRouteData) -> list[str] | None:
+        """GET_CONSUMER_LIST_BY_GROUP (38) to one broker of the topic (findConsumerIdList:
+        a random broker group, its master if it has one)."""
+        if not route.broker_datas:
+            return None
+        broker = random.choice(route.broker_datas)
+        addrs = broker.broker_addrs
+        addr = addrs.get(MASTER_ID) or (addrs[min(addrs)] if addrs else None)
+        if addr is None:
+            return None
+        try:
+            resp = await self.remoting.invoke(addr, api.consumer_list(group), 3.0)
+            return api.parse_consumer_list(resp, addr)
+        except (MQClientError, RemotingError) as exc:
+            log.info("consumer_list_failed", group=group, broker=addr, error=str(exc))
+            return None
+
+    # ------------------------------------------------------------ heartbeats
+
+    def masters(self) -> set[str]:
+        return {
+            b.master_addr
+            for info in self.publish.values()
+            for b in info.route.broker_datas
+            if b.master_addr is not None
+        } | {addrs[MASTER_ID] for addrs in self.brokers.values() if MASTER_ID in addrs}
+
+    async def heartbeat_all(self) -> None:
+        """sendHeartbeatToAllBroker: to masters, and to slaves too when there are consumers."""
+        if not self.producer_groups and not self.consumers:
+            return
+        consumers = [c.consumer_data() for c in list(self.consumers.values())]
+        request = api.heartbeat(
+            self.client_id, producers=sorted(self.producer_groups), consumers=consumers
+        )
+        targets = self.masters()
+        if consumers:
+            targets |= {a for addrs in self.brokers.values() for a in addrs.values()}
+        for addr in sorted(targets):
+            try:
+                await self.remoting.invoke(addr, request, 3.0)
+            except RemotingError as exc:
+                log.info("heartbeat_failed", broker=addr, error=str(exc))
+
+    async def unregister_consumer(self, group: str) -> None:
+        """UNREGISTER_CLIENT for a consumer group to every broker, best effort."""
+        self.consumers.pop(group, None)
+        request = api.unregister_client(self.client_id, consumer_group=group)
+        for addr in sorted({a for addrs in self.brokers.values() for a in addrs.values()}):
+            with contextlib.suppress(RemotingError):
+                await self.remoting.invoke(addr, request, 3.0)
+
+    async def unregister_producer(self, group: str) -> None:
+        """UNREGISTER_CLIENT to every master (unregisterClientWithLock), best effort."""
+        self.producer_groups.discard(group)
+        request = api.unregister_client(self.client_id, producer_group=group)
+        for addr in self.masters():
+            with contextlib.suppress(RemotingError):
+                await self.remoting.invoke(addr, request, 3.0)
+
+    async def create_on_every_master(self, info: PublishInfo, timeout: float) -> None:
+        """Ours (seed 000's warning): a topic auto-created by its first send exists only on
+        the broker that took it, and its route then stays there. Create it on every master of
+        TBW102's route at once, as ``mqadmin updateTopic -c`` would; best effort."""
+        queues = max((qd.write_queue_nums for qd in info.route.queue_datas), default=0)
+        request = api.create_topic(info.topic, queues)
+        for broker in info.route.broker_datas:
+            if broker.master_addr is not None:
+                try:
+                    resp = await self.remoting.invoke(broker.master_addr, request, timeout)
+                except RemotingError as exc:
+                    log.info("create_topic_failed", topic=info.topic, broker=broker.master_addr,
+                             error=str(exc))  # fmt: skip
+                    continue
+                if resp.code != R.SUCCESS:
+                    log.info("create_topic_refused", topic=info.topic, code=resp.code,
+                             remark=resp.remark)  # fmt: skip
+        self.publish.pop(info.topic, None)
+
+    # ------------------------------------------------------------ brokers that dropped
+
+    def is_down(self, addr: str | None) -> bool:
+        until = self.down.get(addr) if addr is not None else None
+        return until is not None and until > time.monotonic()
+
+    def _connection_lost(self, addr: str) -> None:
+        """A broker's connection dropped: avoid it now (Java keeps choosing it until the next
+        route refresh), and probe it, since an idle close by a healthy broker drops too."""
+        if addr not in self.masters():
+            return
+        self.down[addr] = time.monotonic() + DOWN_AVOID_SECONDS
+        if addr not in self._probes and self._loops:
+            task = asyncio.get_running_loop().create_task(self._probe(addr))
+            self._probes[addr] = task
+            task.add_done_callback(lambda _t: self._probes.pop(addr, None))
+
+    def _connected(self, addr: str) -> None:
+        self.down.pop(addr, None)
+
+    async def _probe(self, addr: str) -> None:
+        """One heartbeat: a broker that answers is usable again (``_connected``)."""
+        request = api.heartbeat(self.client_id, producers=sorted(self.producer_groups))
+        with contextlib.suppress(RemotingError):
+            await self.remoting.invoke(addr, request, 3.0)

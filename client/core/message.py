@@ -1,0 +1,79 @@
+"""What producers send and get back: Message, MessageQueue, SendResult (RocketMQ's names)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mypy_extensions import mypyc_attr
+
+from aiorocketmq.client.core.api import SendStatus
+from aiorocketmq.remoting.protocol.heartbeat import MessageQueue
+from aiorocketmq.remoting.protocol.message import NAME_VALUE_SEPARATOR as NV
+from aiorocketmq.remoting.protocol.message import PROPERTY_SEPARATOR as PS
+from aiorocketmq.remoting.protocol.message import Prop
+
+__all__ = ["Message", "MessageQueue", "SendResult", "SendStatus"]
+
+_TAGS, _KEYS, _DELAY = f"{Prop.TAGS}{NV}", f"{Prop.KEYS}{NV}", f"{Prop.DELAY}{NV}"
+_WAIT_UNIQ = f"{Prop.WAIT}{NV}true{PS}{Prop.UNIQ_KEY}{NV}"
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)  # compiled (setup.py); yours may subclass it
+@dataclass(slots=True)
+class Message:
+    """A message to send. ``tags`` and ``keys`` (a string, or several separated by spaces)
+    become the TAGS and KEYS properties; ``delay_level`` (1..18) delays delivery."""
+
+    topic: str
+    body: bytes
+    tags: str | None = None
+    keys: str | list[str] | None = None
+    delay_level: int = 0
+    properties: dict[str, str] = field(default_factory=dict)
+    flag: int = 0
+
+    def wire_properties(self) -> dict[str, str]:
+        """The properties as they travel (Message.putProperty's keys)."""
+        props = dict(self.properties)
+        if self.tags:
+            props[Prop.TAGS] = self.tags
+        if self.keys:
+            props[Prop.KEYS] = self.keys if isinstance(self.keys, str) else " ".join(self.keys)
+        if self.delay_level > 0:
+            props[Prop.DELAY] = str(self.delay_level)
+        props.setdefault(Prop.WAIT, "true")  # WAIT_STORE_MSG_OK: the broker answers once stored
+        return props
+
+    def wire_text(self, uniq_key: str) -> str:
+        """For a message without ``properties`` of its own (most): ``encode_properties`` of
+        ``wire_properties()`` plus UNIQ_KEY, written out at once, as every send needs it."""
+        text = f"{_TAGS}{self.tags}{PS}" if self.tags else ""
+        if self.keys:
+            keys = self.keys if isinstance(self.keys, str) else " ".join(self.keys)
+            text += f"{_KEYS}{keys}{PS}"
+        if self.delay_level > 0:
+            text += f"{_DELAY}{self.delay_level!s}{PS}"
+        return f"{text}{_WAIT_UNIQ}{uniq_key}{PS}"
+
+    @property
+    def transaction_id(self) -> str | None:
+        """The id of a half message (its UNIQ_KEY, TRAN_MSG=true): what
+        ``execute_local_transaction`` sees as Java's Message.getTransactionId()."""
+        if self.properties.get(Prop.TRAN_MSG) != "true":
+            return None
+        return self.properties.get(Prop.UNIQ_KEY)
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)  # TransactionSendResult's base
+@dataclass(frozen=True, slots=True)
+class SendResult:
+    """SendResult: ``msg_id`` is the client's UNIQ_KEY, ``offset_msg_id`` the broker's id
+    (store host + CommitLog offset, usable with VIEW_MESSAGE_BY_ID)."""
+
+    status: SendStatus
+    msg_id: str
+    offset_msg_id: str
+    queue: MessageQueue
+    queue_offset: int
+    region: str | None = None
+    transaction_id: str | None = None
