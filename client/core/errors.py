@@ -1,5 +1,5 @@
-"""The SDK's errors: MQClientError for what the client finds wrong (bad input, no route,
-a timeout), MQBrokerError for a broker's refusal, with ``retriable`` driving the producer's
+"""The SDK's errors, all MQClientError: MQConnectionError and MQTimeoutError for the
+network, MQBrokerError for a broker's refusal, with ``retriable`` driving the producer's
 retries (DefaultMQProducer.retryResponseCodes in 4.9.8)."""
 
 from __future__ import annotations
@@ -22,9 +22,23 @@ RETRIABLE_CODES: Final = frozenset(
 
 
 class MQClientError(Exception):
-    """Raised by the client itself; ``retriable`` when trying again may succeed."""
+    """The root of every error the SDK raises (MQClientException): bad input, no route, a
+    refusal, a lost connection, a timeout; ``retriable`` when trying again may succeed."""
 
     retriable: bool = False
+
+
+class MQConnectionError(MQClientError):
+    """No connection to a name server or broker could be made or kept (RemotingConnectException,
+    RemotingSendRequestException); another try, or another broker, may succeed."""
+
+    retriable = True
+
+
+class MQTimeoutError(MQClientError, TimeoutError):
+    """No answer within the call's timeout (RemotingTimeoutException); also a TimeoutError."""
+
+    retriable = True
 
 
 class MQBrokerError(MQClientError):
