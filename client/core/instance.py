@@ -14,12 +14,13 @@ import os
 import random
 import socket
 import time
+from collections.abc import Callable
 from typing import ClassVar, Protocol
 
 from aiorocketmq.client.core import api
-from aiorocketmq.client.core.errors import MQBrokerError, MQClientError
+from aiorocketmq.client.core.errors import MQBrokerError, MQClientError, MQConnectionError
 from aiorocketmq.client.core.publish import PublishInfo
-from aiorocketmq.client.core.requests import ClientRequests
+from aiorocketmq.client.core.requests import Answer, CheckNotice, ClientRequests, Notice
 from aiorocketmq.remoting.client import RemotingClient
 from aiorocketmq.remoting.config import ClientConfig
 from aiorocketmq.remoting.errors import RemotingError
@@ -147,7 +148,8 @@ class ClientInstance:
     # ------------------------------------------------------------ routes
 
     async def fetch_route(self, topic: str, timeout: float) -> TopicRouteData | None:
-        """The topic's route from a name server (None when it has none), trying each."""
+        """The topic's route from a name server (None when it has none), trying each;
+        MQConnectionError when none of them answered."""
         error: Exception | None = None
         n, first = len(self.namesrv_addrs), self._ns_index
         for i in range(n):
@@ -166,7 +168,11 @@ class ClientInstance:
             except RemotingError as exc:  # the next call starts with the next name server
                 error = exc
                 self._ns_index = (first + i + 1) % n
-        raise MQClientError(f"no name server answered for topic {topic}: {error}") from error
+        message = f"no name server answered for topic {topic}: {error}"
+        if not isinstance(error, MQBrokerError):  # none answered at all
+            where = ";".join(self.namesrv_addrs)
+            raise MQConnectionError(f"{message} (name servers: {where})") from error
+        raise MQClientError(message) from error
 
     async def topic_list(self, timeout: float = 3.0) -> list[str]:
         """Every topic the name servers know (the first that answers)."""
@@ -178,6 +184,10 @@ class ClientInstance:
             except (MQBrokerError, RemotingError) as exc:
                 error = exc
         raise MQClientError(f"no name server listed the topics: {error}") from error
+
+    def remember_route(self, topic: str, route: TopicRouteData) -> None:
+        """A route a producer fetched itself, kept fresh by the route polling from now on."""
+        self.publish[topic] = PublishInfo.from_route(topic, route)
 
     def cached_publish_info(self, topic: str) -> PublishInfo | None:
         """The cached route with queues, if any: a send's fast path, without a coroutine."""
@@ -287,9 +297,50 @@ class ClientInstance:
             except RemotingError as exc:
                 log.info("heartbeat_failed", broker=addr, error=str(exc))
 
+    # ------------------------------------------------------------ who uses the instance
+
+    def register_consumer(
+        self,
+        group: str,
+        consumer: ConsumerHandle,
+        *,
+        ids_changed: Callable[[], None],
+        reset_offset: Notice | None = None,
+        answers: dict[int, Answer] | None = None,
+    ) -> None:
+        """MQClientInstance.registerConsumer: one consumer per group, with what it answers
+        brokers for the group (NOTIFY_CONSUMER_IDS_CHANGED, RESET_CONSUMER_CLIENT_OFFSET,
+        ``answers`` by request code); MQClientError if the group has a consumer here."""
+        if group in self.consumers:
+            raise MQClientError(
+                f"The consumer group[{group}] has been created before, specify another name "
+                "please (or another instance_name for a second consumer of the group in this "
+                "process)."
+            )
+        self.consumers[group] = consumer
+        self.requests.plug_consumer(group, ids_changed, reset_offset, answers or {})
+
+    def register_producer(self, group: str) -> None:
+        """registerProducer: the group is named in every heartbeat from now on."""
+        self.producer_groups.add(group)
+
+    def register_check_listener(self, group: str, check: CheckNotice) -> None:
+        """The transaction producer answering CHECK_TRANSACTION_STATE for ``group``;
+        MQClientError if one already does here."""
+        if group in self.requests.check_transaction:
+            raise MQClientError(
+                f"The producer group[{group}] has been created before, specify another name please."
+            )
+        self.requests.check_transaction[group] = check
+
+    def unregister_check_listener(self, group: str, check: CheckNotice) -> None:
+        if self.requests.check_transaction.get(group) == check:
+            del self.requests.check_transaction[group]
+
     async def unregister_consumer(self, group: str) -> None:
         """UNREGISTER_CLIENT for a consumer group to every broker, best effort."""
         self.consumers.pop(group, None)
+        self.requests.unplug_consumer(group)
         request = api.unregister_client(self.client_id, consumer_group=group)
         for addr in sorted({a for addrs in self.brokers.values() for a in addrs.values()}):
             with contextlib.suppress(RemotingError):

@@ -39,6 +39,27 @@ class ClientRequests:
     answers: dict[tuple[int, str], Answer] = field(default_factory=dict)
     check_transaction: dict[str, CheckNotice] = field(default_factory=dict)
 
+    def plug_consumer(
+        self,
+        group: str,
+        ids_changed: Callable[[], None],
+        reset_offset: Notice | None,
+        answers: dict[int, Answer],
+    ) -> None:
+        """A consumer group's answers (the codes it leaves out keep Java's answer for a group
+        this client does not know)."""
+        self.consumer_ids_changed[group] = ids_changed
+        if reset_offset is not None:
+            self.reset_offset[group] = reset_offset
+        for code, answer in answers.items():
+            self.answers[(code, group)] = answer
+
+    def unplug_consumer(self, group: str) -> None:
+        self.consumer_ids_changed.pop(group, None)
+        self.reset_offset.pop(group, None)
+        for key in [k for k in self.answers if k[1] == group]:
+            del self.answers[key]
+
     def routes(self) -> Routes:
         return {
             C.NOTIFY_CONSUMER_IDS_CHANGED: Route(self._ids_changed),

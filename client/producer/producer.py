@@ -85,7 +85,7 @@ class Producer:
         self._instance = ClientInstance.acquire(
             self._namesrv, self.options.instance_name, self.options.serialize_type
         )
-        self._instance.producer_groups.add(self.group)
+        self._instance.register_producer(self.group)
 
     async def shutdown(self) -> None:
         """Let sends under way finish (up to ``send_msg_timeout``), then UNREGISTER_CLIENT to

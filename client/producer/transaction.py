@@ -23,7 +23,6 @@ from aiorocketmq.client.consumer.push.consume import is_async
 from aiorocketmq.client.core import api
 from aiorocketmq.client.core.errors import MQClientError
 from aiorocketmq.client.core.message import Message, SendResult
-from aiorocketmq.client.core.publish import PublishInfo
 from aiorocketmq.client.producer.producer import Producer
 from aiorocketmq.client.producer.transaction_types import (
     COMMIT_OR_ROLLBACK,
@@ -80,17 +79,15 @@ class TransactionProducer(Producer):
             return
         await super().start()
         inst = self.instance
-        if self.group in inst.requests.check_transaction:
+        try:  # no check-back can arrive before the queue below exists: no await between
+            inst.register_check_listener(self.group, self._on_check)
+        except MQClientError:
             await super().shutdown()
-            raise MQClientError(
-                f"The producer group[{self.group}] has been created before, specify another "
-                "name please."
-            )
+            raise
         loop = asyncio.get_running_loop()
         self._checks = asyncio.Queue(self._hold_max)
         self._pool = ThreadPoolExecutor(self._check_workers, "rocketmq-tx-check")
         self._tasks = [loop.create_task(self._answer_checks()) for _ in range(self._check_workers)]
-        inst.requests.check_transaction[self.group] = self._on_check
         await self._announce()
 
     async def _announce(self) -> None:
@@ -102,17 +99,14 @@ class TransactionProducer(Producer):
             timeout = self.options.send_msg_timeout / 1000
             route = await inst.fetch_route(api.AUTO_CREATE_TOPIC, timeout)
             if route is not None:
-                inst.publish[api.AUTO_CREATE_TOPIC] = PublishInfo.from_route(
-                    api.AUTO_CREATE_TOPIC, route
-                )
+                inst.remember_route(api.AUTO_CREATE_TOPIC, route)
         await inst.heartbeat_all()
 
     async def shutdown(self) -> None:
         """destroyTransactionEnv, then the Producer's shutdown."""
         if self._instance is None:
             return
-        if self._instance.requests.check_transaction.get(self.group) == self._on_check:
-            del self._instance.requests.check_transaction[self.group]
+        self._instance.unregister_check_listener(self.group, self._on_check)
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
