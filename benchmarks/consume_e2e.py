@@ -38,7 +38,7 @@ import uvloop
 
 from aiorocketmq.client import Message, Producer
 from aiorocketmq.client.consumer.push.consumer import PushConsumer
-from aiorocketmq.client.consumer.types import ConsumeFromWhere, ConsumeStatus
+from aiorocketmq.client.consumer.types import ConcurrentListener, ConsumeFromWhere, ConsumeStatus
 from aiorocketmq.client.core import api
 from aiorocketmq.remoting.client import RemotingClient
 from aiorocketmq.remoting.protocol.heartbeat import ConsumerData, SubscriptionData
@@ -99,7 +99,7 @@ async def raw_drain(cli: RemotingClient, addr: str, topic: str, decode: bool) ->
 # -- the SDK consumer ----------------------------------------------------------------------
 
 
-def consumer(namesrv: str, group: str, topic: str, listener: Callable[..., object],
+def consumer(namesrv: str, group: str, topic: str, listener: ConcurrentListener,
              where: ConsumeFromWhere) -> PushConsumer:  # fmt: skip
     c = PushConsumer(group, namesrv_addr=namesrv, consume_from_where=where)
     c.subscribe(topic, "*")

@@ -22,13 +22,15 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, Unpack, overload
 
 from aiorocketmq.client.consumer.lite.consumer import PullConsumer as AsyncPullConsumer
+from aiorocketmq.client.consumer.lite.options import PullOptions
 from aiorocketmq.client.consumer.lite.raw import RawPull
 from aiorocketmq.client.consumer.push.consume import is_async
 from aiorocketmq.client.consumer.push.consumer import PushConsumer as AsyncPushConsumer
 from aiorocketmq.client.consumer.push.iteration import Delivery
+from aiorocketmq.client.consumer.types import ConcurrentListener, OrderlyListener, PushOptions
 from aiorocketmq.client.core.api import SendStatus
 from aiorocketmq.client.core.message import Message, MessageQueue, SendResult
 from aiorocketmq.client.producer.producer import Producer as AsyncProducer
@@ -142,7 +144,9 @@ class PushConsumer:
     """The async PushConsumer, blocking: listeners (plain functions run in its thread pool,
     ``async def`` on the shared loop) or ``for delivery in consumer`` with ``ack()``."""
 
-    def __init__(self, group: str, namesrv_addr: str | None = None, **options: object) -> None:
+    def __init__(
+        self, group: str, namesrv_addr: str | None = None, **options: Unpack[PushOptions]
+    ) -> None:
         self._consumer = AsyncPushConsumer(group, namesrv_addr, **options)
 
     @property
@@ -152,10 +156,19 @@ class PushConsumer:
     def subscribe(self, topic: str, expression: str = "*") -> None:
         run(_on_loop(self._consumer.subscribe, topic, expression))
 
+    @overload
     def register_message_listener(
-        self, listener: Callable[..., Any], *, orderly: bool = False
+        self, listener: ConcurrentListener, *, orderly: Literal[False] = False
+    ) -> None: ...
+    @overload
+    def register_message_listener(
+        self, listener: OrderlyListener, *, orderly: Literal[True]
+    ) -> None: ...
+    def register_message_listener(
+        self, listener: ConcurrentListener | OrderlyListener, *, orderly: bool = False
     ) -> None:
-        self._consumer.register_message_listener(listener, orderly=orderly)
+        # the overloads above pair the listener with ``orderly``, as the async class's do
+        self._consumer.register_message_listener(listener, orderly=orderly)  # type: ignore[call-overload]
 
     def start(self) -> None:
         run(self._consumer.start())
@@ -219,7 +232,9 @@ class PullConsumer:
     """The async PullConsumer's methods, blocking. Options as ``client.PullConsumer``;
     ``poll`` may be called from any thread."""
 
-    def __init__(self, group: str, namesrv_addr: str | None = None, **options: Any) -> None:
+    def __init__(
+        self, group: str, namesrv_addr: str | None = None, **options: Unpack[PullOptions]
+    ) -> None:
         self._c = AsyncPullConsumer(group, namesrv_addr, **options)
 
     @property

@@ -8,6 +8,11 @@ stop being pulled and consumed, their offsets are committed first; queues that a
 process queue and a pull loop starting at the committed offset, or where
 ``consume_from_where`` says for a group that has none. Orderly consumers lock a queue on its
 broker before taking it and unlock it when they let it go.
+
+The Rebalance owns the queue table (``table``, processQueueTable): the consumers and the
+pulls change it only through its methods (``unsubscribe``, ``reset_offsets``,
+``offset_moved``, ``drop_all``). What it starts in the background goes through ``spawn``,
+the consumer's task set (consumer/member.py), which shutdown ends.
 """
 
 from __future__ import annotations
@@ -15,8 +20,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from typing import TYPE_CHECKING, Any
 
 from aiorocketmq.client.consumer.allocate import STRATEGIES, allocate
 from aiorocketmq.client.consumer.offsets import NOT_FOUND, OffsetStore
@@ -43,6 +48,9 @@ if TYPE_CHECKING:
 log = get_logger(__name__)
 
 StartPull = Callable[[MessageQueue, ProcessQueue, int], None]
+StopPulls = Callable[[list[MessageQueue]], Awaitable[None]]  # their pulls ended
+Spawn = Callable[[Coroutine[Any, Any, None]], None]  # a task the consumer owns
+OFFSET_MOVED_DELAY = 10.0  # s, DefaultMQPushConsumerImpl: OFFSET_ILLEGAL's commit waits
 
 
 def subscribe_queues(topic: str, route: TopicRouteData) -> set[MessageQueue]:
@@ -63,6 +71,8 @@ class Rebalance:
         model: MessageModel,
         offsets: OffsetStore,
         start_pull: StartPull,
+        stop_pulls: StopPulls,
+        spawn: Spawn,
         *,
         orderly: bool,
         strategy: str,
@@ -76,6 +86,8 @@ class Rebalance:
         self.model = model
         self.offsets = offsets
         self.start_pull = start_pull
+        self.stop_pulls = stop_pulls
+        self.spawn = spawn
         self.orderly = orderly
         self.strategy = strategy
         self.consume_from = consume_from
@@ -87,7 +99,6 @@ class Rebalance:
         self.on_change: Callable[[], Awaitable[None]] | None = None  # bump subVersion, beat
         self.mutex = asyncio.Lock()
         self.closed = False  # the consumer shut down: no more rebalancing
-        self._tasks: set[asyncio.Task[None]] = set()
 
     def route_changed(self, topic: str, route: TopicRouteData) -> None:
         self.routes[topic] = route
@@ -195,10 +206,53 @@ class Rebalance:
         finally:
             pq.consume_lock.release()
         delay = 20.0 if pq.has_temp_messages() else 0.0  # unlockDelay
-        task = asyncio.get_running_loop().create_task(self._unlock_later([mq], delay))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self.spawn(self._unlock_later([mq], delay))
         return True
+
+    # ------------------------------------------------------------ the table, from outside
+
+    def unsubscribe(self, topic: str) -> list[MessageQueue]:
+        """The topic's subscription and queues dropped at once; the queues dropped."""
+        self.subscriptions.pop(topic, None)
+        gone = [mq for mq in self.table if mq.topic == topic]
+        for mq in gone:
+            self.table.pop(mq).dropped = True
+        return gone
+
+    def drop_all(self) -> None:
+        """Shutdown: every owned queue stops being consumed."""
+        for pq in self.table.values():
+            pq.dropped = True
+
+    async def reset_offsets(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
+        """MQClientInstance.resetOffset: drop the topic's queues named in the table, wait for
+        their pulls to end, commit the new offsets, and take the queues again."""
+        dropped = []
+        for mq, pq in list(self.table.items()):
+            if mq.topic == topic and mq in offsets:
+                pq.dropped = True
+                pq.clear()
+                dropped.append(mq)
+        await self.stop_pulls(dropped)
+        for mq, offset in offsets.items():
+            self.offsets.update(mq, offset, False)
+            await self.offsets.persist(mq)
+            self.table.pop(mq, None)
+        log.info("offsets_reset", group=self.group, topic=topic, queues=len(offsets))
+        await self.run()
+
+    def offset_moved(self, mq: MessageQueue, pq: ProcessQueue, next_offset: int) -> None:
+        """A pull found the offset illegal (the queue was already dropped): after 10 s the
+        broker's next offset is committed and the queue forgotten, so the next rebalance
+        takes it afresh (DefaultMQPushConsumerImpl.pullMessage's OFFSET_ILLEGAL)."""
+        self.spawn(self._moved(mq, pq, next_offset))
+
+    async def _moved(self, mq: MessageQueue, pq: ProcessQueue, next_offset: int) -> None:
+        await asyncio.sleep(OFFSET_MOVED_DELAY)
+        self.offsets.update(mq, next_offset, False)
+        await self.offsets.persist(mq)
+        if self.table.get(mq) is pq:
+            del self.table[mq]
 
     async def compute_pull_from(self, mq: MessageQueue) -> int:
         """computePullFromWhereWithException: the committed offset, else by

@@ -8,6 +8,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TypedDict
 
 from aiorocketmq.client.core.message import MessageQueue
 from aiorocketmq.remoting.protocol.codes import SerializeType
@@ -65,7 +66,8 @@ class ConsumeOrderlyContext:
     suspend_current_queue_time_millis: int = -1
 
 
-# async or plain; a plain function runs in a worker thread
+# async or plain; a plain function runs in a worker thread. None (or an exception) counts
+# as RECONSUME_LATER / SUSPEND_CURRENT_QUEUE_A_MOMENT, as Java's null.
 ConcurrentListener = Callable[
     [list[MessageExt], ConsumeConcurrentlyContext],
     ConsumeStatus | Awaitable[ConsumeStatus | None] | None,
@@ -122,6 +124,37 @@ class ConsumerOptions:
     poll_name_server_interval: int = 30_000  # ms, ClientConfig: route refresh
     heartbeat_broker_interval: int = 30_000  # ms, ClientConfig
     offset_store_dir: str = ""  # broadcasting: <dir>/<client id>/<group>/offsets.json
+
+
+class PushOptions(TypedDict, total=False):
+    """PushConsumer's keyword arguments: ConsumerOptions's fields (the defaults are there)."""
+
+    message_model: MessageModel
+    consume_from_where: ConsumeFromWhere
+    consume_timestamp: str
+    allocate_strategy: str
+    consume_concurrency: int
+    consume_message_batch_max_size: int
+    pull_batch_size: int
+    pull_interval: int
+    pull_threshold_for_queue: int
+    pull_threshold_size_for_queue: int
+    consume_concurrently_max_span: int
+    max_reconsume_times: int
+    suspend_current_queue_time_millis: int
+    consume_timeout: int
+    broker_suspend_max_time_millis: int
+    consumer_timeout_millis_when_suspend: int
+    persist_consumer_offset_interval: int
+    rebalance_interval: int
+    post_subscription_when_pull: bool
+    unit_mode: bool
+    await_termination_millis_when_shutdown: int
+    instance_name: str
+    serialize_type: SerializeType
+    poll_name_server_interval: int
+    heartbeat_broker_interval: int
+    offset_store_dir: str
 
 
 PULL_DELAY_WHEN_FLOW_CONTROL = 0.05  # s, DefaultMQPushConsumerImpl

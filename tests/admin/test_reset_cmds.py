@@ -28,7 +28,7 @@ class Gate(Collect):
         self.open = asyncio.Event()
         self.open.set()
 
-    async def __call__(self, msgs: list[MessageExt], ctx: object) -> object:
+    async def __call__(self, msgs: list[MessageExt], ctx: object) -> ConsumeStatus:
         self.msgs.extend(msgs)
         await self.open.wait()
         return ConsumeStatus.CONSUME_SUCCESS

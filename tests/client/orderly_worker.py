@@ -11,7 +11,11 @@ import signal
 import sys
 
 from aiorocketmq.client.consumer.push.consumer import PushConsumer
-from aiorocketmq.client.consumer.types import ConsumeOrderlyContext, ConsumeOrderlyStatus
+from aiorocketmq.client.consumer.types import (
+    ConsumeOrderlyContext,
+    ConsumeOrderlyStatus,
+    PushOptions,
+)
 from aiorocketmq.remoting.protocol.message import MessageExt
 
 
@@ -28,8 +32,12 @@ async def main(namesrv: str, topic: str, group: str, name: str) -> None:
         await asyncio.sleep(0.01)  # slow enough that a kill lands mid-stream
         return ConsumeOrderlyStatus.SUCCESS
 
-    fast = {"rebalance_interval": 1000, "persist_consumer_offset_interval": 200}
-    consumer = PushConsumer(group, namesrv_addr=namesrv, instance_name=name, **fast)
+    fast: PushOptions = {
+        "rebalance_interval": 1000,
+        "persist_consumer_offset_interval": 200,
+        "instance_name": name,
+    }
+    consumer = PushConsumer(group, namesrv_addr=namesrv, **fast)
     consumer.subscribe(topic, "*")
     consumer.register_message_listener(listener, orderly=True)
     stop = asyncio.Event()

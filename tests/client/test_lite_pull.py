@@ -12,18 +12,21 @@ from collections import defaultdict
 import pytest
 
 from aiorocketmq.client import Message, MessageQueue, MQClientError, Producer, PullConsumer, sync
+from aiorocketmq.client.consumer.lite.options import PullOptions
 from aiorocketmq.client.consumer.lite.raw import keep_tags, record_tags, records
 from aiorocketmq.client.consumer.types import ConsumeFromWhere
 from aiorocketmq.client.core import api
 from aiorocketmq.client.core.api import PullStatus
 from aiorocketmq.remoting.client import RemotingClient
 from aiorocketmq.remoting.protocol.codes import RequestCode as C
+from aiorocketmq.remoting.protocol.command import RemotingCommand
 from aiorocketmq.remoting.protocol.message import MessageExt, decode_records
 from tests.client.conftest import create_everywhere
 from tests.cluster import Cluster
 from tests.util import wait_until
 
-FIRST = {"consume_from_where": ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET}
+FIRST_OFFSET = ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+FIRST: PullOptions = {"consume_from_where": FIRST_OFFSET}
 
 
 async def _send(cluster: Cluster, topic: str, n: int, queue: MessageQueue | None = None,
@@ -87,8 +90,12 @@ async def test_two_consumers_of_a_group_split_the_queues_and_read_everything(
     """subscribe: the group's queues split by the rebalance (RebalanceLitePullImpl), the
     brokers told CONSUME_ACTIVELY; together the consumers read every message once."""
     await create_everywhere(two_brokers, "LiteSub")
-    one = PullConsumer("lite_sub", two_brokers.namesrv_addr, instance_name="c1", **FIRST)
-    two = PullConsumer("lite_sub", two_brokers.namesrv_addr, instance_name="c2", **FIRST)
+    one = PullConsumer(
+        "lite_sub", two_brokers.namesrv_addr, instance_name="c1", consume_from_where=FIRST_OFFSET
+    )
+    two = PullConsumer(
+        "lite_sub", two_brokers.namesrv_addr, instance_name="c2", consume_from_where=FIRST_OFFSET
+    )
     one.subscribe("LiteSub", "*")
     two.subscribe("LiteSub", "*")
     async with one, two:
@@ -123,7 +130,12 @@ async def test_seek_seek_to_begin_and_seek_to_end(two_brokers: Cluster) -> None:
     mq = MessageQueue("LiteSeek", "broker-a", 0)
     await _send(two_brokers, "LiteSeek", 10, queue=mq)
     # one pull of 4 at a time: a queue holding more than 1 message is not pulled again
-    opts = {**FIRST, "pull_batch_size": 4, "pull_threshold_for_queue": 1, "auto_commit": False}
+    opts: PullOptions = {
+        **FIRST,
+        "pull_batch_size": 4,
+        "pull_threshold_for_queue": 1,
+        "auto_commit": False,
+    }
     async with PullConsumer("lite_seek", two_brokers.namesrv_addr, **opts) as c:
         c.assign([mq])
         assert [m.queue_offset for m in await _poll_until(c, 10)] == list(range(10))
@@ -153,7 +165,7 @@ async def test_commit_then_a_new_consumer_resumes_after_the_committed_offset(
     await create_everywhere(two_brokers, "LiteCommit", queues=1)
     mq = MessageQueue("LiteCommit", "broker-b", 0)
     await _send(two_brokers, "LiteCommit", 12, queue=mq)
-    opts = {**FIRST, "pull_batch_size": 5, "auto_commit": False}
+    opts: PullOptions = {**FIRST, "pull_batch_size": 5, "auto_commit": False}
     async with PullConsumer("lite_commit", two_brokers.namesrv_addr, **opts) as c:
         c.assign([mq])
         assert [m.queue_offset for m in await c.poll(10.0)] == list(range(5))
@@ -251,7 +263,7 @@ async def test_a_consumer_that_never_polls_holds_about_the_queue_threshold(
     await create_everywhere(two_brokers, "LiteFlow", queues=1)
     mq = MessageQueue("LiteFlow", "broker-a", 0)
     await _send(two_brokers, "LiteFlow", 200, queue=mq)
-    opts = {**FIRST, "pull_threshold_for_queue": 30}
+    opts: PullOptions = {**FIRST, "pull_threshold_for_queue": 30}
     async with PullConsumer("lite_flow", two_brokers.namesrv_addr, **opts) as c:
         c.assign([mq])
         state = c.tasks.assigned[mq]
@@ -271,7 +283,7 @@ async def test_the_buffer_for_poll_is_bounded_by_pull_threshold_for_all(
     queues = [MessageQueue("LiteAll", b, 0) for b in ("broker-a", "broker-b")]
     for mq in queues:
         await _send(two_brokers, "LiteAll", 100, queue=mq)
-    opts = {**FIRST, "pull_threshold_for_all": 20}
+    opts: PullOptions = {**FIRST, "pull_threshold_for_all": 20}
     async with PullConsumer("lite_all", two_brokers.namesrv_addr, **opts) as c:
         c.assign(queues)
         await wait_until(lambda: len(c.tasks.buffer) * 10 > 20, 10.0)
@@ -289,7 +301,10 @@ async def test_running_info_tells_admins_it_consumes_actively(two_brokers: Clust
     c.subscribe("LiteInfo", "TagA || TagB")
     async with c:
         req = api.request(C.GET_CONSUMER_RUNNING_INFO, {"consumerGroup": "lite_info"})
-        info = json.loads(c.requests.running_info(req).body)
+        answer = c.instance.requests.answers[(C.GET_CONSUMER_RUNNING_INFO, "lite_info")]
+        reply = answer(req)
+        assert isinstance(reply, RemotingCommand)
+        info = json.loads(reply.body)
     props = info["properties"]
     assert props["PROP_CONSUME_TYPE"] == "CONSUME_ACTIVELY"
     assert props["pullBatchSize"] == "7" and props["autoCommit"] == "true"

@@ -10,16 +10,19 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 import pytest
 
 from aiorocketmq.client import Message, MessageQueue, Producer
 from aiorocketmq.client.consumer.push.consumer import PushConsumer
 from aiorocketmq.client.consumer.types import (
+    ConcurrentListener,
     ConsumeConcurrentlyContext,
     ConsumeFromWhere,
     ConsumeStatus,
     MessageModel,
+    PushOptions,
 )
 from aiorocketmq.client.core import api
 from aiorocketmq.remoting.client import RemotingClient
@@ -31,7 +34,18 @@ from tests.harness import ServerProcess
 from tests.util import wait_until
 
 FAST_DELAYS = " ".join(["1s"] * 18)  # every delay level 1 s: retries are quick to observe
-FAST = {
+
+
+class Fast(TypedDict):
+    """Quick timers; every key present, so mypy allows ``**FAST`` beside other options."""
+
+    rebalance_interval: int
+    persist_consumer_offset_interval: int
+    poll_name_server_interval: int
+    heartbeat_broker_interval: int
+
+
+FAST: Fast = {
     "rebalance_interval": 1000,
     "persist_consumer_offset_interval": 500,
     "poll_name_server_interval": 1000,  # a retry topic's second broker is seen at once
@@ -54,7 +68,9 @@ class Collect:
         self.status = status
         self.msgs: list[MessageExt] = []
 
-    async def __call__(self, msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> object:
+    async def __call__(
+        self, msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext
+    ) -> ConsumeStatus:
         self.msgs.extend(msgs)
         return self.status
 
@@ -64,12 +80,13 @@ class Collect:
 
 
 def consumer(
-    cluster: Cluster, group: str, topic: str, listener: object, expression: str = "*",
-    **opts: object,
+    cluster: Cluster, group: str, topic: str, listener: ConcurrentListener,
+    expression: str = "*", **opts: Unpack[PushOptions],
 ) -> PushConsumer:  # fmt: skip
-    c = PushConsumer(group, namesrv_addr=cluster.namesrv_addr, **{**FAST, **opts})
+    merged: PushOptions = {**FAST, **opts}
+    c = PushConsumer(group, namesrv_addr=cluster.namesrv_addr, **merged)
     c.subscribe(topic, expression)
-    c.register_message_listener(listener)  # type: ignore[arg-type]
+    c.register_message_listener(listener)
     return c
 
 

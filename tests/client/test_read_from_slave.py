@@ -19,6 +19,7 @@ from aiorocketmq.client import (
     Producer,
     PushConsumer,
 )
+from aiorocketmq.client.consumer.types import PushOptions
 from aiorocketmq.client.core import api
 from aiorocketmq.remoting.client import RemotingClient
 from aiorocketmq.remoting.protocol.codes import RequestCode as C
@@ -28,7 +29,7 @@ from tests.util import wait_until
 
 SLAVE = {"brokerName": "broker-a", "brokerId": "1", "brokerRole": "SLAVE",
          "haSendHeartbeatInterval": "1000", "slaveSyncInterval": "300"}  # fmt: skip
-FAST = {
+FAST: PushOptions = {
     "rebalance_interval": 1000,
     "persist_consumer_offset_interval": 300,
     "poll_name_server_interval": 500,
@@ -63,8 +64,8 @@ async def test_consumers_read_from_the_slave_while_the_master_is_down(pair: Clus
         for i in range(200):
             await producer.send(Message("HaRead", b"a%03d" % i))
     await _replicated(pair)
-    consumer = PushConsumer("cg_ha_read", namesrv_addr=pair.namesrv_addr,
-                            pull_batch_size=8, pull_threshold_for_queue=16, **FAST)  # fmt: skip
+    opts: PushOptions = {**FAST, "pull_batch_size": 8, "pull_threshold_for_queue": 16}
+    consumer = PushConsumer("cg_ha_read", namesrv_addr=pair.namesrv_addr, **opts)
     consumer.subscribe("HaRead", "*")
     consumer.register_message_listener(listener)
     async with consumer:

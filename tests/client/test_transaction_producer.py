@@ -27,6 +27,7 @@ from aiorocketmq.client import (
     TransactionSendResult,
 )
 from aiorocketmq.client import sync as blocking
+from aiorocketmq.client.consumer.types import PushOptions
 from tests.client.conftest import create_everywhere
 from tests.cluster import Cluster, running
 from tests.harness import ServerProcess
@@ -38,7 +39,7 @@ UNKNOW = LocalTransactionState.UNKNOW
 ROOT = Path(__file__).resolve().parents[2]
 # a half message is checked 1 s after it was born, the check service runs every 0.5 s
 TX_SETS = {"transactionCheckInterval": "500", "transactionTimeOut": "1000"}
-FAST = {
+FAST: PushOptions = {
     "rebalance_interval": 1000,
     "persist_consumer_offset_interval": 500,
     "heartbeat_broker_interval": 1000,

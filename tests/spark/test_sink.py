@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from aiorocketmq.client import MessageQueue, sync
+from aiorocketmq.client.consumer.lite.options import PullOptions
 from aiorocketmq.client.consumer.types import ConsumeFromWhere
 from aiorocketmq.remoting.protocol.message import MessageExt
 from tests.client.conftest import create_everywhere
@@ -19,7 +20,7 @@ from tests.cluster import Cluster
 
 pytestmark = pytest.mark.spark
 
-FIRST = {"consume_from_where": ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET}
+FIRST: PullOptions = {"consume_from_where": ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET}
 ROW = "body binary, topic string, tags string, keys string, properties map<string,string>"
 
 

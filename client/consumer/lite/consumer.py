@@ -16,7 +16,7 @@ commits the rest; the committed offsets reach the brokers every
 ``persist_consumer_offset_interval`` ms, on ``commit()`` and at shutdown.
 
 Bulk readers call ``pull_raw`` for one pull's records as the broker sent them (see
-client/lite_raw.py), without background pulls.
+consumer/lite/raw.py), without background pulls.
 """
 
 from __future__ import annotations
@@ -24,22 +24,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Unpack
 
 from aiorocketmq.client.consumer.allocate import STRATEGIES
-from aiorocketmq.client.consumer.lite.offsets import NOT_RUNNING, LiteOffsets
-from aiorocketmq.client.consumer.lite.options import FLAG_LITE_PULL, LitePullOptions
+from aiorocketmq.client.consumer.lite.offsets import LiteOffsets
+from aiorocketmq.client.consumer.lite.options import FLAG_LITE_PULL, LitePullOptions, PullOptions
 from aiorocketmq.client.consumer.lite.raw import RawPull, raw_from_reply
 from aiorocketmq.client.consumer.lite.requests import LiteRequests
 from aiorocketmq.client.consumer.lite.tasks import Mode, PullTasks, QueueState
-from aiorocketmq.client.consumer.offsets import LocalOffsetStore, OffsetStore, RemoteOffsetStore
+from aiorocketmq.client.consumer.member import GroupMember, MemberSettings
+from aiorocketmq.client.consumer.offsets import OffsetStore
 from aiorocketmq.client.consumer.process_queue import ProcessQueue
 from aiorocketmq.client.consumer.rebalance import Rebalance, subscribe_queues
-from aiorocketmq.client.consumer.types import MessageModel, half_an_hour_ago
 from aiorocketmq.client.core import api
-from aiorocketmq.client.core.errors import MQClientError
-from aiorocketmq.client.core.instance import ClientInstance, local_ip, namesrv_list
+from aiorocketmq.client.core.errors import MQClientError, MQConnectionError
+from aiorocketmq.client.core.instance import ClientInstance, namesrv_list
 from aiorocketmq.client.core.message import MessageQueue
 from aiorocketmq.client.core.validate import check_group
 from aiorocketmq.remoting.log import get_logger
@@ -53,8 +53,18 @@ log = get_logger(__name__)
 QueueListener = Callable[[str, set[MessageQueue]], None]  # TopicMessageQueueChangeListener
 
 
-class PullConsumer(LiteOffsets):
-    def __init__(self, group: str, namesrv_addr: str | None = None, **options: Any) -> None:
+NOT_RUNNING = "The consumer not running, please start it first."
+NOTHING_TO_READ = "Nothing to poll: subscribe to a topic or assign queues first."
+
+
+class PullConsumer:
+    """DefaultLitePullConsumer: ``poll()`` returns what background pulls of the subscribed
+    (rebalanced with the group) or assigned queues found; options are LitePullOptions's
+    fields, keyword-only, with Java's names and defaults."""
+
+    def __init__(
+        self, group: str, namesrv_addr: str | None = None, **options: Unpack[PullOptions]
+    ) -> None:
         check_group(group)
         self.group = group
         self.options = o = LitePullOptions(**options)
@@ -68,12 +78,10 @@ class PullConsumer(LiteOffsets):
         self._queue_listeners: dict[str, QueueListener] = {}
         self._known_queues: dict[str, set[MessageQueue]] = {}
         self.tasks = PullTasks(group, o, self._subscription, self._first_offset)
-        self._instance: ClientInstance | None = None
-        self._loops: list[asyncio.Task[None]] = []
-        self._spawned: set[asyncio.Task[None]] = set()
-        self._next_auto_commit = 0.0
+        self._offsets = LiteOffsets(group, o, self.tasks, self._started,
+                                    lambda: self._mode is Mode.SUBSCRIBE)  # fmt: skip
+        self._member: GroupMember | None = None
         self._shut_down = False
-        self.started_at = 0
 
     # ------------------------------------------------------------ what to read
 
@@ -84,20 +92,19 @@ class PullConsumer(LiteOffsets):
         self._set_mode(Mode.SUBSCRIBE)
         sub = SubscriptionData.build(topic, expression, "TAG", time.time_ns() // 1_000_000)
         self._expressions[topic] = sub.sub_string
-        if self._instance is not None:
-            self.rebalance.subscriptions[topic] = sub
-            self._spawn(self._after_subscription_change())
+        if self._member is not None:
+            self._member.rebalance.subscriptions[topic] = sub
+            self._member.tasks.spawn(self._after_subscription_change())
 
     def unsubscribe(self, topic: str) -> None:
         self._expressions.pop(topic, None)
-        if self._instance is None:
+        member = self._member
+        if member is None:
             return
-        self.rebalance.subscriptions.pop(topic, None)
-        for mq in [mq for mq in self.rebalance.table if mq.topic == topic]:
-            self.rebalance.table.pop(mq).dropped = True
+        member.rebalance.unsubscribe(topic)
         for mq in [mq for mq in self.tasks.assigned if mq.topic == topic]:
             self.tasks.drop(mq)
-        self._spawn(self.instance.heartbeat_all())
+        member.tasks.spawn(member.instance.heartbeat_all())
 
     def assign(self, queues: Iterable[MessageQueue]) -> None:
         """Read exactly these queues (no rebalance); replaces an earlier assignment."""
@@ -114,7 +121,7 @@ class PullConsumer(LiteOffsets):
         """Tags to read of an assigned topic (default ``"*"``); before start only."""
         if not expression or not expression.strip():
             raise ValueError("subExpression can not be null or empty.")
-        if self._instance is not None:
+        if self._member is not None:
             raise MQClientError("setAssignTag only can be called before start.")
         self._set_mode(Mode.ASSIGN)
         self._assign_subs[topic] = SubscriptionData.build(topic, expression)
@@ -125,8 +132,8 @@ class PullConsumer(LiteOffsets):
         """``listener(topic, queues)`` when the topic's queues change, checked every
         ``topic_metadata_check_interval_millis``."""
         self._queue_listeners[topic] = listener
-        if self._instance is not None:
-            self._spawn(self._remember_queues(topic))
+        if self._member is not None:
+            self._member.tasks.spawn(self._remember_queues(topic))
 
     def assignment(self) -> set[MessageQueue]:
         return set(self.tasks.assigned)
@@ -140,56 +147,60 @@ class PullConsumer(LiteOffsets):
     # ------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
-        if self._instance is not None:
+        """Join the group and start the pulls. MQConnectionError when no name server
+        answers for the subscribed or assigned topics (within its 3 s timeout each);
+        MQClientError for a group this instance already has a consumer of."""
+        if self._member is not None:
             return
         if self._shut_down:
             raise MQClientError("The PullConsumer service state not OK, maybe started once")
         o = self.options
         # compat: Java's lite consumer ends its client id with "@STREAM" and tags requests
         # REQ_T=0 (enableStreamRequestType); ours shares the process's client instance
-        inst = ClientInstance.acquire(self._namesrv, o.instance_name, o.serialize_type)
-        if self.group in inst.consumers:  # MQClientInstance.registerConsumer
-            await inst.release()
-            raise MQClientError(
-                f"The consumer group[{self.group}] has been created before, specify another "
-                "name please (or another instance_name)."
-            )
-        self._instance = self.tasks.instance = inst
-        self.started_at = int(time.time() * 1000)
-        self.offsets = self._offset_store(inst)
-        await self.offsets.load()
-        self.rebalance = Rebalance(
-            inst, self.group, o.message_model, self.offsets, self._queue_taken,
-            orderly=False, strategy=o.allocate_strategy, consume_from=o.consume_from_where,
-            consume_timestamp=o.consume_timestamp or half_an_hour_ago(),
+        settings = MemberSettings(
+            instance_name=o.instance_name, serialize_type=o.serialize_type,
+            message_model=o.message_model, offset_store_dir=o.offset_store_dir,
+            allocate_strategy=o.allocate_strategy, consume_from_where=o.consume_from_where,
+            consume_timestamp=o.consume_timestamp,
         )  # fmt: skip
+        member = await GroupMember.open(
+            self.group, self._namesrv, settings, self._queue_taken, self._stop_pulls
+        )
         version = time.time_ns() // 1_000_000
         for topic, expression in self._expressions.items():
-            self.rebalance.subscriptions[topic] = SubscriptionData.build(
+            member.rebalance.subscriptions[topic] = SubscriptionData.build(
                 topic, expression, "TAG", version
             )
-        inst.consumers[self.group] = self
-        self.requests = LiteRequests(self)
-        self.requests.plug(inst)
-        await self._after_running()
-        self._loops = [
-            self._spawn(every(o.rebalance_interval / 1000, self.do_rebalance, name="rebalance")),
-            self._spawn(every(o.persist_consumer_offset_interval / 1000, self.persist_offsets,
-                              name="persist_offsets")),
-            self._spawn(every(o.topic_metadata_check_interval_millis / 1000, self._check_queues,
-                              name="topic_metadata", initial_delay=10.0)),
-        ]  # fmt: skip
+        requests = LiteRequests(member, o)
+        self._member, self.tasks.instance = member, member.instance
+        try:  # MQClientInstance.registerConsumer
+            await member.register(self, ids_changed=self._rebalance_now,
+                                  answers=requests.answers())  # fmt: skip
+        except MQClientError:
+            self._member = self.tasks.instance = None
+            raise
+        try:
+            await self._after_running(member)
+        except MQConnectionError:
+            await self.shutdown()
+            raise
+        spawn = member.tasks.spawn
+        spawn(every(o.rebalance_interval / 1000, self.do_rebalance, name="rebalance"))
+        spawn(every(o.persist_consumer_offset_interval / 1000, self.persist_offsets,
+                    name="persist_offsets"))  # fmt: skip
+        spawn(every(o.topic_metadata_check_interval_millis / 1000, self._check_queues,
+                    name="topic_metadata", initial_delay=10.0))  # fmt: skip
 
-    async def _after_running(self) -> None:
+    async def _after_running(self, member: GroupMember) -> None:
         """operateAfterRunning: routes, a heartbeat, then the first queues pulled."""
-        inst = self.instance
         if self._mode is Mode.SUBSCRIBE:
-            await self._after_subscription_change()
+            await member.fetch_routes(list(member.rebalance.subscriptions), strict=True)
+            await member.instance.heartbeat_all()
+            await self.do_rebalance()
         else:
-            for topic in sorted({mq.topic for mq in self.tasks.assigned}):
-                with contextlib.suppress(MQClientError):
-                    await inst.fetch_route(topic, 3.0)
-            await inst.heartbeat_all()
+            await member.fetch_routes(sorted({mq.topic for mq in self.tasks.assigned}),
+                                      strict=True)  # fmt: skip
+            await member.instance.heartbeat_all()
             for mq in sorted(self.tasks.assigned):
                 self.tasks.start(mq)
         for topic in list(self._queue_listeners):
@@ -198,24 +209,20 @@ class PullConsumer(LiteOffsets):
 
     async def shutdown(self) -> None:
         """Stop pulling, commit (with ``auto_commit``, what poll returned), unregister."""
-        inst = self._instance
-        if inst is None:
+        member = self._member
+        if member is None:
             return
-        for task in self._loops + list(self._spawned):
-            task.cancel()
-        await asyncio.gather(*self._loops, *self._spawned, return_exceptions=True)
+        await member.tasks.close()
         await self.tasks.close()
         if self.options.auto_commit:  # compat: Java persists only what was committed before
-            self._commit_consumed()
+            self._offsets.commit_consumed()
         await self.persist_offsets()
         for state in self.tasks.assigned.values():
             state.pq.dropped = True
-        self.requests.unplug(inst)
-        await inst.unregister_consumer(self.group)
-        self._instance = self.tasks.instance = None
+        await member.leave()  # unregistered first: heartbeats stop asking for consumer_data
+        self._member = self.tasks.instance = None
         self._shut_down = True
         self.tasks.ready.set()  # pollers waiting return []
-        await inst.release()
 
     async def __aenter__(self) -> PullConsumer:
         await self.start()
@@ -228,16 +235,20 @@ class PullConsumer(LiteOffsets):
 
     async def poll(self, timeout: float | None = None) -> list[MessageExt]:
         """The messages of one pull (up to ``pull_batch_size``, in queue order), waiting up to
-        ``timeout`` seconds (default ``poll_timeout_millis``); [] when none came."""
-        self._check_running()
+        ``timeout`` seconds (default ``poll_timeout_millis``); [] when none came.
+        MQClientError when nothing is subscribed or assigned."""
+        self._started()
+        if not self._expressions and not self.tasks.assigned:
+            # ours: Java's poll returns nothing, forever; Kafka's raises IllegalStateException
+            raise MQClientError(NOTHING_TO_READ)
         wait = self.options.poll_timeout_millis / 1000 if timeout is None else timeout
         if wait < 0:
             raise ValueError("Timeout must not be negative")
         if self.options.auto_commit:
-            self._maybe_auto_commit()
+            self._offsets.maybe_auto_commit()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait
-        while self._instance is not None:
+        while self._member is not None:
             msgs = self.tasks.take()
             if msgs is not None:
                 return msgs
@@ -270,7 +281,7 @@ class PullConsumer(LiteOffsets):
         ``lite_raw.keep_tags`` filter exactly. ``suspend_ms`` > 0 lets the broker hold the
         pull that long for a message to arrive; ``timeout`` (seconds) bounds the request
         (default ``consumer_pull_timeout_millis`` plus the suspension)."""
-        self._check_running()
+        self._started()
         if offset < 0:
             raise MQClientError("offset < 0")
         nums = self.options.pull_batch_size if max_nums is None else max_nums
@@ -285,8 +296,7 @@ class PullConsumer(LiteOffsets):
 
     async def fetch_message_queues(self, topic: str) -> list[MessageQueue]:
         """The topic's readable queues, from a name server (fetchSubscribeMessageQueues)."""
-        self._check_running()
-        route = await self.instance.fetch_route(topic, 3.0)
+        route = await self._started().instance.fetch_route(topic, 3.0)
         queues = subscribe_queues(topic, route) if route is not None else set()
         if not queues:
             raise MQClientError(f"Can not find Message Queue for this topic, {topic}")
@@ -314,23 +324,75 @@ class PullConsumer(LiteOffsets):
 
     # ------------------------------------------------------------ internals
 
+    # ------------------------------------------------------------ offsets (LiteOffsets)
+
+    async def commit(
+        self, offsets: Mapping[MessageQueue, int] | None = None, *, persist: bool = True
+    ) -> None:
+        """commitSync: what poll returned counts as consumed (or the given offset of each
+        queue: the next message to read); with ``persist`` written to the brokers now."""
+        await self._offsets.commit(offsets, persist=persist)
+
+    async def committed(self, queue: MessageQueue) -> int:
+        """The committed offset of ``queue``: this consumer's, else the broker's; -1 when
+        there is none."""
+        return await self._offsets.committed(queue)
+
+    async def seek(self, queue: MessageQueue, offset: int) -> None:
+        """Read ``queue`` from ``offset`` next (between its min and max offsets)."""
+        await self._offsets.seek(queue, offset)
+
+    async def seek_to_begin(self, queue: MessageQueue) -> None:
+        await self._offsets.seek_to_begin(queue)
+
+    async def seek_to_end(self, queue: MessageQueue) -> None:
+        await self._offsets.seek_to_end(queue)
+
+    async def min_offset(self, queue: MessageQueue) -> int:
+        """The queue's first offset on its broker."""
+        return await self._offsets.min_offset(queue)
+
+    async def max_offset(self, queue: MessageQueue) -> int:
+        """One past the queue's newest message."""
+        return await self._offsets.max_offset(queue)
+
+    async def offset_for_timestamp(self, queue: MessageQueue, timestamp_ms: int) -> int:
+        """The first message stored at or after the time."""
+        return await self._offsets.offset_for_timestamp(queue, timestamp_ms)
+
+    async def offsets_for_times(
+        self, timestamps: Mapping[MessageQueue, int]
+    ) -> dict[MessageQueue, int]:
+        return await self._offsets.offsets_for_times(timestamps)
+
+    async def persist_offsets(self) -> None:
+        """The committed offsets of the assigned queues, written out now."""
+        await self._offsets.persist()
+
+    # ------------------------------------------------------------ while started
+
+    def _started(self) -> GroupMember:
+        if self._member is None:
+            raise MQClientError(NOT_RUNNING)
+        return self._member
+
     @property
     def instance(self) -> ClientInstance:
-        if self._instance is None:
-            raise MQClientError(NOT_RUNNING)
-        return self._instance
+        return self._started().instance
 
-    def _spawn(self, coro: Any) -> asyncio.Task[None]:
-        task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro)
-        self._spawned.add(task)
-        task.add_done_callback(self._spawned.discard)
-        return task
+    @property
+    def rebalance(self) -> Rebalance:
+        return self._started().rebalance
 
-    def _offset_store(self, inst: ClientInstance) -> OffsetStore:
-        if self.options.message_model is MessageModel.BROADCASTING:
-            owner = f"{local_ip()}@{self.options.instance_name}"
-            return LocalOffsetStore(self.options.offset_store_dir, owner, self.group)
-        return RemoteOffsetStore(inst, self.group)
+    @property
+    def offsets(self) -> OffsetStore:
+        return self._started().offsets
+
+    @property
+    def started_at(self) -> int:
+        return self._started().started_at
+
+    # ------------------------------------------------------------ internals
 
     def _subscription(self, topic: str) -> SubscriptionData | None:
         if self._mode is Mode.SUBSCRIBE:
@@ -348,6 +410,15 @@ class PullConsumer(LiteOffsets):
         """The rebalance gave this consumer ``mq`` (updateAssignQueueAndStartPullTask)."""
         self.tasks.add(mq, QueueState(pq, pull_offset=offset))
 
+    async def _stop_pulls(self, mqs: list[MessageQueue]) -> None:
+        for mq in mqs:
+            self.tasks.drop(mq)
+
+    def _rebalance_now(self) -> None:
+        """NOTIFY_CONSUMER_IDS_CHANGED: rebalance at once (RebalanceService.wakeup)."""
+        if self._member is not None:
+            self._member.tasks.spawn(self.do_rebalance())
+
     async def do_rebalance(self) -> None:
         if self._mode is not Mode.SUBSCRIBE:
             return
@@ -357,13 +428,9 @@ class PullConsumer(LiteOffsets):
                 self.tasks.drop(mq)
 
     async def _after_subscription_change(self) -> None:
-        inst = self.instance
-        for topic in list(self.rebalance.subscriptions):
-            with contextlib.suppress(MQClientError):
-                route = await inst.fetch_route(topic, 3.0)
-                if route is not None:
-                    self.rebalance.route_changed(topic, route)
-        await inst.heartbeat_all()
+        member = self._started()
+        await member.fetch_routes(list(member.rebalance.subscriptions))
+        await member.instance.heartbeat_all()
         await self.do_rebalance()
 
     async def _remember_queues(self, topic: str) -> None:

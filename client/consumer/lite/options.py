@@ -4,6 +4,7 @@ delays of DefaultLitePullConsumerImpl's pull tasks."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypedDict
 
 from aiorocketmq.client.consumer.types import ConsumeFromWhere, MessageModel
 from aiorocketmq.remoting.protocol.codes import SerializeType
@@ -61,3 +62,31 @@ class LitePullOptions:
                 "Long polling mode, the consumer consumer_timeout_millis_when_suspend must be "
                 "greater than broker_suspend_max_time_millis"
             )
+
+
+class PullOptions(TypedDict, total=False):
+    """PullConsumer's keyword arguments: LitePullOptions's fields (the defaults are there)."""
+
+    message_model: MessageModel
+    consume_from_where: ConsumeFromWhere
+    consume_timestamp: str
+    allocate_strategy: str
+    pull_batch_size: int
+    poll_timeout_millis: int
+    auto_commit: bool
+    auto_commit_interval_millis: int
+    pull_threshold_for_all: int
+    pull_threshold_for_queue: int
+    pull_threshold_size_for_queue: int
+    consume_max_span: int
+    broker_suspend_max_time_millis: int
+    consumer_timeout_millis_when_suspend: int
+    consumer_pull_timeout_millis: int
+    topic_metadata_check_interval_millis: int
+    pull_time_delay_millis_when_exception: int
+    persist_consumer_offset_interval: int
+    rebalance_interval: int
+    unit_mode: bool
+    instance_name: str
+    serialize_type: SerializeType
+    offset_store_dir: str

@@ -12,13 +12,14 @@ or iterate: ``async for delivery in consumer: ...; delivery.ack()``.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import time
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Literal, Unpack, overload
 
-from aiorocketmq.client.consumer.offsets import LocalOffsetStore, OffsetStore, RemoteOffsetStore
+from aiorocketmq.client.consumer.member import GroupMember, MemberSettings
+from aiorocketmq.client.consumer.offsets import OffsetStore
+from aiorocketmq.client.consumer.process_queue import ProcessQueue
 from aiorocketmq.client.consumer.push.consume import ConcurrentService, Listener
 from aiorocketmq.client.consumer.push.consume_orderly import OrderlyService
 from aiorocketmq.client.consumer.push.iteration import Delivery, Inbox
@@ -28,15 +29,18 @@ from aiorocketmq.client.consumer.push.retry import Returns
 from aiorocketmq.client.consumer.rebalance import Rebalance
 from aiorocketmq.client.consumer.types import (
     LOCK_RENEW_INTERVAL,
+    ConcurrentListener,
     ConsumeConcurrentlyContext,
     ConsumerOptions,
     ConsumeStatus,
     MessageModel,
-    half_an_hour_ago,
+    OrderlyListener,
+    PushOptions,
     retry_topic,
 )
-from aiorocketmq.client.core.errors import MQClientError
-from aiorocketmq.client.core.instance import ClientInstance, local_ip, namesrv_list
+from aiorocketmq.client.core.errors import MQClientError, MQConnectionError
+from aiorocketmq.client.core.instance import ClientInstance, namesrv_list
+from aiorocketmq.client.core.message import MessageQueue
 from aiorocketmq.client.core.validate import check_group
 from aiorocketmq.remoting.log import get_logger
 from aiorocketmq.remoting.protocol.heartbeat import ConsumerData, SubscriptionData
@@ -46,19 +50,34 @@ from aiorocketmq.remoting.tasks import every
 log = get_logger(__name__)
 
 
+@dataclass(slots=True)
+class _Running:
+    """What a started consumer is made of (built together by start())."""
+
+    member: GroupMember
+    listener: Listener
+    returns: Returns
+    service: ConcurrentService | OrderlyService
+    puller: Puller
+
+
 class PushConsumer:
-    def __init__(self, group: str, namesrv_addr: str | None = None, **options: Any) -> None:
+    """DefaultMQPushConsumer: joins ``group``, takes its share of the subscribed topics'
+    queues, pulls them and hands the messages to a listener (or ``async for``); options are
+    ConsumerOptions's fields, keyword-only, with Java's names and defaults."""
+
+    def __init__(
+        self, group: str, namesrv_addr: str | None = None, **options: Unpack[PushOptions]
+    ) -> None:
         check_group(group)
         self.group = group
         self.options = ConsumerOptions(**options)
         self._namesrv = namesrv_list(namesrv_addr)
         self._expressions: dict[str, str] = {}
-        self._listener: Callable[..., Any] | None = None
+        self._listener: ConcurrentListener | OrderlyListener | None = None
         self.orderly = False
         self._inbox: Inbox | None = None
-        self._instance: ClientInstance | None = None
-        self._loops: list[asyncio.Task[None]] = []
-        self.started_at = 0
+        self._run: _Running | None = None
 
     # ------------------------------------------------------------ configuration
 
@@ -66,29 +85,40 @@ class PushConsumer:
         """``"*"`` for every message, or tags: ``"TagA || TagB"``. Takes effect at once when
         started (the brokers hear of it with the next heartbeat, sent now)."""
         self._expressions[topic] = expression or "*"
-        if self._instance is not None:
+        if self._run is not None:
             self._apply_subscriptions()
-            self._spawn(self._after_subscription_change())
+            self._run.member.tasks.spawn(self._after_subscription_change())
 
     def unsubscribe(self, topic: str) -> None:
         self._expressions.pop(topic, None)
-        if self._instance is not None:
-            self.rebalance.subscriptions.pop(topic, None)
-            self._spawn(self._after_subscription_change())
+        if self._run is not None:
+            self._run.member.rebalance.subscriptions.pop(topic, None)
+            self._run.member.tasks.spawn(self._after_subscription_change())
 
+    @overload
     def register_message_listener(
-        self, listener: Callable[..., Any], *, orderly: bool = False
+        self, listener: ConcurrentListener, *, orderly: Literal[False] = False
+    ) -> None: ...
+    @overload
+    def register_message_listener(
+        self, listener: OrderlyListener, *, orderly: Literal[True]
+    ) -> None: ...
+    def register_message_listener(
+        self, listener: ConcurrentListener | OrderlyListener, *, orderly: bool = False
     ) -> None:
         """``listener(msgs, context)`` returns ConsumeStatus (or, with ``orderly``,
         ConsumeOrderlyStatus); ``async def`` runs on the loop, a plain function in a thread."""
-        if self._instance is not None:
+        if self._run is not None:
             raise MQClientError("register the listener before start()")
         self._listener, self.orderly = listener, orderly
 
     # ------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
-        if self._instance is not None:
+        """Join the group and start consuming. MQConnectionError when no name server
+        answers (within its 3 s timeout each); MQClientError for a group this instance
+        already has a consumer of."""
+        if self._run is not None:
             return
         if not self._expressions:
             raise MQClientError("subscribe to a topic before start()")
@@ -96,92 +126,86 @@ class PushConsumer:
             self._inbox = Inbox(self.options.consume_concurrency)
             self._listener = self._inbox.listener
         o = self.options
-        inst = ClientInstance.acquire(
-            self._namesrv, o.instance_name, o.serialize_type,
+        settings = MemberSettings(
+            instance_name=o.instance_name, serialize_type=o.serialize_type,
+            message_model=o.message_model, offset_store_dir=o.offset_store_dir,
+            allocate_strategy=o.allocate_strategy, consume_from_where=o.consume_from_where,
+            consume_timestamp=o.consume_timestamp, orderly=self.orderly,
             poll_interval=o.poll_name_server_interval / 1000,
             heartbeat_interval=o.heartbeat_broker_interval / 1000,
         )  # fmt: skip
-        if self.group in inst.consumers:
-            await inst.release()
-            raise MQClientError(
-                f"The consumer group[{self.group}] has been created before, specify another "
-                "name please (or another instance_name for a second consumer of the group "
-                "in this process)"
-            )
-        self._instance = inst
-        self.started_at = int(time.time() * 1000)
-        self.offsets = self._offset_store(inst)
-        await self.offsets.load()
-        self.rebalance = Rebalance(
-            inst, self.group, o.message_model, self.offsets, self._start_pull,
-            orderly=self.orderly, strategy=o.allocate_strategy,
-            consume_from=o.consume_from_where,
-            consume_timestamp=o.consume_timestamp or half_an_hour_ago(),
-        )  # fmt: skip
-        self.rebalance.on_change = self._queues_changed
-        self.returns = Returns(inst, self.group, o)
-        listener = self.listener = Listener(self._listener, o)
+        member = await GroupMember.open(
+            self.group, self._namesrv, settings, self._start_pull, self._stop_pulls
+        )
+        rb = member.rebalance
+        rb.on_change = self._queues_changed
+        inst = member.instance
+        returns = Returns(inst, self.group, o)
+        listener = Listener(self._listener, o)
+        service: ConcurrentService | OrderlyService
         if self.orderly:
-            self.service: ConcurrentService | OrderlyService = OrderlyService(
-                self.group, o, listener, self.offsets, self.returns.to_dlq, self.rebalance.lock
-            )
+            service = OrderlyService(self.group, o, listener, member.offsets, returns.to_dlq,
+                                     rb.lock)  # fmt: skip
         else:
-            self.service = ConcurrentService(self.group, o, listener, self.offsets,
-                                             self.returns.send_back)  # fmt: skip
-        self.puller = Puller(inst, self.group, o, self.rebalance, self.service.submit,
-                             orderly=self.orderly)  # fmt: skip
+            service = ConcurrentService(self.group, o, listener, member.offsets,
+                                        returns.send_back)  # fmt: skip
+        puller = Puller(inst, self.group, o, rb, service.submit, orderly=self.orderly)
+        requests = PushRequests(member, o, listener, orderly=self.orderly)
+        self._run = _Running(member, listener, returns, service, puller)
         self._apply_subscriptions()
-        self.requests = PushRequests(self)
-        inst.consumers[self.group] = self
-        self.requests.plug(inst)
-        await self._after_subscription_change()
-        self._loops = [
-            self._spawn(every(o.rebalance_interval / 1000, self.rebalance.run, name="rebalance")),
-            self._spawn(
-                every(
-                    o.persist_consumer_offset_interval / 1000,
-                    self.persist_offsets,
-                    name="persist_offsets",
-                )
-            ),
-        ]
-        if isinstance(self.service, ConcurrentService):  # cleanExpireMsg
-            sweep = self.service.clean_expired
-            self._loops.append(self._spawn(every(o.consume_timeout * 60.0, lambda: sweep(
-                self.rebalance.table.values()), name="clean_expired")))  # fmt: skip
+        try:
+            await member.register(self, reset_offset=requests.reset, answers=requests.answers())
+        except MQClientError:
+            self._run = None
+            listener.close(wait=False)
+            raise
+        try:
+            await member.fetch_routes(list(rb.subscriptions), strict=True)
+        except MQConnectionError:
+            await self.shutdown()
+            raise
+        await inst.heartbeat_all()
+        await rb.run()
+        self._start_loops(member, service)
+
+    def _start_loops(
+        self, member: GroupMember, service: ConcurrentService | OrderlyService
+    ) -> None:
+        o, rb, spawn = self.options, member.rebalance, member.tasks.spawn
+        spawn(every(o.rebalance_interval / 1000, rb.run, name="rebalance"))
+        spawn(every(o.persist_consumer_offset_interval / 1000, self.persist_offsets,
+                    name="persist_offsets"))  # fmt: skip
+        if isinstance(service, ConcurrentService):  # cleanExpireMsg
+            sweep = service.clean_expired
+            spawn(every(o.consume_timeout * 60.0, lambda: sweep(rb.table.values()),
+                        name="clean_expired"))  # fmt: skip
         if self.orderly and o.message_model is MessageModel.CLUSTERING:
-            self._loops.append(
-                self._spawn(every(LOCK_RENEW_INTERVAL, self.rebalance.lock_all, name="lock_all"))
-            )
+            spawn(every(LOCK_RENEW_INTERVAL, rb.lock_all, name="lock_all"))
 
     async def shutdown(self) -> None:
         """Stop pulling, let listener calls under way finish, commit offsets, unlock orderly
         queues, unregister from the brokers."""
-        inst = self._instance
-        if inst is None:
+        run = self._run
+        if run is None:
             return
-        self.requests.unplug(inst)
-        for task in (*self._loops, *self.requests.tasks):
-            task.cancel()
-        await asyncio.gather(*self._loops, *self.requests.tasks, return_exceptions=True)
-        async with self.rebalance.mutex:  # a rebalance under way finishes first
-            self.rebalance.closed = True
-        await self.puller.stop()
-        if isinstance(self.service, ConcurrentService):
-            self.service.closing = True
+        member, rb = run.member, run.member.rebalance
+        await member.tasks.close()  # timers, answers under way, subscription changes
+        async with rb.mutex:  # a rebalance under way finishes first
+            rb.closed = True
+        await run.puller.stop()
+        if isinstance(run.service, ConcurrentService):
+            run.service.closing = True
         if self._inbox is not None:
             self._inbox.close()
-        await self.service.drain(self.options.await_termination_millis_when_shutdown / 1000)
-        self.listener.close(wait=False)
+        await run.service.drain(self.options.await_termination_millis_when_shutdown / 1000)
+        run.listener.close(wait=False)
         await self.persist_offsets()
         if self.orderly and self.options.message_model is MessageModel.CLUSTERING:
-            await self.rebalance.unlock_all()
-        for pq in self.rebalance.table.values():
-            pq.dropped = True
-        await inst.unregister_consumer(self.group)
-        await self.returns.close()
-        self._instance = None
-        await inst.release()
+            await rb.unlock_all()
+        rb.drop_all()
+        await run.returns.close()
+        await member.leave()  # unregistered first: heartbeats stop asking for consumer_data
+        self._run = None
 
     async def __aenter__(self) -> PushConsumer:
         await self.start()
@@ -216,17 +240,34 @@ class PushConsumer:
     def route_changed(self, topic: str, route: TopicRouteData) -> None:
         self.rebalance.route_changed(topic, route)
 
+    # ------------------------------------------------------------ while started
+
+    def _running(self) -> _Running:
+        if self._run is None:
+            raise MQClientError("the consumer is not started: use `async with` or start()")
+        return self._run
+
+    @property
+    def instance(self) -> ClientInstance:
+        return self._running().member.instance
+
+    @property
+    def rebalance(self) -> Rebalance:
+        """The queues this consumer owns (``rebalance.table``) and its subscriptions."""
+        return self._running().member.rebalance
+
+    @property
+    def offsets(self) -> OffsetStore:
+        return self._running().member.offsets
+
+    @property
+    def started_at(self) -> int:
+        return self._running().member.started_at
+
+    async def persist_offsets(self) -> None:
+        await self.offsets.persist_all(list(self.rebalance.table))
+
     # ------------------------------------------------------------ internals
-
-    def _spawn(self, coro: Any) -> asyncio.Task[None]:
-        task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro)
-        return task
-
-    def _offset_store(self, inst: ClientInstance) -> OffsetStore:
-        if self.options.message_model is MessageModel.BROADCASTING:
-            owner = f"{local_ip()}@{self.options.instance_name}"
-            return LocalOffsetStore(self.options.offset_store_dir, owner, self.group)
-        return RemoteOffsetStore(inst, self.group)
 
     def _apply_subscriptions(self) -> None:
         """The subscriptions, plus ``%RETRY%<group>`` for clustering (copySubscription)."""
@@ -242,14 +283,10 @@ class PushConsumer:
 
     async def _after_subscription_change(self) -> None:
         """Routes of the subscribed topics, a heartbeat, then a rebalance (as start() does)."""
-        inst = self.instance
-        for topic in list(self.rebalance.subscriptions):
-            with contextlib.suppress(MQClientError):
-                route = await inst.fetch_route(topic, 3.0)
-                if route is not None:
-                    self.rebalance.route_changed(topic, route)
-        await inst.heartbeat_all()
-        await self.rebalance.run()
+        member = self._running().member
+        await member.fetch_routes(list(member.rebalance.subscriptions))
+        await member.instance.heartbeat_all()
+        await member.rebalance.run()
 
     async def _queues_changed(self) -> None:
         """messageQueueChanged: a new subVersion, told to the brokers before pulling."""
@@ -258,17 +295,11 @@ class PushConsumer:
             sub.sub_version = max(version, sub.sub_version + 1)
         await self.instance.heartbeat_all()
 
-    def _start_pull(self, mq: Any, pq: Any, offset: int) -> None:
-        self.puller.start(mq, pq, offset)
+    def _start_pull(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
+        self._running().puller.start(mq, pq, offset)
 
-    async def persist_offsets(self) -> None:
-        await self.offsets.persist_all(list(self.rebalance.table))
-
-    @property
-    def instance(self) -> ClientInstance:
-        if self._instance is None:
-            raise MQClientError("the consumer is not started: use `async with` or start()")
-        return self._instance
+    async def _stop_pulls(self, mqs: list[MessageQueue]) -> None:
+        await self._running().puller.stop_queues(mqs)
 
 
 __all__ = ["ConsumeConcurrentlyContext", "ConsumeStatus", "Delivery", "PushConsumer"]

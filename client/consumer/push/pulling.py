@@ -99,6 +99,13 @@ class Puller:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
+    async def stop_queues(self, mqs: list[MessageQueue]) -> None:
+        """The pulls of these queues ended (a reset of their offsets)."""
+        tasks = [t for mq in mqs if (t := self.tasks.get(mq)) is not None]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
     async def _loop(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
         previously_locked = False
         while self.running and not pq.dropped:
@@ -202,18 +209,8 @@ class Puller:
             log.warning("pull_offset_illegal", group=self.group, queue=mq, offset=offset,
                         next=reply.next_begin_offset)  # fmt: skip
             pq.dropped = True
-            asyncio.get_running_loop().create_task(self._moved(mq, pq, reply.next_begin_offset))
+            self.rebalance.offset_moved(mq, pq, reply.next_begin_offset)
             return -1
         if pq.count == 0:  # correctTagsOffset: nothing waits, so this much is consumed
             self.rebalance.offsets.update(mq, reply.next_begin_offset, True)
         return reply.next_begin_offset
-
-    async def _moved(self, mq: MessageQueue, pq: ProcessQueue, nxt: int) -> None:
-        """OFFSET_ILLEGAL: after 10 s, commit the broker's next offset and let the next
-        rebalance take the queue afresh."""
-        await asyncio.sleep(10.0)
-        offsets = self.rebalance.offsets
-        offsets.update(mq, nxt, False)
-        await offsets.persist(mq)
-        if self.rebalance.table.get(mq) is pq:
-            del self.rebalance.table[mq]

@@ -1,0 +1,188 @@
+"""GroupMember: the half PushConsumer and PullConsumer share as members of their group (what
+DefaultMQPushConsumerImpl and DefaultLitePullConsumerImpl of 4.9.8 each write out): the
+client instance and the group's registration in it (one consumer per group and instance),
+the offset store (on the brokers for clustering, in a local file for broadcasting), the
+Rebalance that owns the queue table, the answers to what brokers ask of the group, and one
+set of background tasks that ``leave`` ends.
+
+A consumer opens its member in ``start()``, once there is an instance to build it on,
+registers it when its own parts exist, and ends it in ``shutdown()``:
+
+    member = await GroupMember.open(group, namesrv, settings, start_pull, stop_pulls)
+    ...                          # the consumer's own parts, built on member.rebalance
+    await member.register(consumer, ids_changed=..., answers=...)   # duplicate group: raises
+    ...
+    await member.leave()         # tasks ended, unregistered, instance released
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Coroutine, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from aiorocketmq.client.consumer.offsets import LocalOffsetStore, OffsetStore, RemoteOffsetStore
+from aiorocketmq.client.consumer.rebalance import Rebalance, StartPull, StopPulls
+from aiorocketmq.client.consumer.types import ConsumeFromWhere, MessageModel, half_an_hour_ago
+from aiorocketmq.client.core.errors import MQClientError, MQConnectionError
+from aiorocketmq.client.core.instance import ClientInstance, ConsumerHandle, local_ip
+from aiorocketmq.client.core.requests import Answer, Notice
+from aiorocketmq.remoting.log import get_logger
+from aiorocketmq.remoting.protocol.codes import SerializeType
+
+log = get_logger(__name__)
+
+ROUTE_TIMEOUT = 3.0  # s, per name server, as every route fetch of the SDK
+
+
+class TaskSet:
+    """The background tasks of one started consumer: every task it starts outside its pull
+    and consume loops (timers, answers to brokers, subscription changes, a moved offset's
+    delayed commit, a delayed unlock). ``close`` cancels them and refuses new ones."""
+
+    def __init__(self) -> None:
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.closed = False
+
+    def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        if self.closed:  # shutting down: what it would do is left undone
+            coro.close()
+            return
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    async def close(self) -> None:
+        self.closed = True
+        while self._tasks:
+            tasks = list(self._tasks)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemberSettings:
+    """What the member takes of a consumer's options."""
+
+    instance_name: str
+    serialize_type: SerializeType
+    message_model: MessageModel
+    offset_store_dir: str
+    allocate_strategy: str
+    consume_from_where: ConsumeFromWhere
+    consume_timestamp: str  # empty: half an hour before start
+    orderly: bool = False
+    poll_interval: float = 30.0  # s, the instance's route refresh (its first user's)
+    heartbeat_interval: float = 30.0  # s
+
+
+def offset_store(instance: ClientInstance, group: str, settings: MemberSettings) -> OffsetStore:
+    """RemoteBrokerOffsetStore for clustering, LocalFileOffsetStore for broadcasting."""
+    if settings.message_model is MessageModel.BROADCASTING:
+        owner = f"{local_ip()}@{settings.instance_name}"
+        return LocalOffsetStore(settings.offset_store_dir, owner, group)
+    return RemoteOffsetStore(instance, group)
+
+
+class GroupMember:
+    def __init__(
+        self,
+        instance: ClientInstance,
+        group: str,
+        settings: MemberSettings,
+        start_pull: StartPull,
+        stop_pulls: StopPulls,
+    ) -> None:
+        self.instance = instance
+        self.group = group
+        self.settings = settings
+        self.started_at = int(time.time() * 1000)
+        self.tasks = TaskSet()
+        self.offsets = offset_store(instance, group, settings)
+        s = settings
+        self.rebalance = Rebalance(
+            instance, group, s.message_model, self.offsets, start_pull, stop_pulls,
+            self.tasks.spawn, orderly=s.orderly, strategy=s.allocate_strategy,
+            consume_from=s.consume_from_where,
+            consume_timestamp=s.consume_timestamp or half_an_hour_ago(),
+        )  # fmt: skip
+        self._registered = False
+
+    @classmethod
+    async def open(
+        cls,
+        group: str,
+        namesrv_addrs: list[str],
+        settings: MemberSettings,
+        start_pull: StartPull,
+        stop_pulls: StopPulls,
+    ) -> GroupMember:
+        """The process's instance for these settings, and the member on it (offsets loaded)."""
+        s = settings
+        inst = ClientInstance.acquire(
+            namesrv_addrs, s.instance_name, s.serialize_type,
+            poll_interval=s.poll_interval, heartbeat_interval=s.heartbeat_interval,
+        )  # fmt: skip
+        member = cls(inst, group, settings, start_pull, stop_pulls)
+        try:
+            await member.offsets.load()
+        except BaseException:
+            await inst.release()
+            raise
+        return member
+
+    async def register(
+        self,
+        consumer: ConsumerHandle,
+        *,
+        ids_changed: Callable[[], None] | None = None,
+        reset_offset: Notice | None = None,
+        answers: dict[int, Answer] | None = None,
+    ) -> None:
+        """MQClientInstance.registerConsumer with the group's answers to brokers; a group
+        already registered on the instance: the instance is released and MQClientError
+        raised. NOTIFY_CONSUMER_IDS_CHANGED rebalances at once unless ``ids_changed``."""
+        try:
+            self.instance.register_consumer(
+                self.group, consumer, ids_changed=ids_changed or self.rebalance_now,
+                reset_offset=reset_offset, answers=answers,
+            )  # fmt: skip
+        except MQClientError:
+            await self.instance.release()
+            raise
+        self._registered = True
+
+    def rebalance_now(self) -> None:
+        """NOTIFY_CONSUMER_IDS_CHANGED: rebalance at once (RebalanceService.wakeup)."""
+        self.tasks.spawn(self.rebalance.run())
+
+    async def fetch_routes(self, topics: Iterable[str], *, strict: bool = False) -> None:
+        """The topics' routes into the rebalance; with ``strict`` (start), MQConnectionError
+        when no name server answers (at most each name server's timeout, once)."""
+        for topic in list(topics):
+            try:
+                route = await self.instance.fetch_route(topic, ROUTE_TIMEOUT)
+            except MQConnectionError:
+                if strict:
+                    raise
+                continue
+            except MQClientError:
+                continue
+            strict = False  # a name server answered: later failures are passing ones
+            if route is not None:
+                self.rebalance.route_changed(topic, route)
+
+    async def leave(self) -> None:
+        """The background tasks ended, UNREGISTER_CLIENT to the brokers, the instance
+        released (its connections close with its last user)."""
+        await self.tasks.close()
+        if self._registered:
+            self._registered = False
+            await self.instance.unregister_consumer(self.group)
+        await self.instance.release()
