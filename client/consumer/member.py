@@ -164,7 +164,11 @@ class GroupMember:
 
     async def fetch_routes(self, topics: Iterable[str], *, strict: bool = False) -> None:
         """The topics' routes into the rebalance; with ``strict`` (start), MQConnectionError
-        when no name server answers (at most each name server's timeout, once)."""
+        when no name server answers (at most each name server's timeout, once).
+
+        ours: Java's start() succeeds and its rebalance logs the failure every 20 s; a
+        consumer pointed at a wrong address then waits forever (aiokafka's start() raises
+        KafkaConnectionError, nats-py's NoServersError)."""
         for topic in list(topics):
             try:
                 route = await self.instance.fetch_route(topic, ROUTE_TIMEOUT)
