@@ -40,10 +40,8 @@ def build_wheel(tmp: Path) -> Path:
     for name in ("pyproject.toml", "setup.py", "README.md"):
         shutil.copy2(ROOT / name, src / name)
     env = {**os.environ, "AIOROCKETMQ_PURE": "1"}
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(src), "-w", str(tmp / "dist")],
-        cwd=tmp, env=env, check=True, capture_output=True, timeout=240,
-    )  # fmt: skip
+    argv = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(src), "-w", "dist"]
+    subprocess.run(argv, cwd=tmp, env=env, check=True, capture_output=True, timeout=240)
     (wheel,) = (tmp / "dist").glob("aiorocketmq-*.whl")
     return wheel
 
