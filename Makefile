@@ -22,8 +22,8 @@ COMPILED := $(shell sed -n 's/^ *"\([a-z_/]*\.py\)",$$/\1/p' setup.py)
 # and is quiet after. The last line says whether the hot modules run compiled.
 $(STAMP): pyproject.toml setup.py $(COMPILED)
 	@test -x $(PY) || { echo "== creating the virtual environment $(VENV) ($(PYTHON))"; $(PYTHON) -m venv $(VENV); }
-	@echo "== installing aiorocketmq and its tools into $(VENV): pip install -e '.[dev,spark]'"
-	$(PY) -m pip install $(if $(wildcard $(STAMP)),-q,--progress-bar on) -e '.[dev,spark]'
+	@echo "== installing aiorocketmq and its tools into $(VENV): pip install -e '.[dev,spark,server]'"
+	$(PY) -m pip install $(if $(wildcard $(STAMP)),-q,--progress-bar on) -e '.[dev,spark,server]'
 	@touch $(STAMP)
 	@echo "== $(VENV) is ready"
 	@$(PY) -c 'import aiorocketmq.broker.store.store as m; print("== hot modules: " + ("compiled (mypyc)" if m.__file__.endswith(".so") else "pure Python, slower: no C compiler, mypyc failed, or AIOROCKETMQ_PURE is set (pip install -v -e . says which)"))'

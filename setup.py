@@ -89,7 +89,7 @@ def stage() -> Path:
     """Makes (or repairs) the link farm; returns the staged root package's directory."""
     root = ROOT / STAGE / "aiorocketmq"
     root.mkdir(parents=True, exist_ok=True)
-    for name in (*PACKAGES, "__init__.py", "py.typed"):
+    for name in (*PACKAGES, "__init__.py", "scripts.py", "py.typed"):
         link = root / name
         target = Path("..", "..", "..", name if name in PACKAGES else f"aiorocketmq/{name}")
         if link.is_symlink() and Path(link.readlink()) == target:

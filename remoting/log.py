@@ -7,14 +7,25 @@ program configured structlog (our servers do, in
 otherwise it goes to the standard ``logging`` logger of the same name, as ``event key=value ...``,
 where the program's logging configuration decides (none: Python prints warnings and errors to
 stderr, nothing else).
+
+structlog is not imported here (it is no dependency of the SDK; importing it brings
+``structlog.dev`` and, when installed, rich: tens of milliseconds): a program that configured
+structlog has imported it, so a structlog absent from ``sys.modules`` is one nobody configured.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+import sys
+from typing import Any, Protocol, cast
 
-import structlog
+
+class _Structlog(Protocol):
+    """The two functions of the ``structlog`` module used here."""
+
+    def is_configured(self) -> bool: ...
+
+    def get_logger(self, *args: Any, **initial_values: Any) -> Any: ...
 
 
 class LibraryLogger:
@@ -47,8 +58,9 @@ class LibraryLogger:
         self._emit(logging.ERROR, "exception", event, values)
 
     def _emit(self, level: int, method: str, event: str, values: dict[str, Any]) -> None:
-        if structlog.is_configured():
-            getattr(structlog.get_logger(self._name), method)(event, **self._context, **values)
+        configured = _configured_structlog()
+        if configured is not None:
+            getattr(configured.get_logger(self._name), method)(event, **self._context, **values)
             return
         if not self._std.isEnabledFor(level):
             return
@@ -56,6 +68,12 @@ class LibraryLogger:
         fields = {**self._context, **values}
         text = " ".join([event, *(f"{k}={v!r}" for k, v in fields.items())])
         self._std.log(level, "%s", text, exc_info=exc_info)
+
+
+def _configured_structlog() -> _Structlog | None:
+    """structlog when the program imported and configured it, else None (never imports it)."""
+    module = cast("_Structlog | None", sys.modules.get("structlog"))
+    return module if module is not None and module.is_configured() else None
 
 
 def get_logger(name: str) -> LibraryLogger:

@@ -15,6 +15,7 @@ SHARED_MODULES = (
     "tests/broker/test_metrics.py",
     "tests/broker/test_names.py",
     "tests/remoting/test_bad_input.py",
+    "tests/test_wheel.py",
 )
 _WIDER = ("session", "package", "module")
 

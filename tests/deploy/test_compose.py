@@ -140,6 +140,8 @@ def test_dockerfile_lints_clean_and_installs_every_package() -> None:
     # the root package's folder and every folder package-dir maps into it (issue 30)
     for top in {"aiorocketmq", *packages["package-dir"].values()}:
         assert f"COPY {top}/ {top}/" in text, top
+    # the servers' and mqadmin's dependencies are the `server` extra (issue 30)
+    assert re.search(r"^RUN pip install --no-cache-dir '\S+\[server\]'", text, re.M)
     user = re.findall(r"^USER (\S+)", text, re.M)
     assert user and user[-1].split(":")[0] not in ("0", "root"), user
     cmd = re.findall(r"^CMD \[\"([\w-]+)\"", text, re.M)

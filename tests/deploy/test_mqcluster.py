@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from aiorocketmq import scripts
 from aiorocketmq.deploy import procs
 from tests.deploy.launcher import LAUNCHER, NAMES, Launcher, close, wait_all_gone
 from tests.harness import ROOT
@@ -151,7 +152,8 @@ def test_console_script_and_its_conf_files() -> None:
     data, so an installed launcher finds them."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     target = project["project"]["scripts"]["mqcluster"]
-    assert target == "aiorocketmq.deploy.launcher:main"
+    assert target == "aiorocketmq.scripts:mqcluster"  # checks the extra, then runs the launcher
+    assert scripts.SCRIPTS["mqcluster"].target == "aiorocketmq.deploy.launcher:main"
     assert "aiorocketmq.deploy" in project["tool"]["setuptools"]["packages"]
     globs = project["tool"]["setuptools"]["package-data"]["aiorocketmq.deploy"]
     packaged = {p for g in globs for p in (ROOT / "deploy").glob(g)}
