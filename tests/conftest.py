@@ -62,11 +62,22 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return WorkUnits(config, log)
 
 
+# pytest-timeout's limit (pyproject, 60 s) is a guard against hangs, not a bound on speed: a
+# ``slow`` test (10,000 queues recovered, segments filled) took longer than 60 s beside CPU
+# hogs (issue 30), so slow tests without a limit of their own get this many times as long
+SLOW_TIMEOUT_FACTOR = 4
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """In the xdist workers of ``--dist loadgroup`` (which all sort alike: xdist checks they
-    collected the same list), slow units first; a run without xdist keeps file order."""
+    collected the same list), slow units first; a run without xdist keeps file order. Slow
+    tests get SLOW_TIMEOUT_FACTOR times the suite's timeout."""
     if config.getoption("loadgroup", default=False):  # set in xdist's workers only
         slow_first(items)
+    limit = float(config.getini("timeout") or 0)
+    for item in items:
+        if limit and item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(limit * SLOW_TIMEOUT_FACTOR))
 
 
 @pytest.fixture

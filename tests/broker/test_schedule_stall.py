@@ -56,8 +56,8 @@ async def _probe_until_delivered(
     round trips, the delivered totals seen on the way and the seconds it all took."""
     rtts: list[float] = []
     totals: list[int] = []
-    began = time.monotonic()
-    deadline = began + 40
+    start = time.monotonic()
+    deadline = start + 40
     while not totals or totals[-1] < MESSAGES:
         assert time.monotonic() < deadline, f"only {totals[-1]} of {MESSAGES} delivered"
         total = 0
@@ -66,7 +66,7 @@ async def _probe_until_delivered(
             total += await max_offset(cli, addr, topic, queue_id)
             rtts.append(time.monotonic() - began)
         totals.append(total)
-    return rtts, totals, time.monotonic() - began
+    return rtts, totals, time.monotonic() - start
 
 
 @pytest.mark.slow
