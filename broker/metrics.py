@@ -12,19 +12,36 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
+from aiorocketmq.broker.consumers import Consumers
+from aiorocketmq.broker.context import BrokerContext
+from aiorocketmq.broker.namesrv_api import NamesrvAPI
 from aiorocketmq.broker.offsets import SEPARATOR
 from aiorocketmq.broker.store import memory
 from aiorocketmq.broker.store.disk import existing
+from aiorocketmq.broker.txcheck import TransactionCheck
 from aiorocketmq.remoting.metrics import PREFIX
 
-if TYPE_CHECKING:
-    from aiorocketmq.broker.server import Broker
+
+class MetricsSource(Protocol):
+    """What the collector reads at each scrape (the Broker, once started): the parts it
+    holds, not the Broker itself, so this module stays below broker.server."""
+
+    @property
+    def ctx(self) -> BrokerContext: ...
+    @property
+    def broker_id(self) -> int: ...
+    @property
+    def consumers(self) -> Consumers: ...
+    @property
+    def namesrv(self) -> NamesrvAPI: ...
+    @property
+    def tx_check(self) -> TransactionCheck: ...
 
 
 def counter(name: str, doc: str, labels: list[str]) -> CounterMetricFamily:
@@ -40,7 +57,7 @@ def value(name: str, doc: str, number: float) -> GaugeMetricFamily:
 
 
 class BrokerCollector(Collector):
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: MetricsSource) -> None:
         self.broker = broker
 
     def collect(self) -> Iterable[Metric]:
@@ -107,11 +124,8 @@ class BrokerCollector(Collector):
         store = self.broker.ctx.store
         size = gauge("storage_size_bytes", "Bytes the store's files have allocated on disk",
                      ["kind"])  # fmt: skip
-        size.add_metric(["commitlog"], sum(s.backed for s in store.commitlog.queue.segments))
-        size.add_metric(["consumequeue"], sum(
-            s.backed for cq in store.queues.values() for s in cq.queue.segments
-        ))  # fmt: skip
-        size.add_metric(["index"], sum(f.allocated for f in store.index.files))
+        for kind, n in store.disk_usage().items():
+            size.add_metric([kind], n)
         yield size
         st = os.statvfs(existing(store.config.commitlog_dir))
         yield value("storage_disk_free_bytes", "Bytes free for the broker on the CommitLog's "

@@ -7,9 +7,11 @@ are paid once per run instead of once per message.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from mypy_extensions import trait
 
+from aiorocketmq.broker.store.commitlog import CommitLog
 from aiorocketmq.broker.store.dispatch import queued
+from aiorocketmq.broker.store.queues import QueueTable
 from aiorocketmq.broker.store.results import PutResult, PutStatus
 from aiorocketmq.remoting.protocol.message import (
     MessageExt,
@@ -19,28 +21,56 @@ from aiorocketmq.remoting.protocol.message import (
     plan_record,
 )
 
-if TYPE_CHECKING:
-    from aiorocketmq.broker.store import MessageStore
+
+@trait  # MessageStore's third base: mypyc compiles one base class and any traits
+class Appender:
+    """What ``put_many`` and ``settle_many`` ask of the store: MessageStore implements it, and
+    this module needs nothing else of it (no import of broker.store.store: no circle). A
+    trait, not a Protocol, so compiled calls through it stay native."""
+
+    store_host: str
+    table: QueueTable
+    commitlog: CommitLog
+
+    def _refusal(self, msgs: list[MessageExt]) -> PutStatus | None:
+        """The status refusing ``msgs`` with nothing written, or None."""
+        raise NotImplementedError
+
+    def _write(self, msgs: list[MessageExt], plans: list[RecordPlan]) -> tuple[int, list[str], int]:
+        """Write planned records: their first offset, message ids and end (OSError, or
+        ValueError for a run longer than a segment, having written nothing)."""
+        raise NotImplementedError
+
+    def _create_failed(self, exc: OSError) -> PutStatus:
+        """The status of a put whose file could not be made or grown."""
+        raise NotImplementedError
+
+    async def wait_stored(self, end: int) -> PutStatus | None:
+        """None once the flush and the slave cover ``end``, else the status saying which
+        did not."""
+        raise NotImplementedError
 
 
-def plan_puts(store: MessageStore, msgs: list[MessageExt], stamp: int) -> list[RecordPlan]:
-    """``store._append``'s plans for ``msgs``, with their queue offsets assigned (the
+def plan_puts(
+    msgs: list[MessageExt], stamp: int, store_host: str, table: QueueTable
+) -> list[RecordPlan]:
+    """``MessageStore._append``'s plans for ``msgs``, with their queue offsets assigned (the
     physical offset comes later). Raises ValueError (PropertiesTooLong among them) before
     anything is written."""
     if len(msgs) == 1:  # the usual put: no offsets to carry between messages
         msg = msgs[0]
-        msg.store_host, msg.store_timestamp = store.store_host, stamp
+        msg.store_host, msg.store_timestamp = store_host, stamp
         key = (msg.topic, msg.queue_id)
-        msg.queue_offset = store.table.queue_max(key) if queued(msg.sys_flag) else 0
+        msg.queue_offset = table.queue_max(key) if queued(msg.sys_flag) else 0
         return [plan_record(msg)]
     next_offsets: dict[tuple[str, int], int] = {}
     plans = []
     for msg in msgs:
-        msg.store_host, msg.store_timestamp = store.store_host, stamp
+        msg.store_host, msg.store_timestamp = store_host, stamp
         key = (msg.topic, msg.queue_id)
         if queued(msg.sys_flag):
             offset = next_offsets.get(key)
-            msg.queue_offset = store.table.queue_max(key) if offset is None else offset
+            msg.queue_offset = table.queue_max(key) if offset is None else offset
             next_offsets[key] = msg.queue_offset + 1
         else:
             msg.queue_offset = 0
@@ -48,11 +78,12 @@ def plan_puts(store: MessageStore, msgs: list[MessageExt], stamp: int) -> list[R
     return plans
 
 
-def put_many(store: MessageStore, msgs: list[MessageExt]) -> list[PutResult]:
+def put_many(store: Appender, msgs: list[MessageExt]) -> list[PutResult]:
     """A result per message, in order, as ``put(msg, wait_flush=False)`` of each in turn
     would give (``settle_many`` then waits for what the waiting ones promise). A run is cut
     at a quarter of a segment, so no run is refused for its length alone."""
     results: list[PutResult] = []
+    host, table = store.store_host, store.table
     limit = store.commitlog.segment_size // 4
     stamp = now_ms()
     run: list[MessageExt] = []
@@ -66,10 +97,10 @@ def put_many(store: MessageStore, msgs: list[MessageExt]) -> list[PutResult]:
             results.append(PutResult(refusal))
             continue
         key = (msg.topic, msg.queue_id)
-        msg.store_host, msg.store_timestamp = store.store_host, stamp
+        msg.store_host, msg.store_timestamp = host, stamp
         if queued(msg.sys_flag):
             offset = offsets.get(key)
-            msg.queue_offset = store.table.queue_max(key) if offset is None else offset
+            msg.queue_offset = table.queue_max(key) if offset is None else offset
         else:
             msg.queue_offset = 0
         try:
@@ -84,7 +115,7 @@ def put_many(store: MessageStore, msgs: list[MessageExt]) -> list[PutResult]:
             _write_run(store, run, plans, where, results, stamp)
             run, plans, where, offsets, size = [], [], [], {}, 0
             if queued(msg.sys_flag):
-                msg.queue_offset = store.table.queue_max(key)
+                msg.queue_offset = table.queue_max(key)
         if queued(msg.sys_flag):
             offsets[key] = msg.queue_offset + 1
         run.append(msg)
@@ -98,7 +129,7 @@ def put_many(store: MessageStore, msgs: list[MessageExt]) -> list[PutResult]:
 
 
 def _write_run(
-    store: MessageStore,
+    store: Appender,
     run: list[MessageExt],
     plans: list[RecordPlan],
     where: list[int],
@@ -123,7 +154,7 @@ def _write_run(
 
 
 async def settle_many(
-    store: MessageStore, results: list[PutResult], waits: list[bool]
+    store: Appender, results: list[PutResult], waits: list[bool]
 ) -> list[PutResult]:
     """``results`` (of one ``put_many``) once the flush (SYNC_FLUSH) and the slave
     (SYNC_MASTER) cover every stored message whose sender waits (``waits``, the WAIT

@@ -30,7 +30,7 @@ from aiorocketmq.broker.store.disk import Disk
 from aiorocketmq.broker.store.dispatch import dispatch_of, index_keys
 from aiorocketmq.broker.store.flush import Flusher, Rounds, fsync_all
 from aiorocketmq.broker.store.highwater import HighWater
-from aiorocketmq.broker.store.many import plan_puts, put_many, settle_many
+from aiorocketmq.broker.store.many import Appender, plan_puts, put_many, settle_many
 from aiorocketmq.broker.store.memory import Releaser
 from aiorocketmq.broker.store.queues import INDEX, QueueTable
 from aiorocketmq.broker.store.reader import Reader
@@ -49,7 +49,7 @@ log = structlog.get_logger(__name__)
 DispatchListener = Callable[[str, int, int, int, int], None]
 
 
-class MessageStore(StoreReads, Replica):
+class MessageStore(StoreReads, Replica, Appender):
     def __init__(self, config: StoreConfig, *, store_host: str) -> None:
         self.config = config
         self.store_host = store_host
@@ -278,6 +278,15 @@ class MessageStore(StoreReads, Replica):
                 return PutStatus.SERVICE_NOT_AVAILABLE  # its queue offsets are not known yet
         return None
 
+    def disk_usage(self) -> dict[str, int]:
+        """Bytes the store's files have allocated on disk, by kind: commitlog, consumequeue,
+        index (the metrics' storage_size_bytes)."""
+        return {
+            "commitlog": sum(s.backed for s in self.commitlog.queue.segments),
+            "consumequeue": sum(s.backed for cq in self.queues.values() for s in cq.queue.segments),
+            "index": sum(f.allocated for f in self.index.files),
+        }
+
     def disk_usage_text(self) -> str:
         """Java's diskUtil(), for the SERVICE_NOT_AVAILABLE remark."""
         return self.disk.usage_text()
@@ -356,7 +365,7 @@ class MessageStore(StoreReads, Replica):
         one run for them all: a batch is stored whole, in one segment, or not at all
         (CommitLog.putMessages). Each record is written straight into the segment."""
         stamp = now_ms()
-        plans = plan_puts(self, msgs, stamp)
+        plans = plan_puts(msgs, stamp, self.store_host, self.table)
         if not plans:
             return PutResult(PutStatus.PUT_OK, -1, -1, [], stamp, 0)
         first_phys, ids, end = self._write(msgs, plans)

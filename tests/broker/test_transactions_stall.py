@@ -16,12 +16,15 @@ from tests.cluster import Cluster
 
 HALVES = 3_000
 IN_FLIGHT = 32
-# every half is born before the first is due, so one round checks them all at once
-TIMEOUT_MS = 5_000
+# every half is born before the first is due, so one round checks them all at once: the
+# 3,000 sends take ~1-2 s on an idle machine and took 5.1 s beside 4 CPU hogs (issue 30)
+TIMEOUT_MS = 15_000
 # A round holds the loop 2 ms at a time; 3,000 checks take 0.5-1 s of broker CPU, which
-# without the slices would be one stall of that length. 100 ms leaves a wide margin for a
-# slow 2-core machine shared with the test process.
+# without the slices would be one stall of that length: a probe would wait the whole round.
+# 100 ms leaves a wide margin for a slow 2-core machine shared with the test process; on a
+# busy one the round stretches too, and a third of it still tells slices from one stall.
 WORST_RTT_S = 0.100
+STALL_SHARE = 3
 
 
 async def _send_halves(producer: Producer, addr: str) -> None:
@@ -44,8 +47,9 @@ async def _send_halves(producer: Producer, addr: str) -> None:
 @pytest.mark.slow
 async def test_a_round_over_3000_halves_keeps_answering(cluster: Cluster) -> None:
     """issue 17 item 2: while a round checks 3,000 due halves (each re-appended and sent as
-    CHECK_TRANSACTION_STATE), every GET_MAX_OFFSET round trip stays under 100 ms, and the
-    producer receives all 3,000 checks."""
+    CHECK_TRANSACTION_STATE), every GET_MAX_OFFSET round trip stays under 100 ms, or a third
+    of the round on a busy machine (one stall would be all of it), and the producer receives
+    all 3,000 checks."""
     broker = cluster.add_broker(
         "broker-a", transactionCheckInterval="500", transactionTimeOut=str(TIMEOUT_MS)
     )
@@ -58,7 +62,7 @@ async def test_a_round_over_3000_halves_keeps_answering(cluster: Cluster) -> Non
         await _send_halves(producer, addr)
         assert time.monotonic() - began < TIMEOUT_MS / 1000, "sending outran the timeout"
         rtts: list[float] = []
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + TIMEOUT_MS / 1000 + 30
         while producer.checks.qsize() < HALVES:
             assert time.monotonic() < deadline, f"{producer.checks.qsize()} checks arrived"
             sent = time.monotonic()
@@ -67,9 +71,12 @@ async def test_a_round_over_3000_halves_keeps_answering(cluster: Cluster) -> Non
     finally:
         await producer.cli.close()
         await probe.close()
-    assert max(rtts) < WORST_RTT_S, f"worst {max(rtts) * 1000:.0f} ms over {len(rtts)} probes"
     round_ = broker_round(cluster)
     assert round_["checked"] == HALVES and round_["yields"] > 0
+    bound = max(WORST_RTT_S, round_["ms"] / 1000 / STALL_SHARE)
+    assert max(rtts) < bound, (
+        f"worst {max(rtts) * 1000:.0f} ms over {len(rtts)} probes, round {round_['ms']} ms"
+    )
 
 
 def broker_round(cluster: Cluster) -> dict[str, int]:

@@ -224,12 +224,21 @@ async def test_a_killed_producer_is_answered_for_by_another_of_its_group(
         worker.proc.wait(10)
         async with consumer(cluster, "cg_tx_killed", "TxKilled", got):
             await wait_until(lambda: got.msgs != [], 15)
+            # three more check rounds (TX_SETS) with the consumer still there: a check
+            # answered again must not deliver the message again
+            await asyncio.sleep(1.5)
     finally:
         worker.stop()
         await survivor.shutdown()
     assert got.bodies == [b"from the killed producer"]
     assert got.msgs[0].transaction_id == half["msg_id"]
-    assert [m.transaction_id for m, _ in tx.checked] == [half["msg_id"]]
+    # At least one check, each about this half, not exactly one: the check is oneway and
+    # TransactionalMessageCheckService checks the half's copy again in its next round (every
+    # 0.5 s here) if the survivor's END_TRANSACTION has not been stored by then (a busy
+    # machine); the second COMMIT is answered SUCCESS and changes nothing (protocol.md 12.4),
+    # which the single delivery above shows.
+    checked = [m.transaction_id for m, _ in tx.checked]
+    assert checked != [] and set(checked) == {half["msg_id"]}, checked
     assert tx.executed == []
 
 

@@ -161,7 +161,9 @@ async def test_failed_connect_backs_off_without_new_attempts(
             fast = await connect_error(cli, address)
             with pytest.raises(RemotingConnectError, match=r"retrying in \d+ ms"):
                 await cli.invoke_oneway(address, RemotingCommand.request(ECHO), timeout=2)
-            assert loop.time() - began < 0.1
+            # no TCP attempt: the errors show it (the server is up now, an attempt would
+            # reach it); the bound only says both came inside the 500 ms window (~1 ms idle)
+            assert loop.time() - began < 0.5
             assert str(fast).startswith(f"{first} (retrying in ")  # why, and when again
             left = retry_ms(fast)
             assert left is not None and 0 < left <= 500
