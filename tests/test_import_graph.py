@@ -17,27 +17,6 @@ ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = ("remoting", "namesrv", "broker", "client", "spark", "deploy")
 PACKAGE = "aiorocketmq"
 
-# Circles being taken apart on another branch of issue 30 (the consumers' broker->client
-# answers move into the shared consumer core). The lead empties this set when merging that
-# branch: an entry whose circle is gone fails the test, so it cannot outlive its circle.
-BEING_REMOVED: frozenset[frozenset[str]] = frozenset(
-    {
-        frozenset(
-            {
-                "aiorocketmq.client.consumer.push.consumer",
-                "aiorocketmq.client.consumer.push.requests",
-            }
-        ),
-        frozenset(
-            {
-                "aiorocketmq.client.consumer.lite.consumer",
-                "aiorocketmq.client.consumer.lite.requests",
-            }
-        ),
-    }
-)
-
-
 def modules(root: Path, folders: Iterable[str], package: str) -> dict[str, Path]:
     """Every module of ``folders`` (under ``root``) by its installed name (package-dir:
     ``broker/store/store.py`` is ``aiorocketmq.broker.store.store``), and the root's own
@@ -154,10 +133,7 @@ def _chain(group: set[str], arrows: Mapping[str, set[str]]) -> list[str]:
 
 def test_no_import_circle_in_the_product_tree() -> None:
     found = circles(graph(ROOT, FOLDERS, PACKAGE))
-    new = [c for c in found if frozenset(c) not in BEING_REMOVED]
-    assert new == [], "import circles:\n" + "\n".join(" -> ".join(c) for c in new)
-    gone = BEING_REMOVED - {frozenset(c) for c in found}
-    assert not gone, f"no longer circles: remove them from BEING_REMOVED: {sorted(gone)}"
+    assert found == [], "import circles:\n" + "\n".join(" -> ".join(c) for c in found)
 
 
 def test_a_circle_is_found_and_shown_as_its_chain(tmp_path: Path) -> None:
