@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = ("remoting", "namesrv", "broker", "client", "spark", "deploy")
 PACKAGE = "aiorocketmq"
 
+
 def modules(root: Path, folders: Iterable[str], package: str) -> dict[str, Path]:
     """Every module of ``folders`` (under ``root``) by its installed name (package-dir:
     ``broker/store/store.py`` is ``aiorocketmq.broker.store.store``), and the root's own
