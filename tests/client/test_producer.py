@@ -73,15 +73,15 @@ async def test_a_compressed_body_round_trips(two_brokers: Cluster, producer: Pro
 
 async def test_oversize_is_refused_before_any_network_call() -> None:
     """Validators.checkMessage: 4 MiB checked first; here no name server even exists."""
+    # Nothing listens on 127.0.0.1:1: a send that looked its route up first would fail with
+    # MQConnectionError, so validation's own errors (matched below) show it came first
     async with Producer("pg", namesrv_addr="127.0.0.1:1") as p:
-        began = time.monotonic()
         with pytest.raises(MQClientError, match="over max value, MAX: 4194304"):
             await p.send(Message("Big", bytes(4 * 1024 * 1024 + 1)))
         with pytest.raises(MQClientError, match="body length is zero"):
             await p.send(Message("Big", b""))
         with pytest.raises(MQClientError, match="illegal characters"):
             await p.send(Message("bad topic", b"x"))
-        assert time.monotonic() - began < 0.5
 
 
 async def test_a_killed_broker_costs_no_failed_send(
@@ -190,7 +190,9 @@ async def test_the_budget_holds_against_a_broker_that_never_answers(two_brokers:
                 except MQClientError as exc:
                     timed_out = str(exc).startswith("sendDefaultImpl call timeout")
                     outcomes.append("timeout" if timed_out else str(exc))
-                assert time.monotonic() - began < 0.8 + 0.3, outcomes
+                # the 800 ms budget plus slack for a busy machine: without the budget a try
+                # would wait the frozen broker out for 3 s (the request timeout) and more
+                assert time.monotonic() - began < 0.8 + 1.2, outcomes
         finally:
             frozen.proc.send_signal(signal.SIGCONT)
     assert set(outcomes) <= {"broker-b", "timeout"}, outcomes
