@@ -7,6 +7,7 @@ MQClientAPIImpl); ``Producer`` sends with RocketMQ's retries and fault avoidance
 """
 
 from aiorocketmq.client.consumer.lite.consumer import PullConsumer
+from aiorocketmq.client.consumer.lite.raw import Columns, PullStatus, RawPull, decode_columns
 from aiorocketmq.client.consumer.push.consumer import PushConsumer
 from aiorocketmq.client.consumer.push.iteration import Delivery
 from aiorocketmq.client.consumer.types import (
@@ -17,7 +18,12 @@ from aiorocketmq.client.consumer.types import (
     ConsumeStatus,
     MessageModel,
 )
-from aiorocketmq.client.core.errors import MQBrokerError, MQClientError
+from aiorocketmq.client.core.errors import (
+    MQBrokerError,
+    MQClientError,
+    MQConnectionError,
+    MQTimeoutError,
+)
 from aiorocketmq.client.core.message import Message, MessageQueue, SendResult, SendStatus
 from aiorocketmq.client.producer.producer import Producer, ProducerOptions, select_by_hash
 from aiorocketmq.client.producer.transaction import TransactionProducer
@@ -26,10 +32,10 @@ from aiorocketmq.client.producer.transaction_types import (
     TransactionListener,
     TransactionSendResult,
 )
-from aiorocketmq.remoting.errors import RemotingError
 from aiorocketmq.remoting.protocol.message import MessageExt
 
 __all__ = [
+    "Columns",
     "ConsumeConcurrentlyContext",
     "ConsumeFromWhere",
     "ConsumeOrderlyContext",
@@ -39,6 +45,8 @@ __all__ = [
     "LocalTransactionState",
     "MQBrokerError",
     "MQClientError",
+    "MQConnectionError",
+    "MQTimeoutError",
     "Message",
     "MessageExt",
     "MessageModel",
@@ -46,12 +54,14 @@ __all__ = [
     "Producer",
     "ProducerOptions",
     "PullConsumer",
+    "PullStatus",
     "PushConsumer",
-    "RemotingError",
+    "RawPull",
     "SendResult",
     "SendStatus",
     "TransactionListener",
     "TransactionProducer",
     "TransactionSendResult",
+    "decode_columns",
     "select_by_hash",
 ]

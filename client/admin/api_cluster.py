@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
-from aiorocketmq.client.core.api import request
+from aiorocketmq.client.api import request
 from aiorocketmq.remoting.protocol import fastjson
 from aiorocketmq.remoting.protocol.codes import RequestCode as C
 from aiorocketmq.remoting.protocol.command import RemotingCommand

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from aiorocketmq.client.core import api
+from aiorocketmq.client import api
 from aiorocketmq.remoting.protocol import fastjson
 from aiorocketmq.remoting.protocol.codes import LanguageCode
 from aiorocketmq.remoting.protocol.codes import RequestCode as C

@@ -10,11 +10,11 @@ import random
 from argparse import Namespace
 from typing import Any
 
+from aiorocketmq.client import MQClientError
 from aiorocketmq.client.admin import api_group as g
 from aiorocketmq.client.admin.output import Output, Table
 from aiorocketmq.client.admin.registry import command, opt
 from aiorocketmq.client.admin.session import AdminError, Session, refusal
-from aiorocketmq.remoting.errors import RemotingError
 from aiorocketmq.remoting.protocol.codes import ResponseCode as R
 from aiorocketmq.remoting.protocol.command import RemotingCommand
 from aiorocketmq.remoting.protocol.group import SubscriptionGroupConfig
@@ -29,8 +29,8 @@ async def call_long(session: Session, addr: str, req: RemotingCommand) -> Remoti
     """A request Java's admin gives three times its timeout (208, 307, 309), answered SUCCESS."""
     try:
         resp = await session.client.invoke(addr, req, session.timeout * 3)
-    except RemotingError as exc:
-        raise AdminError(f"{addr}: {exc}") from None
+    except MQClientError as exc:  # "<addr>: <the remoting failure>"
+        raise AdminError(str(exc)) from None
     if resp.code != R.SUCCESS:
         raise refusal(resp, addr)
     return resp

@@ -7,12 +7,12 @@ from __future__ import annotations
 from argparse import Namespace
 from typing import Any
 
+from aiorocketmq.client import api
 from aiorocketmq.client.admin import api_group as g
 from aiorocketmq.client.admin.cmd_group import call_long, consume_stats, consumer_connection
 from aiorocketmq.client.admin.output import Output, Table
 from aiorocketmq.client.admin.registry import command, opt
 from aiorocketmq.client.admin.session import AdminError, Session, refusal
-from aiorocketmq.client.core import api
 from aiorocketmq.remoting.protocol.codes import RequestCode as C
 from aiorocketmq.remoting.protocol.codes import ResponseCode as R
 from aiorocketmq.remoting.protocol.heartbeat import MessageQueue as MQ

@@ -14,7 +14,7 @@ import asyncio
 from argparse import Namespace
 from typing import Any
 
-from aiorocketmq.client import Message, Producer
+from aiorocketmq.client import Message, MQClientError, Producer, api
 from aiorocketmq.client.admin import api_group as g
 from aiorocketmq.client.admin import msgview as view
 from aiorocketmq.client.admin.cmd_group import (
@@ -26,8 +26,7 @@ from aiorocketmq.client.admin.cmd_group import (
 from aiorocketmq.client.admin.output import Output, Table
 from aiorocketmq.client.admin.registry import command, opt
 from aiorocketmq.client.admin.session import AdminError, Session
-from aiorocketmq.client.core import api
-from aiorocketmq.remoting.errors import MessageDecodeError, RemotingError
+from aiorocketmq.remoting.errors import MessageDecodeError
 from aiorocketmq.remoting.protocol.codes import ResponseCode as R
 from aiorocketmq.remoting.protocol.message import MessageExt, Prop, decode_records
 from aiorocketmq.remoting.protocol.msgid import parse_offset_msg_id
@@ -86,7 +85,7 @@ async def query_messages(
         try:
             resp = await session.client.invoke(addr, copy, session.timeout * 3)
             msgs = decode_records(resp.body, inflate=True) if resp.code == R.SUCCESS else []
-        except (RemotingError, MessageDecodeError):  # Apache logs it and goes on
+        except (MQClientError, MessageDecodeError):  # Apache logs it and goes on
             return []
         for m in msgs:
             m.broker_name = name

@@ -7,11 +7,11 @@ from argparse import Namespace
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
+from aiorocketmq.client import api
 from aiorocketmq.client.admin import api_cluster as capi
 from aiorocketmq.client.admin.output import Output, Table
 from aiorocketmq.client.admin.registry import command, opt
 from aiorocketmq.client.admin.session import AdminError, Session
-from aiorocketmq.client.core import api
 from aiorocketmq.remoting.protocol.route import MASTER_ID, TopicRouteData
 from aiorocketmq.remoting.protocol.topic import (
     DLQ_GROUP_TOPIC_PREFIX,

@@ -7,12 +7,12 @@ from __future__ import annotations
 from argparse import Namespace
 from typing import Any
 
+from aiorocketmq.client import api
 from aiorocketmq.client.admin import api_cluster as capi
 from aiorocketmq.client.admin.cmd_broker import cluster_addrs, on_every_namesrv
 from aiorocketmq.client.admin.output import Output, Table
 from aiorocketmq.client.admin.registry import command, opt
 from aiorocketmq.client.admin.session import AdminError, Session
-from aiorocketmq.client.core import api
 from aiorocketmq.remoting.protocol.codes import ResponseCode as R
 from aiorocketmq.remoting.protocol.route import ClusterInfo, TopicRouteData
 from aiorocketmq.remoting.protocol.topic import (

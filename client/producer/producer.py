@@ -17,13 +17,12 @@ from dataclasses import dataclass
 from mypy_extensions import mypyc_attr
 
 from aiorocketmq.client.core import api
-from aiorocketmq.client.core.errors import MQBrokerError, MQClientError
+from aiorocketmq.client.core.errors import MQBrokerError, MQClientError, MQTimeoutError, like
 from aiorocketmq.client.core.fault import LatencyFaults
 from aiorocketmq.client.core.instance import ClientInstance, namesrv_list
 from aiorocketmq.client.core.message import Message, MessageQueue, SendResult
 from aiorocketmq.client.core.publish import PublishInfo
 from aiorocketmq.client.core.validate import check_message
-from aiorocketmq.remoting.errors import RemotingError
 from aiorocketmq.remoting.protocol.batch import BatchItem, encode_batch
 from aiorocketmq.remoting.protocol.codes import SerializeType
 from aiorocketmq.remoting.protocol.command import RemotingCommand
@@ -196,7 +195,7 @@ class Producer:
                 addr, request, remaining = self._kernel(prepared, mq, info, deadline)
                 resp = await inst.remoting.invoke(addr, request, remaining)
                 result = self._result(prepared, mq, resp, addr)
-            except (MQBrokerError, RemotingError, MQClientError) as exc:
+            except MQClientError as exc:  # MQConnectionError and MQTimeoutError included
                 self.faults.update(mq.broker_name, 0, isolation=True)
                 if isinstance(exc, MQBrokerError) and not exc.retriable:
                     raise
@@ -212,11 +211,15 @@ class Producer:
                 continue
             return result
         spent = int((loop.time() - deadline) * 1000 + self.options.send_msg_timeout)
-        why = "sendDefaultImpl call timeout; " if loop.time() >= deadline else ""
-        raise MQClientError(
-            f"{why}Send [{len(sent_to)}] times, still failed, cost [{spent}]ms, "
-            f"Topic: {prepared.topic}, BrokersSent: {sent_to}: {error}"
-        ) from error
+        late = loop.time() >= deadline
+        text = (
+            f"{'sendDefaultImpl call timeout; ' if late else ''}Send [{len(sent_to)}] times, "
+            f"still failed, cost [{spent}]ms, Topic: {prepared.topic}, BrokersSent: {sent_to}: "
+            f"{error}"
+        )
+        # as the last try failed (a timeout when the budget ran out: Java's
+        # RemotingTooMuchRequestException "sendDefaultImpl call timeout")
+        raise like(error, text, timed_out=late)  # its __cause__ is error
 
     async def _send_to(
         self, prepared: _Prepared, mq: MessageQueue, info: PublishInfo, deadline: float
@@ -231,7 +234,7 @@ class Producer:
         """sendKernelImpl up to the call: (broker address, request, seconds left)."""
         remaining = deadline - asyncio.get_running_loop().time()
         if remaining <= 0:
-            raise MQClientError(f"sendKernelImpl call timeout: {self.options.send_msg_timeout} ms")
+            raise MQTimeoutError(f"sendKernelImpl call timeout: {self.options.send_msg_timeout} ms")
         addr = info.master_addr(mq.broker_name)  # _addr, inline
         if addr is None:
             raise MQClientError(f"The broker[{mq.broker_name}] not exist")
