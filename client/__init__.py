@@ -25,7 +25,8 @@ from aiorocketmq.client.core.errors import (
     MQTimeoutError,
 )
 from aiorocketmq.client.core.message import Message, MessageQueue, SendResult, SendStatus
-from aiorocketmq.client.producer.producer import Producer, ProducerOptions, select_by_hash
+from aiorocketmq.client.producer.options import ProducerOptions
+from aiorocketmq.client.producer.producer import Producer, select_by_hash
 from aiorocketmq.client.producer.transaction import TransactionProducer
 from aiorocketmq.client.producer.transaction_types import (
     LocalTransactionState,

@@ -22,7 +22,7 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Unpack
 
 from aiorocketmq.client.consumer.lite.consumer import PullConsumer as AsyncPullConsumer
 from aiorocketmq.client.consumer.lite.raw import RawPull
@@ -31,6 +31,7 @@ from aiorocketmq.client.consumer.push.consumer import PushConsumer as AsyncPushC
 from aiorocketmq.client.consumer.push.iteration import Delivery
 from aiorocketmq.client.core.api import SendStatus
 from aiorocketmq.client.core.message import Message, MessageQueue, SendResult
+from aiorocketmq.client.producer.options import ProducerSettings
 from aiorocketmq.client.producer.producer import Producer as AsyncProducer
 from aiorocketmq.client.producer.producer import Selector
 from aiorocketmq.client.producer.transaction import TransactionProducer as AsyncTransactionProducer
@@ -66,9 +67,12 @@ def run(coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
 
 
 class Producer:
-    """The async Producer's methods, blocking. Options as ``client.Producer``."""
+    """The async Producer's methods, blocking. Options as ``Producer``'s keywords
+    (ProducerSettings)."""
 
-    def __init__(self, group: str, namesrv_addr: str | None = None, **options: object) -> None:
+    def __init__(
+        self, group: str, namesrv_addr: str | None = None, **options: Unpack[ProducerSettings]
+    ) -> None:
         self._producer = AsyncProducer(group, namesrv_addr, **options)
 
     @property
@@ -112,10 +116,14 @@ class TransactionProducer(Producer):
     one on the shared loop; check-backs are answered as the async class does."""
 
     def __init__(
-        self, group: str, listener: TransactionListener, namesrv_addr: str | None = None,
-        **options: Any,
+        self, group: str, listener: TransactionListener, namesrv_addr: str | None = None, *,
+        check_thread_pool_max_size: int = 1, check_request_hold_max: int = 2000,
+        **options: Unpack[ProducerSettings],
     ) -> None:  # fmt: skip
-        self._tx = AsyncTransactionProducer(group, listener, namesrv_addr, **options)
+        self._tx = AsyncTransactionProducer(
+            group, listener, namesrv_addr, check_thread_pool_max_size=check_thread_pool_max_size,
+            check_request_hold_max=check_request_hold_max, **options,
+        )  # fmt: skip
         self._producer = self._tx
 
     def __enter__(self) -> TransactionProducer:

@@ -282,6 +282,9 @@ def send_ids(ext: Mapping[str, str]) -> tuple[str, int, int]:
 
 
 class PullStatus(enum.Enum):
+    """PullStatus: FOUND (messages), NO_NEW_MSG, NO_MATCHED_MSG (none passed the filter),
+    OFFSET_ILLEGAL (the offset is outside the queue: see ``next_begin_offset``)."""
+
     FOUND = R.SUCCESS
     NO_NEW_MSG = R.PULL_NOT_FOUND
     NO_MATCHED_MSG = R.PULL_RETRY_IMMEDIATELY

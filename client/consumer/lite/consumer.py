@@ -54,6 +54,9 @@ QueueListener = Callable[[str, set[MessageQueue]], None]  # TopicMessageQueueCha
 
 
 class PullConsumer(LiteOffsets):
+    """DefaultLitePullConsumer: ``subscribe`` (queues shared with the group) or ``assign``
+    (these queues, alone), then ``poll`` for messages and ``commit``; see the module's help."""
+
     def __init__(self, group: str, namesrv_addr: str | None = None, **options: Any) -> None:
         check_group(group)
         self.group = group

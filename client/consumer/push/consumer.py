@@ -47,6 +47,9 @@ log = get_logger(__name__)
 
 
 class PushConsumer:
+    """DefaultMQPushConsumer: ``subscribe``, register a listener (or ``async for``), and the
+    consumer pulls, calls it and commits, rebalancing with its group; see the module's help."""
+
     def __init__(self, group: str, namesrv_addr: str | None = None, **options: Any) -> None:
         check_group(group)
         self.group = group
