@@ -1,9 +1,23 @@
-"""The Python SDK for RocketMQ 4.x clusters (ours and Apache's).
+"""The Python SDK for RocketMQ 4.x clusters (ours and Apache's). May import: remoting.
 
-May import: remoting. ``aiorocketmq.client.core.api`` is the request layer every sender uses (Java's
-MQClientAPIImpl); ``Producer`` sends with RocketMQ's retries and fault avoidance. The
-``PushConsumer`` consumes with listeners (or ``async for``), rebalancing with its group;
-``TransactionProducer`` sends half messages and commits them with the local transaction.
+The public face, and all of it (spark and mqadmin use nothing else; pyproject's
+import-linter contracts keep them to it):
+
+- ``aiorocketmq.client`` (the same names as ``aiorocketmq``): ``Producer`` (sends with
+  RocketMQ's retries and fault avoidance; DefaultMQProducer's settings as typed keywords),
+  ``TransactionProducer``, ``PushConsumer`` (listeners or ``async for``), ``PullConsumer``
+  (``poll``, ``pull_raw`` for bulk readers, ``list_topics``), ``Message`` / ``MessageExt`` /
+  ``SendResult`` and friends; errors: every one an ``MQClientError`` with ``retriable``:
+  ``MQConnectionError``, ``MQTimeoutError`` (also a TimeoutError), ``MQBrokerError`` (a
+  refusal's ``code``); the remoting layer's own errors never leave the SDK. ``RawPull``,
+  ``PullStatus``, ``Columns`` and ``decode_columns`` read raw pulls column by column.
+- ``aiorocketmq.client.api``: the request layer (Java's MQClientAPIImpl): builders for every
+  request, parsers for the answers, ``Remote`` (connections that raise the errors above),
+  ``check_group``, ``commit_offsets(consumer, group, offsets)``.
+- ``aiorocketmq.client.sync``: blocking facades of the producers and consumers, and
+  ``run(coro, timeout)``, which runs a coroutine on their shared event-loop thread.
+
+Everything under ``client.core``, ``client.producer`` and ``client.consumer`` is internal.
 """
 
 from aiorocketmq.client.consumer.lite.consumer import PullConsumer

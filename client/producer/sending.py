@@ -14,13 +14,20 @@ from dataclasses import dataclass
 from mypy_extensions import mypyc_attr
 
 from aiorocketmq.client.core import api
-from aiorocketmq.client.core.errors import MQBrokerError, MQClientError, MQTimeoutError, like
+from aiorocketmq.client.core.errors import (
+    MQBrokerError,
+    MQClientError,
+    MQTimeoutError,
+    like,
+    translate,
+)
 from aiorocketmq.client.core.fault import LatencyFaults
 from aiorocketmq.client.core.instance import ClientInstance, namesrv_list
 from aiorocketmq.client.core.message import Message, MessageQueue, SendResult
 from aiorocketmq.client.core.publish import PublishInfo
 from aiorocketmq.client.core.validate import check_message
 from aiorocketmq.client.producer.options import ProducerOptions
+from aiorocketmq.remoting.errors import RemotingError
 from aiorocketmq.remoting.protocol.batch import BatchItem, encode_batch
 from aiorocketmq.remoting.protocol.command import RemotingCommand
 from aiorocketmq.remoting.protocol.message import Prop, SysFlag, encode_properties
@@ -50,6 +57,17 @@ class ProducerCore:
     def __init__(self, group: str, namesrv_addr: str | None, options: ProducerOptions) -> None:
         self.group = group
         self.options = options
+        # the settings each send reads, as native attributes: ProducerOptions is an
+        # interpreted class (its signature is public), and reading it costs a lookup each
+        self._timeout_ms = options.send_msg_timeout
+        self._retries = options.retry_times_when_send_failed
+        self._max_size = options.max_message_size
+        self._compress_over = options.compress_msg_body_over_howmuch
+        self._compress_level = options.compress_level
+        self._queue_nums = options.default_topic_queue_nums
+        self._fault_enable = options.send_latency_fault_enable
+        self._retry_not_ok = options.retry_another_broker_when_not_store_ok
+        self._create_everywhere = options.create_topic_on_every_master
         self._namesrv = namesrv_list(namesrv_addr)
         self._instance: ClientInstance | None = None
         self._ids = UniqKeyGenerator()
@@ -70,7 +88,7 @@ class ProducerCore:
         if self._instance is None:
             return
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._idle.wait(), self.options.send_msg_timeout / 1000)
+            await asyncio.wait_for(self._idle.wait(), self._timeout_ms / 1000)
         inst, self._instance = self._instance, None
         await inst.unregister_producer(self.group)
         await inst.release()
@@ -88,7 +106,7 @@ class ProducerCore:
         queue: MessageQueue | None, timeout_ms: int | None,
     ) -> SendResult:  # fmt: skip
         prepared = self._prepare(msg)
-        budget = (timeout_ms or self.options.send_msg_timeout) / 1000
+        budget = (timeout_ms or self._timeout_ms) / 1000
         deadline = asyncio.get_running_loop().time() + budget
         self._enter()
         try:
@@ -115,7 +133,7 @@ class ProducerCore:
 
     async def _send_oneway(self, msg: Message) -> None:
         prepared = self._prepare(msg)
-        budget = self.options.send_msg_timeout / 1000
+        budget = self._timeout_ms / 1000
         info = await self.instance.publish_info(msg.topic, budget)
         mq = info.select(None, self._faults(), self._down(info))
         addr = self._addr(info, mq)
@@ -127,7 +145,7 @@ class ProducerCore:
 
     async def _send_batch(self, msgs: Sequence[Message]) -> SendResult:
         prepared = self._prepare_batch(msgs)
-        deadline = asyncio.get_running_loop().time() + self.options.send_msg_timeout / 1000
+        deadline = asyncio.get_running_loop().time() + self._timeout_ms / 1000
         self._enter()
         try:
             return await self._send_default(prepared, deadline)
@@ -143,7 +161,7 @@ class ProducerCore:
             info = await inst.publish_info(prepared.topic, max(0.001, deadline - loop.time()))
         if not info.queues:
             raise MQClientError(f"No route info of this topic: {prepared.topic}")
-        tries, last, error, sent_to = 1 + self.options.retry_times_when_send_failed, None, None, []
+        tries, last, error, sent_to = 1 + self._retries, None, None, []
         faults = self._faults()
         for _ in range(tries):  # no `down` check while no broker is down (mostly)
             mq = info.select(last, faults, self._down(info) if inst.down else None)
@@ -153,24 +171,24 @@ class ProducerCore:
             begin = loop.time()
             try:  # _send_to, without a coroutine of its own
                 addr, request, remaining = self._kernel(prepared, mq, info, deadline)
-                resp = await inst.remoting.invoke(addr, request, remaining)
+                # the RemotingClient itself, translated here: api.Remote's coroutine, saved
+                resp = await inst.remoting.client.invoke(addr, request, remaining)
                 result = self._result(prepared, mq, resp, addr)
-            except MQClientError as exc:  # MQConnectionError and MQTimeoutError included
+            except (MQClientError, RemotingError) as caught:
+                exc = translate(caught, addr) if isinstance(caught, RemotingError) else caught
                 self.faults.update(mq.broker_name, 0, isolation=True)
                 if isinstance(exc, MQBrokerError) and not exc.retriable:
                     raise
                 last, error = mq.broker_name, exc
                 continue
             self.faults.update(mq.broker_name, (loop.time() - begin) * 1000)
-            if info.via_default and self.options.create_topic_on_every_master:
-                await inst.create_on_every_master(info, self.options.send_msg_timeout / 1000)
-            if result.status is not api.SendStatus.SEND_OK and (
-                self.options.retry_another_broker_when_not_store_ok
-            ):
+            if info.via_default and self._create_everywhere:
+                await inst.create_on_every_master(info, self._timeout_ms / 1000)
+            if result.status is not api.SendStatus.SEND_OK and (self._retry_not_ok):
                 last = mq.broker_name
                 continue
             return result
-        spent = int((loop.time() - deadline) * 1000 + self.options.send_msg_timeout)
+        spent = int((loop.time() - deadline) * 1000 + self._timeout_ms)
         late = loop.time() >= deadline
         text = (
             f"{'sendDefaultImpl call timeout; ' if late else ''}Send [{len(sent_to)}] times, "
@@ -194,7 +212,7 @@ class ProducerCore:
         """sendKernelImpl up to the call: (broker address, request, seconds left)."""
         remaining = deadline - asyncio.get_running_loop().time()
         if remaining <= 0:
-            raise MQTimeoutError(f"sendKernelImpl call timeout: {self.options.send_msg_timeout} ms")
+            raise MQTimeoutError(f"sendKernelImpl call timeout: {self._timeout_ms} ms")
         addr = info.master_addr(mq.broker_name)  # _addr, inline
         if addr is None:
             raise MQClientError(f"The broker[{mq.broker_name}] not exist")
@@ -223,14 +241,14 @@ class ProducerCore:
         return lambda name: inst.is_down(info.master_addr(name))
 
     def _faults(self) -> LatencyFaults | None:
-        return self.faults if self.options.send_latency_fault_enable else None
+        return self.faults if self._fault_enable else None
 
     def _request(self, p: _Prepared, mq: MessageQueue) -> RemotingCommand:
         return api.send_message(
             mq.topic, p.body, group=self.group, properties=p.properties, queue_id=mq.queue_id,
             sys_flag=p.sys_flag, flag=p.flag, batch=p.batch, reconsume_times=p.reconsume_times,
             max_reconsume_times=p.max_reconsume_times,
-            default_topic_queue_nums=self.options.default_topic_queue_nums,
+            default_topic_queue_nums=self._queue_nums,
         )  # fmt: skip
 
     # ------------------------------------------------------------ sendKernelImpl's preparation
@@ -238,10 +256,10 @@ class ProducerCore:
     def _prepare(self, msg: Message) -> _Prepared:
         """Checked before any network call (Validators.checkMessage); UNIQ_KEY set once, so
         every try carries the same id; bodies over the threshold compressed (sysFlag bit 0)."""
-        check_message(msg, self.options.max_message_size)
+        check_message(msg, self._max_size)
         body, sys_flag = msg.body, 0
-        if len(body) > self.options.compress_msg_body_over_howmuch:
-            packed = zlib.compress(body, self.options.compress_level)
+        if len(body) > self._compress_over:
+            packed = zlib.compress(body, self._compress_level)
             if len(packed) < len(body):
                 body, sys_flag = packed, SysFlag.COMPRESSED
         if not msg.properties:  # no TRAN_MSG, no reconsume counts: the text at once
@@ -267,7 +285,7 @@ class ProducerCore:
                 raise MQClientError("send_batch: every message must have the same topic")
             if msg.delay_level > 0 or topic.startswith(RETRY_PREFIX):
                 raise MQClientError("send_batch: delay levels and retry topics are not supported")
-            check_message(msg, self.options.max_message_size)
+            check_message(msg, self._max_size)
             if msg.properties:
                 props = msg.wire_properties()
                 ids.append(props.setdefault(Prop.UNIQ_KEY, self._ids.next()))
@@ -277,10 +295,9 @@ class ProducerCore:
                 text = msg.wire_text(uniq)
             items.append(BatchItem(msg.body, msg.flag, text))
         body = encode_batch(items)
-        if len(body) > self.options.max_message_size:
+        if len(body) > self._max_size:
             raise MQClientError(
-                f"the batch's size {len(body)} is over max value, MAX: "
-                f"{self.options.max_message_size}"
+                f"the batch's size {len(body)} is over max value, MAX: {self._max_size}"
             )
         return _Prepared(topic, body, "", 0, 0, ",".join(ids), batch=True)
 
