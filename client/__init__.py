@@ -49,6 +49,20 @@ from aiorocketmq.client.producer.transaction_types import (
 )
 from aiorocketmq.remoting.protocol.message import MessageExt
 
+# mypyc drops the docstrings of the classes it compiles (setup.py COMPILED): the two codec
+# classes the SDK hands out get a short one back, for help()
+if not MessageExt.__doc__:
+    MessageExt.__doc__ = (
+        "A stored message, as consumers and pulls return it: topic, body, tags, keys, "
+        "properties, msg_id, queue_id, queue_offset, born and store timestamps and hosts, "
+        "reconsume_times (Java's MessageExt)."
+    )
+if not Columns.__doc__:
+    Columns.__doc__ = (
+        "Records decoded column by column (decode_columns): one list per field, the i-th "
+        "entry of each list one message."
+    )
+
 __all__ = [
     "Columns",
     "ConsumeConcurrentlyContext",
