@@ -1,12 +1,27 @@
-"""The Python SDK for RocketMQ 4.x clusters (ours and Apache's).
+"""The Python SDK for RocketMQ 4.x clusters (ours and Apache's). May import: remoting.
 
-May import: remoting. ``aiorocketmq.client.core.api`` is the request layer every sender uses (Java's
-MQClientAPIImpl); ``Producer`` sends with RocketMQ's retries and fault avoidance. The
-``PushConsumer`` consumes with listeners (or ``async for``), rebalancing with its group;
-``TransactionProducer`` sends half messages and commits them with the local transaction.
+The public face, and all of it (spark and mqadmin use nothing else; pyproject's
+import-linter contracts keep them to it):
+
+- ``aiorocketmq.client`` (the same names as ``aiorocketmq``): ``Producer`` (sends with
+  RocketMQ's retries and fault avoidance; DefaultMQProducer's settings as typed keywords),
+  ``TransactionProducer``, ``PushConsumer`` (listeners or ``async for``), ``PullConsumer``
+  (``poll``, ``pull_raw`` for bulk readers, ``list_topics``), ``Message`` / ``MessageExt`` /
+  ``SendResult`` and friends; errors: every one an ``MQClientError`` with ``retriable``:
+  ``MQConnectionError``, ``MQTimeoutError`` (also a TimeoutError), ``MQBrokerError`` (a
+  refusal's ``code``); the remoting layer's own errors never leave the SDK. ``RawPull``,
+  ``PullStatus``, ``Columns`` and ``decode_columns`` read raw pulls column by column.
+- ``aiorocketmq.client.api``: the request layer (Java's MQClientAPIImpl): builders for every
+  request, parsers for the answers, ``Remote`` (connections that raise the errors above),
+  ``check_group``, ``commit_offsets(consumer, group, offsets)``.
+- ``aiorocketmq.client.sync``: blocking facades of the producers and consumers, and
+  ``run(coro, timeout)``, which runs a coroutine on their shared event-loop thread.
+
+Everything under ``client.core``, ``client.producer`` and ``client.consumer`` is internal.
 """
 
 from aiorocketmq.client.consumer.lite.consumer import PullConsumer
+from aiorocketmq.client.consumer.lite.raw import Columns, PullStatus, RawPull, decode_columns
 from aiorocketmq.client.consumer.push.consumer import PushConsumer
 from aiorocketmq.client.consumer.push.iteration import Delivery
 from aiorocketmq.client.consumer.types import (
@@ -17,19 +32,39 @@ from aiorocketmq.client.consumer.types import (
     ConsumeStatus,
     MessageModel,
 )
-from aiorocketmq.client.core.errors import MQBrokerError, MQClientError
+from aiorocketmq.client.core.errors import (
+    MQBrokerError,
+    MQClientError,
+    MQConnectionError,
+    MQTimeoutError,
+)
 from aiorocketmq.client.core.message import Message, MessageQueue, SendResult, SendStatus
-from aiorocketmq.client.producer.producer import Producer, ProducerOptions, select_by_hash
+from aiorocketmq.client.producer.options import ProducerOptions
+from aiorocketmq.client.producer.producer import Producer, select_by_hash
 from aiorocketmq.client.producer.transaction import TransactionProducer
 from aiorocketmq.client.producer.transaction_types import (
     LocalTransactionState,
     TransactionListener,
     TransactionSendResult,
 )
-from aiorocketmq.remoting.errors import RemotingError
 from aiorocketmq.remoting.protocol.message import MessageExt
 
+# mypyc drops the docstrings of the classes it compiles (setup.py COMPILED): the two codec
+# classes the SDK hands out get a short one back, for help()
+if not MessageExt.__doc__:
+    MessageExt.__doc__ = (
+        "A stored message, as consumers and pulls return it: topic, body, tags, keys, "
+        "properties, msg_id, queue_id, queue_offset, born and store timestamps and hosts, "
+        "reconsume_times (Java's MessageExt)."
+    )
+if not Columns.__doc__:
+    Columns.__doc__ = (
+        "Records decoded column by column (decode_columns): one list per field, the i-th "
+        "entry of each list one message."
+    )
+
 __all__ = [
+    "Columns",
     "ConsumeConcurrentlyContext",
     "ConsumeFromWhere",
     "ConsumeOrderlyContext",
@@ -39,6 +74,8 @@ __all__ = [
     "LocalTransactionState",
     "MQBrokerError",
     "MQClientError",
+    "MQConnectionError",
+    "MQTimeoutError",
     "Message",
     "MessageExt",
     "MessageModel",
@@ -46,12 +83,14 @@ __all__ = [
     "Producer",
     "ProducerOptions",
     "PullConsumer",
+    "PullStatus",
     "PushConsumer",
-    "RemotingError",
+    "RawPull",
     "SendResult",
     "SendStatus",
     "TransactionListener",
     "TransactionProducer",
     "TransactionSendResult",
+    "decode_columns",
     "select_by_hash",
 ]

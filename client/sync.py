@@ -33,6 +33,7 @@ from aiorocketmq.client.consumer.push.iteration import Delivery
 from aiorocketmq.client.consumer.types import ConcurrentListener, OrderlyListener, PushOptions
 from aiorocketmq.client.core.api import SendStatus
 from aiorocketmq.client.core.message import Message, MessageQueue, SendResult
+from aiorocketmq.client.producer.options import ProducerSettings
 from aiorocketmq.client.producer.producer import Producer as AsyncProducer
 from aiorocketmq.client.producer.producer import Selector
 from aiorocketmq.client.producer.transaction import TransactionProducer as AsyncTransactionProducer
@@ -68,9 +69,12 @@ def run(coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
 
 
 class Producer:
-    """The async Producer's methods, blocking. Options as ``client.Producer``."""
+    """The async Producer's methods, blocking. Options as ``Producer``'s keywords
+    (ProducerSettings)."""
 
-    def __init__(self, group: str, namesrv_addr: str | None = None, **options: object) -> None:
+    def __init__(
+        self, group: str, namesrv_addr: str | None = None, **options: Unpack[ProducerSettings]
+    ) -> None:
         self._producer = AsyncProducer(group, namesrv_addr, **options)
 
     @property
@@ -114,10 +118,14 @@ class TransactionProducer(Producer):
     one on the shared loop; check-backs are answered as the async class does."""
 
     def __init__(
-        self, group: str, listener: TransactionListener, namesrv_addr: str | None = None,
-        **options: Any,
+        self, group: str, listener: TransactionListener, namesrv_addr: str | None = None, *,
+        check_thread_pool_max_size: int = 1, check_request_hold_max: int = 2000,
+        **options: Unpack[ProducerSettings],
     ) -> None:  # fmt: skip
-        self._tx = AsyncTransactionProducer(group, listener, namesrv_addr, **options)
+        self._tx = AsyncTransactionProducer(
+            group, listener, namesrv_addr, check_thread_pool_max_size=check_thread_pool_max_size,
+            check_request_hold_max=check_request_hold_max, **options,
+        )  # fmt: skip
         self._producer = self._tx
 
     def __enter__(self) -> TransactionProducer:

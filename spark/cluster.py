@@ -20,9 +20,16 @@ from typing import Any
 
 import pyarrow as pa
 
-from aiorocketmq.client import MessageQueue, MQClientError, PullConsumer, RemotingError
-from aiorocketmq.client.consumer.lite.raw import Columns, PullStatus, RawPull, decode_columns
-from aiorocketmq.client.consumer.offsets import RemoteOffsetStore
+from aiorocketmq.client import (
+    Columns,
+    MessageQueue,
+    MQClientError,
+    PullConsumer,
+    PullStatus,
+    RawPull,
+    decode_columns,
+)
+from aiorocketmq.client.api import commit_offsets
 from aiorocketmq.client.sync import run
 from aiorocketmq.spark.offsets import Offsets, QueueRange, canonical
 from aiorocketmq.spark.options import ReadOptions
@@ -64,7 +71,7 @@ def topics(opts: ReadOptions) -> list[str]:
         return sorted(opts.assign)
     if opts.pattern is None:
         return list(opts.topics)
-    found = run(consumer(opts.name_server).instance.topic_list(), 30)
+    found = run(consumer(opts.name_server).list_topics(), 30)
     rx = re.compile(opts.pattern)
     return sorted(t for t in found if rx.fullmatch(t) and not t.startswith(_SYSTEM_PREFIXES))
 
@@ -106,7 +113,7 @@ def max_offsets(
     found = []
     for mq, answer in zip(queues, answers, strict=True):
         if isinstance(answer, BaseException):
-            if not partial or not isinstance(answer, (MQClientError, RemotingError, TimeoutError)):
+            if not partial or not isinstance(answer, (MQClientError, TimeoutError)):
                 raise answer
             log.warning("max offset of %s unknown: %s", mq, answer)
         else:
@@ -148,19 +155,13 @@ def commit_group(opts: ReadOptions, end: Offsets) -> None:
         return
     c = consumer(opts.name_server)
 
-    async def write() -> None:
-        store = RemoteOffsetStore(c.instance, opts.group or "")
-        mqs = [
-            MessageQueue(topic, broker, int(qid))
-            for topic, brokers in end.items()
-            for broker, qids in brokers.items()
-            for qid in qids
-        ]
-        for mq in mqs:
-            store.update(mq, end[mq.topic][mq.broker_name][str(mq.queue_id)], False)
-        await store.persist_all(mqs)
-
-    run(write(), 30)
+    offsets = {
+        MessageQueue(topic, broker, int(qid)): offset
+        for topic, brokers in end.items()
+        for broker, qids in brokers.items()
+        for qid, offset in qids.items()
+    }
+    run(commit_offsets(c, opts.group, offsets), 30)
 
 
 # ------------------------------------------------------------------ executor side
@@ -184,7 +185,7 @@ def read_range(opts: ReadOptions, r: QueueRange) -> Iterator[pa.RecordBatch]:
             if at != offset:
                 break  # the previous answer ended elsewhere: ask again from there
             if isinstance(raw, BaseException):
-                if not isinstance(raw, (MQClientError, RemotingError, TimeoutError)):
+                if not isinstance(raw, (MQClientError, TimeoutError)):
                     raise raw
                 if time.monotonic() > patience:  # a broker restarting gets this long
                     raise raw

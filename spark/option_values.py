@@ -8,8 +8,8 @@ import json
 import re
 from typing import Any, Literal
 
-from aiorocketmq.client.core.errors import MQClientError
-from aiorocketmq.client.core.validate import check_group
+from aiorocketmq.client import MQClientError
+from aiorocketmq.client.api import check_group
 from aiorocketmq.spark.offsets import EARLIEST, LATEST, Offsets, parse_offsets
 
 _DIGITS = re.compile(r"[0-9]+")

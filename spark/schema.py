@@ -20,7 +20,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from aiorocketmq.client.consumer.lite.raw import Columns
+from aiorocketmq.client import Columns
 
 DDL = (
     "topic STRING, brokerName STRING, queueId INT, queueOffset BIGINT, msgId STRING, "

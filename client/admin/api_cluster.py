@@ -7,24 +7,21 @@ Parsers raise ValueError for a body they cannot read; the commands turn that int
 
 from __future__ import annotations
 
-import random
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
-from aiorocketmq.client.core.api import request
+from aiorocketmq.client.api import request
 from aiorocketmq.remoting.protocol import fastjson
 from aiorocketmq.remoting.protocol.codes import RequestCode as C
 from aiorocketmq.remoting.protocol.command import RemotingCommand
-from aiorocketmq.remoting.protocol.headers.admin import StatsRequestHeader, TopicRequestHeader
-from aiorocketmq.remoting.protocol.headers.consumer import ConsumeStatsRequestHeader
+from aiorocketmq.remoting.protocol.headers.admin import StatsRequestHeader
 from aiorocketmq.remoting.protocol.headers.namesrv import (
     BrokerNameHeader,
     KVConfigHeader,
-    TopicHeader,
 )
-from aiorocketmq.remoting.protocol.route import MASTER_ID, BrokerData, ClusterInfo
+from aiorocketmq.remoting.protocol.route import ClusterInfo
 from aiorocketmq.remoting.protocol.topic import Perm
 
 ORDER_TOPIC_CONFIG: Final = "ORDER_TOPIC_CONFIG"  # NamesrvUtil.NAMESPACE_ORDER_TOPIC_CONFIG
@@ -57,11 +54,6 @@ def wipe_write_perm(broker_name: str) -> RemotingCommand:
 def add_write_perm(broker_name: str) -> RemotingCommand:
     """ADD_WRITE_PERM_OF_BROKER (327); answer: ``addTopicCount``."""
     return request(C.ADD_WRITE_PERM_OF_BROKER, BrokerNameHeader(broker_name=broker_name))
-
-
-def delete_topic_in_namesrv(topic: str, cluster: str) -> RemotingCommand:
-    """DELETE_TOPIC_IN_NAMESRV (216) with the cluster, as 4.9.8's deleteTopic sends it."""
-    return request(C.DELETE_TOPIC_IN_NAMESRV, TopicHeader(topic=topic, cluster_name=cluster))
 
 
 def merge_order_conf(old: str | None, conf: str) -> str:
@@ -102,31 +94,10 @@ def parse_properties(body: bytes) -> dict[str, str]:
     return dict(sorted(out.items()))
 
 
-def delete_topic_in_broker(topic: str) -> RemotingCommand:
-    """DELETE_TOPIC_IN_BROKER (215), to each master."""
-    return request(C.DELETE_TOPIC_IN_BROKER, TopicRequestHeader(topic=topic))
-
-
-def topic_stats(topic: str) -> RemotingCommand:
-    """GET_TOPIC_STATS_INFO (202): TopicStatsTable."""
-    return request(C.GET_TOPIC_STATS_INFO, TopicRequestHeader(topic=topic))
-
-
-def consume_by_who(topic: str) -> RemotingCommand:
-    """QUERY_TOPIC_CONSUME_BY_WHO (300): GroupList."""
-    return request(C.QUERY_TOPIC_CONSUME_BY_WHO, TopicRequestHeader(topic=topic))
-
-
 def view_stats(stats_name: str, stats_key: str) -> RemotingCommand:
     """VIEW_BROKER_STATS_DATA (315): BrokerStatsData."""
     return request(C.VIEW_BROKER_STATS_DATA, StatsRequestHeader(stats_name=stats_name,
                                                                 stats_key=stats_key))  # fmt: skip
-
-
-def consume_stats(group: str, topic: str) -> RemotingCommand:
-    """GET_CONSUME_STATS (208) of ``group`` on ``topic``: ConsumeStats."""
-    return request(C.GET_CONSUME_STATS, ConsumeStatsRequestHeader(consumer_group=group,
-                                                                  topic=topic))  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,13 +147,6 @@ def parse_topic_stats(body: bytes) -> list[QueueStats]:
     return rows
 
 
-def parse_group_list(body: bytes) -> list[str]:
-    """GroupList ``groupList``, sorted."""
-    obj = fastjson.loads(body)
-    groups = obj.get("groupList") if isinstance(obj, dict) else None
-    return sorted(str(g) for g in groups or [])
-
-
 @dataclass(frozen=True, slots=True)
 class StatsFigures:
     """What statsAll takes from a BrokerStatsData: the last minute's TPS and the 24-hour count
@@ -212,14 +176,6 @@ def parse_consume_diff(body: bytes) -> int:
 
 
 # ------------------------------------------------------------------ routes and clusters
-
-
-def select_addr(broker: BrokerData) -> str | None:
-    """BrokerData.selectBrokerAddr: the master, else any slave."""
-    if MASTER_ID in broker.broker_addrs:
-        return broker.broker_addrs[MASTER_ID]
-    addrs = list(broker.broker_addrs.values())
-    return random.choice(addrs) if addrs else None
 
 
 def cluster_of(info: ClusterInfo, broker_name: str) -> str | None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from aiorocketmq.client.core import api
+from aiorocketmq.client import api
 from aiorocketmq.remoting.protocol import fastjson
 from aiorocketmq.remoting.protocol.codes import LanguageCode
 from aiorocketmq.remoting.protocol.codes import RequestCode as C
@@ -20,18 +20,15 @@ from aiorocketmq.remoting.protocol.command import RemotingCommand
 from aiorocketmq.remoting.protocol.group import SubscriptionGroupConfig
 from aiorocketmq.remoting.protocol.headers.admin import (
     QueryMessageRequestHeader,
-    TopicRequestHeader,
 )
 from aiorocketmq.remoting.protocol.headers.consumer import (
     ConsumeMessageDirectlyRequestHeader,
     ConsumerGroupHeader,
     ConsumerRunningInfoRequestHeader,
-    ConsumeStatsRequestHeader,
     DeleteGroupRequestHeader,
     ProducerGroupHeader,
     ResetOffsetRequestHeader,
 )
-from aiorocketmq.remoting.protocol.headers.namesrv import TopicHeader
 from aiorocketmq.remoting.protocol.heartbeat import (
     CONSUME_TYPES,
     MESSAGE_MODELS,
@@ -39,7 +36,7 @@ from aiorocketmq.remoting.protocol.heartbeat import (
     enum_name,
 )
 from aiorocketmq.remoting.protocol.heartbeat import MessageQueue as MQ
-from aiorocketmq.remoting.protocol.route import BrokerData, dumps
+from aiorocketmq.remoting.protocol.route import dumps
 
 UNIQUE_KEY_QUERY = "_UNIQUE_KEY_QUERY"  # MixAll.UNIQUE_MSG_QUERY_FLAG
 TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"  # MixAll.TOOLS_CONSUMER_GROUP
@@ -104,13 +101,6 @@ def format_time(ms: int, *, millis: bool = False) -> str:
     return f"{text},{ms % 1000:03d}" if millis else text
 
 
-def select_addr(broker: BrokerData) -> str | None:
-    """BrokerData.selectBrokerAddr: the master, else any slave."""
-    if broker.master_addr is not None:
-        return broker.master_addr
-    return next(iter(broker.broker_addrs.values()), None)
-
-
 # ------------------------------------------------------------------ requests
 
 
@@ -122,20 +112,6 @@ def create_group(config: SubscriptionGroupConfig) -> RemotingCommand:
 def delete_group(group: str, remove_offset: bool) -> RemotingCommand:
     header = DeleteGroupRequestHeader(group_name=group, remove_offset=remove_offset)
     return api.request(C.DELETE_SUBSCRIPTIONGROUP, header)
-
-
-def delete_topic_in_broker(topic: str) -> RemotingCommand:
-    return api.request(C.DELETE_TOPIC_IN_BROKER, TopicRequestHeader(topic=topic))
-
-
-def delete_topic_in_namesrv(topic: str, cluster: str | None) -> RemotingCommand:
-    return api.request(C.DELETE_TOPIC_IN_NAMESRV, TopicHeader(topic=topic, cluster_name=cluster))
-
-
-def consume_stats(group: str, topic: str | None = None) -> RemotingCommand:
-    """GET_CONSUME_STATS (208): every topic of the group when ``topic`` is None."""
-    header = ConsumeStatsRequestHeader(consumer_group=group, topic=topic)
-    return api.request(C.GET_CONSUME_STATS, header)
 
 
 def consumer_connection(group: str) -> RemotingCommand:
@@ -176,10 +152,6 @@ def reset_offset(
     return req
 
 
-def topic_stats(topic: str) -> RemotingCommand:
-    return api.request(C.GET_TOPIC_STATS_INFO, TopicRequestHeader(topic=topic))
-
-
 def queue_offset(code: int, mq: MQ, timestamp: int | None = None) -> RemotingCommand:
     """GET_MAX_OFFSET (30) or SEARCH_OFFSET_BY_TIMESTAMP (29) with 4.9.8's ``bname``."""
     ext = {"topic": mq.topic, "queueId": str(mq.queue_id), "bname": mq.broker_name}
@@ -205,10 +177,6 @@ def query_message(
     req = api.request(C.QUERY_MESSAGE, header)
     req.ext_fields[UNIQUE_KEY_QUERY] = "true" if unique else "false"
     return req
-
-
-def consume_by_who(topic: str) -> RemotingCommand:
-    return api.request(C.QUERY_TOPIC_CONSUME_BY_WHO, TopicRequestHeader(topic=topic))
 
 
 # ------------------------------------------------------------------ bodies
@@ -335,10 +303,6 @@ def parse_topic_stats(body: bytes) -> dict[MQ, tuple[int, int]]:
     return {
         _mq(k): (int(v.get("minOffset", 0)), int(v.get("maxOffset", 0))) for k, v in table.items()
     }
-
-
-def parse_group_list(body: bytes) -> list[str]:
-    return sorted(str(g) for g in _object(body, "GroupList").get("groupList") or [])
 
 
 def parse_direct_result(body: bytes) -> dict[str, Any]:

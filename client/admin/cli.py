@@ -17,10 +17,10 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from aiorocketmq.client import MQClientError
 from aiorocketmq.client.admin.output import Output, render_json, render_tables
 from aiorocketmq.client.admin.registry import COMMANDS, MODULES, Command
 from aiorocketmq.client.admin.session import AdminError, Session
-from aiorocketmq.client.core.errors import MQClientError
 
 PROG = "mqadmin"
 DEFAULT_NAMESRV = "127.0.0.1:9876"

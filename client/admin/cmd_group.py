@@ -10,11 +10,12 @@ import random
 from argparse import Namespace
 from typing import Any
 
+from aiorocketmq.client import MQClientError
 from aiorocketmq.client.admin import api_group as g
+from aiorocketmq.client.admin import requests as rq
 from aiorocketmq.client.admin.output import Output, Table
 from aiorocketmq.client.admin.registry import command, opt
 from aiorocketmq.client.admin.session import AdminError, Session, refusal
-from aiorocketmq.remoting.errors import RemotingError
 from aiorocketmq.remoting.protocol.codes import ResponseCode as R
 from aiorocketmq.remoting.protocol.command import RemotingCommand
 from aiorocketmq.remoting.protocol.group import SubscriptionGroupConfig
@@ -29,8 +30,8 @@ async def call_long(session: Session, addr: str, req: RemotingCommand) -> Remoti
     """A request Java's admin gives three times its timeout (208, 307, 309), answered SUCCESS."""
     try:
         resp = await session.client.invoke(addr, req, session.timeout * 3)
-    except RemotingError as exc:
-        raise AdminError(f"{addr}: {exc}") from None
+    except MQClientError as exc:  # "<addr>: <the remoting failure>"
+        raise AdminError(str(exc)) from None
     if resp.code != R.SUCCESS:
         raise refusal(resp, addr)
     return resp
@@ -39,7 +40,7 @@ async def call_long(session: Session, addr: str, req: RemotingCommand) -> Remoti
 async def group_addrs(session: Session, group: str) -> list[str]:
     """The broker of each group of the ``%RETRY%<group>`` route (105)."""
     route = await session.route(retry_topic(group))
-    return [a for b in route.broker_datas if (a := g.select_addr(b)) is not None]
+    return [a for b in route.broker_datas if (a := rq.select_addr(b)) is not None]
 
 
 async def consume_stats(
@@ -48,7 +49,7 @@ async def consume_stats(
     """examineConsumeStats: 105 for the retry topic, then 208 to each of its brokers."""
     tps, rows = 0.0, list[g.OffsetRow]()
     for addr in await group_addrs(session, group):
-        resp = await call_long(session, addr, g.consume_stats(group, topic))
+        resp = await call_long(session, addr, rq.consume_stats(group, topic))
         more_tps, more = g.parse_consume_stats(resp.body)
         tps, rows = tps + more_tps, rows + more
     if not rows:
@@ -182,10 +183,10 @@ async def _delete_topic(session: Session, cluster: str, topic: str) -> list[str]
     """DeleteTopicSubCommand.deleteTopic: 215 to each master, 216 to each name server."""
     for master in await session.masters(cluster):
         if master.master_addr is not None:
-            await session.ok(master.master_addr, g.delete_topic_in_broker(topic))
+            await session.ok(master.master_addr, rq.delete_topic_in_broker(topic))
     lines = [f"delete topic [{topic}] from cluster [{cluster}] success."]
     for addr, resp in (
-        await session.each_namesrv(g.delete_topic_in_namesrv(topic, cluster))
+        await session.each_namesrv(rq.delete_topic_in_namesrv(topic, cluster))
     ).items():
         if isinstance(resp, str):
             raise AdminError(resp)
@@ -251,7 +252,7 @@ async def producer_connection_cmd(session: Session, args: Namespace) -> Output:
     """105 for the topic, then 204 to one of its brokers (examineProducerConnectionInfo)."""
     group, topic = args.producerGroup.strip(), args.topic.strip()
     route = await session.route(topic)
-    addrs = [a for b in route.broker_datas if (a := g.select_addr(b)) is not None]
+    addrs = [a for b in route.broker_datas if (a := rq.select_addr(b)) is not None]
     if not addrs:
         raise AdminError(f"the topic {topic} has no broker in its route")
     addr = random.choice(addrs)

@@ -12,15 +12,13 @@ import time
 from argparse import Namespace
 from typing import Any
 
-from aiorocketmq.client import Message, MessageQueue, Producer, PullConsumer
+from aiorocketmq.client import Message, MessageQueue, Producer, PullConsumer, PullStatus, api
 from aiorocketmq.client.admin import api_group as g
 from aiorocketmq.client.admin import msgview as view
 from aiorocketmq.client.admin.cmd_query import message_output
 from aiorocketmq.client.admin.output import Output, Table
 from aiorocketmq.client.admin.registry import command, opt
 from aiorocketmq.client.admin.session import AdminError, Session
-from aiorocketmq.client.core import api
-from aiorocketmq.client.core.api import PullStatus
 from aiorocketmq.remoting.protocol.message import MessageExt, Prop
 
 MESSAGE_COLUMNS = {

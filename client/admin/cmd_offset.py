@@ -7,12 +7,13 @@ from __future__ import annotations
 from argparse import Namespace
 from typing import Any
 
+from aiorocketmq.client import api
 from aiorocketmq.client.admin import api_group as g
+from aiorocketmq.client.admin import requests as rq
 from aiorocketmq.client.admin.cmd_group import call_long, consume_stats, consumer_connection
 from aiorocketmq.client.admin.output import Output, Table
 from aiorocketmq.client.admin.registry import command, opt
 from aiorocketmq.client.admin.session import AdminError, Session, refusal
-from aiorocketmq.client.core import api
 from aiorocketmq.remoting.protocol.codes import RequestCode as C
 from aiorocketmq.remoting.protocol.codes import ResponseCode as R
 from aiorocketmq.remoting.protocol.heartbeat import MessageQueue as MQ
@@ -46,7 +47,7 @@ async def _allocation(session: Session, group: str) -> dict[MQ, str]:
     try:
         cc = await consumer_connection(session, group)
         route = await session.route(retry_topic(group))
-        addr = next(a for b in route.broker_datas if (a := g.select_addr(b)) is not None)
+        addr = next(a for b in route.broker_datas if (a := rq.select_addr(b)) is not None)
         for conn in cc.connections:
             resp = await call_long(session, addr, g.running_info(group, conn.client_id))
             for mq in g.parse_running_queues(resp.body):
@@ -152,7 +153,7 @@ async def _reset_by_brokers(
     table: dict[MQ, int] = {}
     route = await session.route(topic)
     for broker in route.broker_datas:
-        addr = g.select_addr(broker)
+        addr = rq.select_addr(broker)
         if addr is None:
             continue
         resp = await session.call(addr, g.reset_offset(topic, group, ts, force, cplus))
@@ -195,13 +196,15 @@ async def _reset_old(
     read_nums = {q.broker_name: q.read_queue_nums for q in route.queue_datas}
     out = []
     for broker in route.broker_datas:
-        addr = g.select_addr(broker)
+        addr = rq.select_addr(broker)
         if addr is None:
             continue
-        stats = g.parse_consume_stats((await call_long(session, addr, g.consume_stats(group))).body)
+        stats = g.parse_consume_stats(
+            (await call_long(session, addr, rq.consume_stats(group))).body
+        )
         rows = [r for r in stats[1] if r.mq.topic == topic]
         if not rows:
-            bounds = g.parse_topic_stats((await session.ok(addr, g.topic_stats(topic))).body)
+            bounds = g.parse_topic_stats((await session.ok(addr, rq.topic_stats(topic))).body)
             for qid in range(read_nums.get(broker.broker_name, 0)):
                 mq = MQ(topic, broker.broker_name, qid)
                 low, high = bounds.get(mq, (0, 0))

@@ -14,9 +14,10 @@ import asyncio
 from argparse import Namespace
 from typing import Any
 
-from aiorocketmq.client import Message, Producer
+from aiorocketmq.client import Message, MQClientError, Producer, api
 from aiorocketmq.client.admin import api_group as g
 from aiorocketmq.client.admin import msgview as view
+from aiorocketmq.client.admin import requests as rq
 from aiorocketmq.client.admin.cmd_group import (
     NotOnline,
     call_long,
@@ -26,8 +27,7 @@ from aiorocketmq.client.admin.cmd_group import (
 from aiorocketmq.client.admin.output import Output, Table
 from aiorocketmq.client.admin.registry import command, opt
 from aiorocketmq.client.admin.session import AdminError, Session
-from aiorocketmq.client.core import api
-from aiorocketmq.remoting.errors import MessageDecodeError, RemotingError
+from aiorocketmq.remoting.errors import MessageDecodeError
 from aiorocketmq.remoting.protocol.codes import ResponseCode as R
 from aiorocketmq.remoting.protocol.message import MessageExt, Prop, decode_records
 from aiorocketmq.remoting.protocol.msgid import parse_offset_msg_id
@@ -86,13 +86,13 @@ async def query_messages(
         try:
             resp = await session.client.invoke(addr, copy, session.timeout * 3)
             msgs = decode_records(resp.body, inflate=True) if resp.code == R.SUCCESS else []
-        except (RemotingError, MessageDecodeError):  # Apache logs it and goes on
+        except (MQClientError, MessageDecodeError):  # Apache logs it and goes on
             return []
         for m in msgs:
             m.broker_name = name
         return msgs
 
-    asked = [one(b.broker_name, a) for b in route.broker_datas if (a := g.select_addr(b))]
+    asked = [one(b.broker_name, a) for b in route.broker_datas if (a := rq.select_addr(b))]
     found = [m for batch in await asyncio.gather(*asked) for m in batch]
     if unique:
         found = [m for m in found if view.client_msg_id(m) == key]
@@ -162,10 +162,10 @@ async def tracks(session: Session, msg: MessageExt) -> tuple[list[dict[str, Any]
     broker) and for each whether it consumed the message; or why that could not be told."""
     try:
         route = await session.route(msg.topic)
-        addr = next((a for b in route.broker_datas if (a := g.select_addr(b))), None)
+        addr = next((a for b in route.broker_datas if (a := rq.select_addr(b))), None)
         if addr is None:
             return [], f"the topic {msg.topic} has no broker in its route"
-        groups = g.parse_group_list((await session.ok(addr, g.consume_by_who(msg.topic))).body)
+        groups = rq.parse_group_list((await session.ok(addr, rq.consume_by_who(msg.topic))).body)
     except (AdminError, ValueError) as exc:
         return [], str(exc)
     return [await _track_group(session, msg, group) for group in groups], None

@@ -7,11 +7,12 @@ from argparse import Namespace
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
+from aiorocketmq.client import api
 from aiorocketmq.client.admin import api_cluster as capi
+from aiorocketmq.client.admin import requests as rq
 from aiorocketmq.client.admin.output import Output, Table
 from aiorocketmq.client.admin.registry import command, opt
 from aiorocketmq.client.admin.session import AdminError, Session
-from aiorocketmq.client.core import api
 from aiorocketmq.remoting.protocol.route import MASTER_ID, TopicRouteData
 from aiorocketmq.remoting.protocol.topic import (
     DLQ_GROUP_TOPIC_PREFIX,
@@ -77,13 +78,13 @@ async def _topic_rows(
     route = await _quiet(session.route(topic), errors, topic)
     if route is None:
         return []
-    first = capi.select_addr(route.broker_datas[0]) if route.broker_datas else None
+    first = rq.select_addr(route.broker_datas[0]) if route.broker_datas else None
     groups: list[str] = []
     if first is not None:
-        resp = await _quiet(session.ok(first, capi.consume_by_who(topic)), errors, topic)
+        resp = await _quiet(session.ok(first, rq.consume_by_who(topic)), errors, topic)
         if resp is None:
             return []
-        groups = capi.parse_group_list(resp.body)
+        groups = rq.parse_group_list(resp.body)
     in_tps, in_sum = await _figures(session, route, capi.TOPIC_PUT_NUMS, topic, errors)
     if not groups:
         if active and in_sum <= 0:
@@ -131,10 +132,10 @@ async def _backlog(session: Session, group: str, topic: str, errors: list[str]) 
     route = await _quiet(session.route(retry_topic(group)), errors, group)
     total = 0
     for broker in route.broker_datas if route else ():
-        addr = capi.select_addr(broker)
+        addr = rq.select_addr(broker)
         if addr is None:
             continue
-        resp = await _quiet(session.ok(addr, capi.consume_stats(group, topic)), errors, group)
+        resp = await _quiet(session.ok(addr, rq.consume_stats(group, topic)), errors, group)
         if resp is not None:
             try:
                 total += capi.parse_consume_diff(resp.body)

@@ -7,12 +7,13 @@ from __future__ import annotations
 from argparse import Namespace
 from typing import Any
 
+from aiorocketmq.client import api
 from aiorocketmq.client.admin import api_cluster as capi
+from aiorocketmq.client.admin import requests as rq
 from aiorocketmq.client.admin.cmd_broker import cluster_addrs, on_every_namesrv
 from aiorocketmq.client.admin.output import Output, Table
 from aiorocketmq.client.admin.registry import command, opt
 from aiorocketmq.client.admin.session import AdminError, Session
-from aiorocketmq.client.core import api
 from aiorocketmq.remoting.protocol.codes import ResponseCode as R
 from aiorocketmq.remoting.protocol.route import ClusterInfo, TopicRouteData
 from aiorocketmq.remoting.protocol.topic import (
@@ -135,7 +136,7 @@ async def delete_topic(session: Session, args: Namespace) -> Output:
     errors = []
     for addr in addrs:
         try:
-            await session.ok(addr, capi.delete_topic_in_broker(topic))
+            await session.ok(addr, rq.delete_topic_in_broker(topic))
         except AdminError as exc:
             errors.append(str(exc))
     if errors:
@@ -144,7 +145,7 @@ async def delete_topic(session: Session, args: Namespace) -> Output:
         data = {"topic": topic, "cluster": cluster, "brokers": addrs, "errors": errors}
         return Output(data=data, lines=errors, failed=True)
     lines = [f"delete topic [{topic}] from cluster [{cluster}] success."]
-    done, failed = await on_every_namesrv(session, capi.delete_topic_in_namesrv(topic, cluster))
+    done, failed = await on_every_namesrv(session, rq.delete_topic_in_namesrv(topic, cluster))
     lines.append(f"delete topic [{topic}] from NameServer success." if not failed else
                  "; ".join(failed.values()))  # fmt: skip
     data = {"topic": topic, "cluster": cluster, "brokers": addrs, "namesrvAddrs": sorted(done)}
@@ -188,11 +189,11 @@ async def _cluster_and_groups(
             return None, []
         first = route.broker_datas[0]
         cluster = capi.cluster_of(info, first.broker_name)
-        addr = capi.select_addr(first)
+        addr = rq.select_addr(first)
         if addr is None:
             return cluster, []
-        resp = await session.ok(addr, capi.consume_by_who(topic))
-        return cluster, capi.parse_group_list(resp.body)
+        resp = await session.ok(addr, rq.consume_by_who(topic))
+        return cluster, rq.parse_group_list(resp.body)
     except AdminError as exc:
         if not exc.refused:
             errors.append(f"{topic}: {exc}")
@@ -249,11 +250,11 @@ async def topic_status(session: Session, args: Namespace) -> Output:
     queues: list[capi.QueueStats] = []
     errors: list[str] = []
     for broker in route.broker_datas:
-        addr = capi.select_addr(broker)
+        addr = rq.select_addr(broker)
         if addr is None:
             continue
         try:
-            resp = await session.ok(addr, capi.topic_stats(topic))
+            resp = await session.ok(addr, rq.topic_stats(topic))
             queues.extend(capi.parse_topic_stats(resp.body))
         except (AdminError, ValueError) as exc:
             errors.append(str(exc) if isinstance(exc, AdminError) else f"{addr}: {exc}")

@@ -1,15 +1,13 @@
 """One mqadmin run's connections: the name servers (tried in order, as Java's client does) and
-the brokers, over one RemotingClient with JSON headers (what Apache's servers expect from a
+the brokers, over one SDK ``api.Remote`` with JSON headers (what Apache's servers expect from a
 Java client), each call bounded by ``timeout``."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from aiorocketmq.client.core import api
-from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.client import MQClientError, api
 from aiorocketmq.remoting.config import ClientConfig
-from aiorocketmq.remoting.errors import RemotingError
 from aiorocketmq.remoting.protocol.codes import RequestCode as C
 from aiorocketmq.remoting.protocol.codes import ResponseCode as R
 from aiorocketmq.remoting.protocol.codes import SerializeType
@@ -44,7 +42,7 @@ class Session:
     def __init__(self, namesrv: Iterable[str], timeout: float = 5.0) -> None:
         self.namesrv_addrs = [a.strip() for a in namesrv if a.strip()]
         self.timeout = timeout
-        self.client = RemotingClient(
+        self.client = api.Remote.open(
             ClientConfig(serialize_type=SerializeType.JSON, reconnect_backoff_initial_millis=0)
         )
 
@@ -55,8 +53,8 @@ class Session:
         """``req`` to ``addr``; a connect failure or timeout is an AdminError naming it."""
         try:
             return await self.client.invoke(addr, req, self.timeout)
-        except RemotingError as exc:
-            raise AdminError(f"{addr}: {exc}") from None
+        except MQClientError as exc:  # "<addr>: <the remoting failure>"
+            raise AdminError(str(exc)) from None
 
     async def ok(self, addr: str, req: RemotingCommand, *codes: int) -> RemotingCommand:
         """``call``, and the response must have one of ``codes`` (default SUCCESS)."""

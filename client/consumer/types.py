@@ -42,6 +42,9 @@ class ConsumeFromWhere(enum.Enum):
 
 
 class MessageModel(enum.Enum):
+    """MessageModel: CLUSTERING shares a group's queues among its consumers; BROADCASTING
+    gives every consumer every message."""
+
     BROADCASTING = "BROADCASTING"
     CLUSTERING = "CLUSTERING"
 

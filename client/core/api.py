@@ -1,10 +1,12 @@
-"""aiorocketmq.client.core.api: every request the SDK, mqadmin, tests, benchmarks and examples
-send, as typed builders, and parsers for the responses (the role of Java's MQClientAPIImpl, without
-I/O).
+"""The request layer (Java's MQClientAPIImpl): every request the SDK, mqadmin, tests,
+benchmarks and examples send, as typed builders, parsers for the responses, and ``Remote``,
+the SDK's one edge to the network. Public as ``aiorocketmq.client.api``.
 
-Builders return a RemotingCommand ready for ``RemotingClient.invoke``; requests say they
-come from a 4.9.8 client (``version``), as the brokers' behaviour depends on it. Parsers
-raise MQBrokerError for a refusal (``retriable`` as Java's producer decides).
+Builders return a RemotingCommand ready for ``Remote.invoke``; requests say they come from a
+4.9.8 client (``version``), as the brokers' behaviour depends on it. Parsers raise
+MQBrokerError for a refusal (``retriable`` as Java's producer decides). ``Remote`` raises
+MQConnectionError and MQTimeoutError where the remoting layer raises its RemotingError: no
+RemotingError leaves the SDK.
 """
 
 from __future__ import annotations
@@ -15,7 +17,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
-from aiorocketmq.client.core.errors import MQBrokerError
+from aiorocketmq.client.core.errors import MQBrokerError, translate
+from aiorocketmq.remoting.channel import Channel
+from aiorocketmq.remoting.client import DEFAULT_TIMEOUT, Listener, RemotingClient
+from aiorocketmq.remoting.config import ClientConfig
+from aiorocketmq.remoting.errors import RemotingError
 from aiorocketmq.remoting.protocol import fastjson
 from aiorocketmq.remoting.protocol.codes import RequestCode as C
 from aiorocketmq.remoting.protocol.codes import ResponseCode as R
@@ -43,6 +49,47 @@ from aiorocketmq.remoting.protocol.heartbeat import (
 from aiorocketmq.remoting.protocol.message import MessageExt, decode_records, encode_properties
 from aiorocketmq.remoting.protocol.route import TopicRouteData
 
+__all__ = [
+    "AUTO_CREATE_TOPIC",
+    "DEFAULT_TOPIC_QUEUE_NUMS",
+    "FLAG_CLASS_FILTER",
+    "FLAG_COMMIT_OFFSET",
+    "FLAG_SUBSCRIPTION",
+    "FLAG_SUSPEND",
+    "PullReply",
+    "PullStatus",
+    "Remote",
+    "SendReply",
+    "SendStatus",
+    "all_topics",
+    "consumer_list",
+    "create_topic",
+    "get_route",
+    "heartbeat",
+    "lock_batch",
+    "now_ms",
+    "parse_consumer_list",
+    "parse_locked",
+    "parse_offset",
+    "parse_pull",
+    "parse_route",
+    "parse_send",
+    "parse_topic_list",
+    "pull_message",
+    "query_consumer_offset",
+    "queue_request",
+    "request",
+    "search_offset",
+    "send_back",
+    "send_ids",
+    "send_message",
+    "send_status",
+    "unlock_batch",
+    "unregister_client",
+    "update_consumer_offset",
+    "view_message",
+]
+
 AUTO_CREATE_TOPIC: str = "TBW102"  # TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC
 DEFAULT_TOPIC_QUEUE_NUMS: int = 4  # DefaultMQProducer.defaultTopicQueueNums
 
@@ -50,15 +97,65 @@ DEFAULT_TOPIC_QUEUE_NUMS: int = 4  # DefaultMQProducer.defaultTopicQueueNums
 def request(
     code: int, header: Header | Mapping[str, str] | None = None, body: bytes = b""
 ) -> RemotingCommand:
+    """Any request: ``code`` with ``header`` (a typed header or the raw ext fields)."""
     ext = header.to_ext() if isinstance(header, Header) else dict(header or {})
     return RemotingCommand.request(code, ext, body)
 
 
 def now_ms() -> int:
+    """Wall-clock milliseconds, as Java's System.currentTimeMillis."""
     return time.time_ns() // 1_000_000
 
 
 Status = TypeVar("Status", bound=enum.Enum)
+
+
+class Remote:
+    """A RemotingClient behind the SDK's edge: ``invoke`` and ``invoke_oneway`` raise
+    MQTimeoutError, MQConnectionError (``retriable``) or MQClientError, the RemotingError as
+    their ``__cause__`` (MQClientAPIImpl turns RemotingException into MQClientException's
+    callers' view the same way). Every SDK call to a server goes through one."""
+
+    def __init__(self, client: RemotingClient) -> None:
+        self.client = client
+
+    @classmethod
+    def open(cls, config: ClientConfig | None = None) -> Remote:
+        """A Remote over a new RemotingClient (connections open on first use)."""
+        return cls(RemotingClient(config))
+
+    async def invoke(
+        self, addr: str, request: RemotingCommand, timeout: float = DEFAULT_TIMEOUT
+    ) -> RemotingCommand:
+        """``request`` to ``addr`` ("host:port"); the response, whatever its code."""
+        try:
+            return await self.client.invoke(addr, request, timeout)
+        except RemotingError as exc:
+            raise translate(exc, addr)  # noqa: B904 -- its __cause__ is exc
+
+    async def invoke_oneway(
+        self, addr: str, request: RemotingCommand, timeout: float = DEFAULT_TIMEOUT
+    ) -> None:
+        """``request`` to ``addr`` as oneway: returns once written."""
+        try:
+            await self.client.invoke_oneway(addr, request, timeout)
+        except RemotingError as exc:
+            raise translate(exc, addr)  # noqa: B904 -- its __cause__ is exc
+
+    def add_connect_listener(self, listener: Listener) -> None:
+        self.client.add_connect_listener(listener)
+
+    def add_close_listener(self, listener: Listener) -> None:
+        self.client.add_close_listener(listener)
+
+    def channel(self, addr: str) -> Channel | None:
+        return self.client.channel(addr)
+
+    def close_channel(self, addr: str) -> None:
+        self.client.close_channel(addr)
+
+    async def close(self) -> None:
+        await self.client.close()
 
 
 def _status(kind: type[Status], resp: RemotingCommand, broker_addr: str) -> Status:
@@ -185,6 +282,9 @@ def send_ids(ext: Mapping[str, str]) -> tuple[str, int, int]:
 
 
 class PullStatus(enum.Enum):
+    """PullStatus: FOUND (messages), NO_NEW_MSG, NO_MATCHED_MSG (none passed the filter),
+    OFFSET_ILLEGAL (the offset is outside the queue: see ``next_begin_offset``)."""
+
     FOUND = R.SUCCESS
     NO_NEW_MSG = R.PULL_NOT_FOUND
     NO_MATCHED_MSG = R.PULL_RETRY_IMMEDIATELY

@@ -6,6 +6,13 @@ from __future__ import annotations
 
 from typing import Final
 
+from aiorocketmq.remoting.errors import (
+    RemotingConnectError,
+    RemotingError,
+    RemotingSendRequestError,
+    RemotingTimeoutError,
+    RemotingTooMuchRequestError,
+)
 from aiorocketmq.remoting.protocol.codes import ResponseCode as R
 
 # DefaultMQProducer.retryResponseCodes: another broker (or a later try) may take the message
@@ -51,3 +58,38 @@ class MQBrokerError(MQClientError):
         self.retriable = code in RETRIABLE_CODES
         where = f" from {broker_addr}" if broker_addr else ""
         super().__init__(f"broker error {code}{where}: {self.remark}")
+
+
+def translate(exc: RemotingError, addr: str) -> MQClientError:
+    """The SDK's error for a remoting failure of a call to ``addr``, ``exc`` its cause:
+    MQTimeoutError for no answer in time or no free request slot (RemotingTimeoutException,
+    RemotingTooMuchRequestException), MQConnectionError for a connection that could not be
+    made or kept (RemotingConnectException, RemotingSendRequestException), else a plain
+    MQClientError, not retriable (a malformed answer)."""
+    text = f"{addr}: {exc}" if addr else str(exc)
+    err: MQClientError
+    if isinstance(exc, RemotingTimeoutError | RemotingTooMuchRequestError):
+        err = MQTimeoutError(text)
+    elif isinstance(exc, RemotingConnectError | RemotingSendRequestError):
+        err = MQConnectionError(text)
+    else:
+        err = MQClientError(text)
+    # `raise ... from exc`'s effect, set here: a mypyc-compiled coroutine's `raise X from Y`
+    # leaves __cause__ unset (the caller, api.Remote, is compiled)
+    err.__cause__ = exc
+    return err
+
+
+def like(cause: BaseException | None, text: str, *, timed_out: bool = False) -> MQClientError:
+    """An error saying ``text``, ``cause`` its cause, of ``cause``'s kind: a call that gave up
+    after several tries fails as its last try did, MQTimeoutError or MQConnectionError, else
+    MQClientError; MQTimeoutError whenever ``timed_out`` (its time budget ran out)."""
+    err: MQClientError
+    if timed_out or isinstance(cause, MQTimeoutError):
+        err = MQTimeoutError(text)
+    elif isinstance(cause, MQConnectionError):
+        err = MQConnectionError(text)
+    else:
+        err = MQClientError(text)
+    err.__cause__ = cause  # as in translate: set here for the compiled callers
+    return err

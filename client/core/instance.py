@@ -18,12 +18,17 @@ from collections.abc import Callable
 from typing import ClassVar, Protocol
 
 from aiorocketmq.client.core import api
-from aiorocketmq.client.core.errors import MQBrokerError, MQClientError, MQConnectionError
+from aiorocketmq.client.core.errors import (
+    MQBrokerError,
+    MQClientError,
+    MQConnectionError,
+    MQTimeoutError,
+    like,
+)
 from aiorocketmq.client.core.publish import PublishInfo
 from aiorocketmq.client.core.requests import Answer, CheckNotice, ClientRequests, Notice
 from aiorocketmq.remoting.client import RemotingClient
 from aiorocketmq.remoting.config import ClientConfig
-from aiorocketmq.remoting.errors import RemotingError
 from aiorocketmq.remoting.log import get_logger
 from aiorocketmq.remoting.protocol.codes import ResponseCode as R
 from aiorocketmq.remoting.protocol.codes import SerializeType
@@ -83,8 +88,9 @@ class ClientInstance:
         name = instance_name if instance_name != "DEFAULT" else f"{os.getpid()}#{time.time_ns()}"
         self.client_id = f"{local_ip()}@{name}"  # ClientConfig.buildMQClientId
         self.requests = ClientRequests()  # what brokers ask this process (consumers plug in)
-        self.remoting = RemotingClient(
-            ClientConfig(serialize_type=serialize_type), self.requests.routes()
+        # the SDK's edge (api.Remote): remoting failures come out as MQClientError subclasses
+        self.remoting = api.Remote(
+            RemotingClient(ClientConfig(serialize_type=serialize_type), self.requests.routes())
         )
         self.publish: dict[str, PublishInfo] = {}
         self.producer_groups: set[str] = set()
@@ -165,13 +171,15 @@ class ClientInstance:
                 if exc.code == R.TOPIC_NOT_EXIST:
                     return None
                 error = exc
-            except RemotingError as exc:  # the next call starts with the next name server
+            except MQClientError as exc:  # the next call starts with the next name server
                 error = exc
                 self._ns_index = (first + i + 1) % n
         message = f"no name server answered for topic {topic}: {error}"
         if not isinstance(error, MQBrokerError):  # none answered at all
-            where = ";".join(self.namesrv_addrs)
-            raise MQConnectionError(f"{message} (name servers: {where})") from error
+            where = f"{message} (name servers: {';'.join(self.namesrv_addrs)})"
+            if isinstance(error, MQTimeoutError):  # the last one was slow: a timeout, as it
+                raise like(error, where) from error
+            raise MQConnectionError(where) from error
         raise MQClientError(message) from error
 
     async def topic_list(self, timeout: float = 3.0) -> list[str]:
@@ -181,9 +189,9 @@ class ClientInstance:
             try:
                 resp = await self.remoting.invoke(addr, api.all_topics(), timeout)
                 return api.parse_topic_list(resp, addr)
-            except (MQBrokerError, RemotingError) as exc:
+            except MQClientError as exc:
                 error = exc
-        raise MQClientError(f"no name server listed the topics: {error}") from error
+        raise like(error, f"no name server listed the topics: {error}") from error
 
     def remember_route(self, topic: str, route: TopicRouteData) -> None:
         """A route a producer fetched itself, kept fresh by the route polling from now on."""
@@ -266,7 +274,7 @@ class ClientInstance:
         try:
             resp = await self.remoting.invoke(addr, api.consumer_list(group), 3.0)
             return api.parse_consumer_list(resp, addr)
-        except (MQClientError, RemotingError) as exc:
+        except MQClientError as exc:
             log.info("consumer_list_failed", group=group, broker=addr, error=str(exc))
             return None
 
@@ -294,7 +302,7 @@ class ClientInstance:
         for addr in sorted(targets):
             try:
                 await self.remoting.invoke(addr, request, 3.0)
-            except RemotingError as exc:
+            except MQClientError as exc:
                 log.info("heartbeat_failed", broker=addr, error=str(exc))
 
     # ------------------------------------------------------------ who uses the instance
@@ -343,7 +351,7 @@ class ClientInstance:
         self.requests.unplug_consumer(group)
         request = api.unregister_client(self.client_id, consumer_group=group)
         for addr in sorted({a for addrs in self.brokers.values() for a in addrs.values()}):
-            with contextlib.suppress(RemotingError):
+            with contextlib.suppress(MQClientError):
                 await self.remoting.invoke(addr, request, 3.0)
 
     async def unregister_producer(self, group: str) -> None:
@@ -351,7 +359,7 @@ class ClientInstance:
         self.producer_groups.discard(group)
         request = api.unregister_client(self.client_id, producer_group=group)
         for addr in self.masters():
-            with contextlib.suppress(RemotingError):
+            with contextlib.suppress(MQClientError):
                 await self.remoting.invoke(addr, request, 3.0)
 
     async def create_on_every_master(self, info: PublishInfo, timeout: float) -> None:
@@ -364,7 +372,7 @@ class ClientInstance:
             if broker.master_addr is not None:
                 try:
                     resp = await self.remoting.invoke(broker.master_addr, request, timeout)
-                except RemotingError as exc:
+                except MQClientError as exc:
                     log.info("create_topic_failed", topic=info.topic, broker=broker.master_addr,
                              error=str(exc))  # fmt: skip
                     continue
@@ -396,5 +404,5 @@ class ClientInstance:
     async def _probe(self, addr: str) -> None:
         """One heartbeat: a broker that answers is usable again (``_connected``)."""
         request = api.heartbeat(self.client_id, producers=sorted(self.producer_groups))
-        with contextlib.suppress(RemotingError):
+        with contextlib.suppress(MQClientError):
             await self.remoting.invoke(addr, request, 3.0)

@@ -3,100 +3,82 @@ sendKernelImpl, queue selection, latency fault tolerance; seed 004: ordered send
 
     async with Producer("my_group", namesrv_addr="127.0.0.1:9876") as producer:
         result = await producer.send(Message("Topic", b"hello", tags="TagA"))
+
+Not compiled, on purpose (issue 30): this is the face ``help(Producer)`` and
+``inspect.signature`` read; the send path is ProducerCore's (sending.py, compiled).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import math
-import zlib
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
-from mypy_extensions import mypyc_attr
-
-from aiorocketmq.client.core import api
-from aiorocketmq.client.core.errors import MQBrokerError, MQClientError
-from aiorocketmq.client.core.fault import LatencyFaults
-from aiorocketmq.client.core.instance import ClientInstance, namesrv_list
 from aiorocketmq.client.core.message import Message, MessageQueue, SendResult
-from aiorocketmq.client.core.publish import PublishInfo
-from aiorocketmq.client.core.validate import check_message
-from aiorocketmq.remoting.errors import RemotingError
-from aiorocketmq.remoting.protocol.batch import BatchItem, encode_batch
+from aiorocketmq.client.producer.options import ProducerOptions
+from aiorocketmq.client.producer.sending import ProducerCore, Selector
 from aiorocketmq.remoting.protocol.codes import SerializeType
-from aiorocketmq.remoting.protocol.command import RemotingCommand
-from aiorocketmq.remoting.protocol.message import Prop, SysFlag, encode_properties
-from aiorocketmq.remoting.protocol.msgid import UniqKeyGenerator, java_hash
-from aiorocketmq.remoting.protocol.topic import RETRY_GROUP_TOPIC_PREFIX as RETRY_PREFIX
+from aiorocketmq.remoting.protocol.msgid import java_hash
 
-Selector = Callable[[Sequence[MessageQueue], Message, object], MessageQueue]
+__all__ = ["Producer", "ProducerOptions", "Selector", "select_by_hash"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ProducerOptions:
-    """DefaultMQProducer's settings, with its names in snake case and its defaults."""
+class Producer(ProducerCore):
+    """Sends messages to a RocketMQ cluster (DefaultMQProducer): ``send`` waits until a
+    broker stored the message, retrying on another broker; ``send_orderly`` keeps a key on
+    one queue; ``send_oneway`` only writes; ``send_batch`` sends many in one request.
 
-    send_msg_timeout: int = 3000  # ms, one budget for every try of a send
-    retry_times_when_send_failed: int = 2
-    retry_another_broker_when_not_store_ok: bool = False
-    compress_msg_body_over_howmuch: int = 4096
-    compress_level: int = 5  # rocketmq.message.compressLevel
-    max_message_size: int = 4 * 1024 * 1024
-    send_latency_fault_enable: bool = False
-    # ours: a topic auto-created by its first send is created on every master of TBW102's
-    # route (Java leaves it on the one broker that received it)
-    create_topic_on_every_master: bool = True
-    default_topic_queue_nums: int = 4
-    instance_name: str = "DEFAULT"
-    serialize_type: SerializeType = SerializeType.JSON  # every RocketMQ 4.x broker reads it
+    ``namesrv_addr`` is "host:port[;host:port]" (else NAMESRV_ADDR). The keywords are
+    DefaultMQProducer's settings in snake case, with its defaults (ProducerOptions):
+    ``send_msg_timeout`` (ms, one budget for every try of a send),
+    ``retry_times_when_send_failed``, ``retry_another_broker_when_not_store_ok``,
+    ``compress_msg_body_over_howmuch`` and ``compress_level`` (zlib), ``max_message_size``,
+    ``send_latency_fault_enable``, ``default_topic_queue_nums``, ``instance_name`` (producers
+    and consumers of one name share connections), ``serialize_type`` (the header format);
+    ours: ``create_topic_on_every_master`` (a topic auto-created by its first send is created
+    on every master of TBW102's route). Use ``async with``, or ``start()`` and
+    ``shutdown()``. Failures raise MQClientError subclasses (``retriable`` says whether
+    another try may succeed)."""
 
-
-@dataclass(slots=True)  # not frozen: built once per send, and frozen inits cost a call a field
-class _Prepared:
-    topic: str
-    body: bytes
-    properties: str
-    sys_flag: int
-    flag: int
-    uniq_key: str
-    batch: bool = False
-    reconsume_times: int | None = None
-    max_reconsume_times: int | None = None
-
-
-@mypyc_attr(allow_interpreted_subclasses=True)  # compiled (setup.py); TransactionProducer's base
-class Producer:
-    def __init__(self, group: str, namesrv_addr: str | None = None, **options: object) -> None:
-        self.group = group
-        self.options = ProducerOptions(**options)  # type: ignore[arg-type]
-        self._namesrv = namesrv_list(namesrv_addr)
-        self._instance: ClientInstance | None = None
-        self._ids = UniqKeyGenerator()
-        self.faults = LatencyFaults()
-        self._pending = 0  # sends under way: shutdown lets them finish
-        self._idle = asyncio.Event()
-        self._idle.set()
+    def __init__(
+        self,
+        group: str,
+        namesrv_addr: str | None = None,
+        *,
+        send_msg_timeout: int = 3000,
+        retry_times_when_send_failed: int = 2,
+        retry_another_broker_when_not_store_ok: bool = False,
+        compress_msg_body_over_howmuch: int = 4096,
+        compress_level: int = 5,
+        max_message_size: int = 4 * 1024 * 1024,
+        send_latency_fault_enable: bool = False,
+        create_topic_on_every_master: bool = True,
+        default_topic_queue_nums: int = 4,
+        instance_name: str = "DEFAULT",
+        serialize_type: SerializeType = SerializeType.JSON,
+    ) -> None:
+        options = ProducerOptions(
+            send_msg_timeout=send_msg_timeout,
+            retry_times_when_send_failed=retry_times_when_send_failed,
+            retry_another_broker_when_not_store_ok=retry_another_broker_when_not_store_ok,
+            compress_msg_body_over_howmuch=compress_msg_body_over_howmuch,
+            compress_level=compress_level,
+            max_message_size=max_message_size,
+            send_latency_fault_enable=send_latency_fault_enable,
+            create_topic_on_every_master=create_topic_on_every_master,
+            default_topic_queue_nums=default_topic_queue_nums,
+            instance_name=instance_name,
+            serialize_type=serialize_type,
+        )
+        super().__init__(group, namesrv_addr, options)
 
     async def start(self) -> None:
-        if self._instance is not None:
-            return
-        self._instance = ClientInstance.acquire(
-            self._namesrv, self.options.instance_name, self.options.serialize_type
-        )
-        self._instance.register_producer(self.group)
+        """Join the process's client instance (connections, routes, heartbeats); idempotent."""
+        await self._start()
 
     async def shutdown(self) -> None:
         """Let sends under way finish (up to ``send_msg_timeout``), then UNREGISTER_CLIENT to
         the brokers; the connections close with the instance's last user."""
-        if self._instance is None:
-            return
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._idle.wait(), self.options.send_msg_timeout / 1000)
-        inst, self._instance = self._instance, None
-        await inst.unregister_producer(self.group)
-        await inst.release()
+        await self._shutdown()
 
     async def __aenter__(self) -> Producer:
         await self.start()
@@ -105,233 +87,37 @@ class Producer:
     async def __aexit__(self, *exc: object) -> None:
         await self.shutdown()
 
-    @property
-    def instance(self) -> ClientInstance:
-        if self._instance is None:
-            raise MQClientError("the producer is not started: use `async with` or start()")
-        return self._instance
-
-    # ------------------------------------------------------------ sending
-
     async def send(
-        self, msg: Message, *, selector: Selector | None = None, arg: object = None,
-        queue: MessageQueue | None = None, timeout_ms: int | None = None,
-    ) -> SendResult:  # fmt: skip
-        """Send and wait until stored. With ``selector`` or ``queue``: that queue, one try
-        (sendSelectImpl); else up to 1 + retry_times_when_send_failed tries, each avoiding the
-        broker that just failed, all within ``send_msg_timeout``."""
-        prepared = self._prepare(msg)
-        budget = (timeout_ms or self.options.send_msg_timeout) / 1000
-        deadline = asyncio.get_running_loop().time() + budget
-        self._enter()
-        try:
-            if selector is not None or queue is not None:
-                info = await self.instance.publish_info(msg.topic, budget)
-                mq = queue if queue is not None else selector(info.queues, msg, arg)  # type: ignore[misc]
-                return await self._send_to(prepared, mq, info, deadline)
-            return await self._send_default(prepared, deadline)
-        finally:
-            self._leave()
-
-    # a send under way: _enter, then try/finally _leave (not a contextmanager: every send pays
-    # for its generator and calls)
-    def _enter(self) -> None:
-        self.instance  # noqa: B018 -- raises when not started, before anything is counted
-        if not self._pending:
-            self._idle.clear()
-        self._pending += 1
-
-    def _leave(self) -> None:
-        self._pending -= 1
-        if not self._pending:
-            self._idle.set()
+        self,
+        msg: Message,
+        *,
+        selector: Selector | None = None,
+        arg: object = None,
+        queue: MessageQueue | None = None,
+        timeout_ms: int | None = None,
+    ) -> SendResult:
+        """Send and wait until stored. With ``selector`` (called with the topic's queues,
+        ``msg`` and ``arg``) or ``queue``: that queue, one try (sendSelectImpl); else up to
+        1 + retry_times_when_send_failed tries, each avoiding the broker that just failed, all
+        within ``timeout_ms`` (default ``send_msg_timeout``)."""
+        return await self._send(msg, selector, arg, queue, timeout_ms)
 
     async def send_orderly(self, msg: Message, key: object) -> SendResult:
         """The same key always goes to the same queue (SelectMessageQueueByHash, with Java's
         String.hashCode so Java producers pick the same queue for the same key)."""
-        return await self.send(msg, selector=select_by_hash, arg=key)
+        return await self._send(msg, select_by_hash, key, None, None)
 
     async def send_oneway(self, msg: Message) -> None:
         """Write the message and return; no result, no retry (CommunicationMode.ONEWAY)."""
-        prepared = self._prepare(msg)
-        budget = self.options.send_msg_timeout / 1000
-        info = await self.instance.publish_info(msg.topic, budget)
-        mq = info.select(None, self._faults(), self._down(info))
-        addr = self._addr(info, mq)
-        self._enter()
-        try:
-            await self.instance.remoting.invoke_oneway(addr, self._request(prepared, mq), budget)
-        finally:
-            self._leave()
+        await self._send_oneway(msg)
 
     async def send_batch(self, msgs: Sequence[Message]) -> SendResult:
         """One SEND_BATCH_MESSAGE of messages to one topic (MessageBatch.generateFromList):
         no delay levels, no retry topics; ``msg_id`` lists every message's id, comma-separated."""
-        prepared = self._prepare_batch(msgs)
-        deadline = asyncio.get_running_loop().time() + self.options.send_msg_timeout / 1000
-        self._enter()
-        try:
-            return await self._send_default(prepared, deadline)
-        finally:
-            self._leave()
-
-    # ------------------------------------------------------------ sendDefaultImpl
-
-    async def _send_default(self, prepared: _Prepared, deadline: float) -> SendResult:
-        loop, inst = asyncio.get_running_loop(), self.instance
-        info = inst.cached_publish_info(prepared.topic)  # no coroutine when cached
-        if info is None:
-            info = await inst.publish_info(prepared.topic, max(0.001, deadline - loop.time()))
-        if not info.queues:
-            raise MQClientError(f"No route info of this topic: {prepared.topic}")
-        tries, last, error, sent_to = 1 + self.options.retry_times_when_send_failed, None, None, []
-        faults = self._faults()
-        for _ in range(tries):  # no `down` check while no broker is down (mostly)
-            mq = info.select(last, faults, self._down(info) if inst.down else None)
-            if loop.time() >= deadline:
-                break
-            sent_to.append(mq.broker_name)
-            begin = loop.time()
-            try:  # _send_to, without a coroutine of its own
-                addr, request, remaining = self._kernel(prepared, mq, info, deadline)
-                resp = await inst.remoting.invoke(addr, request, remaining)
-                result = self._result(prepared, mq, resp, addr)
-            except (MQBrokerError, RemotingError, MQClientError) as exc:
-                self.faults.update(mq.broker_name, 0, isolation=True)
-                if isinstance(exc, MQBrokerError) and not exc.retriable:
-                    raise
-                last, error = mq.broker_name, exc
-                continue
-            self.faults.update(mq.broker_name, (loop.time() - begin) * 1000)
-            if info.via_default and self.options.create_topic_on_every_master:
-                await inst.create_on_every_master(info, self.options.send_msg_timeout / 1000)
-            if result.status is not api.SendStatus.SEND_OK and (
-                self.options.retry_another_broker_when_not_store_ok
-            ):
-                last = mq.broker_name
-                continue
-            return result
-        spent = int((loop.time() - deadline) * 1000 + self.options.send_msg_timeout)
-        why = "sendDefaultImpl call timeout; " if loop.time() >= deadline else ""
-        raise MQClientError(
-            f"{why}Send [{len(sent_to)}] times, still failed, cost [{spent}]ms, "
-            f"Topic: {prepared.topic}, BrokersSent: {sent_to}: {error}"
-        ) from error
-
-    async def _send_to(
-        self, prepared: _Prepared, mq: MessageQueue, info: PublishInfo, deadline: float
-    ) -> SendResult:
-        addr, request, remaining = self._kernel(prepared, mq, info, deadline)
-        resp = await self.instance.remoting.invoke(addr, request, remaining)
-        return self._result(prepared, mq, resp, addr)
-
-    def _kernel(
-        self, prepared: _Prepared, mq: MessageQueue, info: PublishInfo, deadline: float
-    ) -> tuple[str, RemotingCommand, float]:
-        """sendKernelImpl up to the call: (broker address, request, seconds left)."""
-        remaining = deadline - asyncio.get_running_loop().time()
-        if remaining <= 0:
-            raise MQClientError(f"sendKernelImpl call timeout: {self.options.send_msg_timeout} ms")
-        addr = info.master_addr(mq.broker_name)  # _addr, inline
-        if addr is None:
-            raise MQClientError(f"The broker[{mq.broker_name}] not exist")
-        return addr, self._request(prepared, mq), remaining
-
-    def _result(
-        self, prepared: _Prepared, mq: MessageQueue, resp: RemotingCommand, addr: str
-    ) -> SendResult:
-        status = api.send_status(resp, addr)  # api.parse_send's reading, without its SendReply
-        ext = resp.ext_fields
-        offset_msg_id, queue_id, queue_offset = api.send_ids(ext)
-        if queue_id != mq.queue_id or type(mq) is not MessageQueue:
-            mq = MessageQueue(mq.topic, mq.broker_name, queue_id)
-        # positional: every send builds one, and keywords cost a frozen init more
-        return SendResult(status, prepared.uniq_key, offset_msg_id, mq, queue_offset,
-                          ext.get("MSG_REGION"), ext.get("transactionId"))  # fmt: skip
-
-    def _addr(self, info: PublishInfo, mq: MessageQueue) -> str:
-        addr = info.master_addr(mq.broker_name)
-        if addr is None:
-            raise MQClientError(f"The broker[{mq.broker_name}] not exist")
-        return addr
-
-    def _down(self, info: PublishInfo) -> Callable[[str], bool]:
-        inst = self.instance
-        return lambda name: inst.is_down(info.master_addr(name))
-
-    def _faults(self) -> LatencyFaults | None:
-        return self.faults if self.options.send_latency_fault_enable else None
-
-    def _request(self, p: _Prepared, mq: MessageQueue) -> RemotingCommand:
-        return api.send_message(
-            mq.topic, p.body, group=self.group, properties=p.properties, queue_id=mq.queue_id,
-            sys_flag=p.sys_flag, flag=p.flag, batch=p.batch, reconsume_times=p.reconsume_times,
-            max_reconsume_times=p.max_reconsume_times,
-            default_topic_queue_nums=self.options.default_topic_queue_nums,
-        )  # fmt: skip
-
-    # ------------------------------------------------------------ sendKernelImpl's preparation
-
-    def _prepare(self, msg: Message) -> _Prepared:
-        """Checked before any network call (Validators.checkMessage); UNIQ_KEY set once, so
-        every try carries the same id; bodies over the threshold compressed (sysFlag bit 0)."""
-        check_message(msg, self.options.max_message_size)
-        body, sys_flag = msg.body, 0
-        if len(body) > self.options.compress_msg_body_over_howmuch:
-            packed = zlib.compress(body, self.options.compress_level)
-            if len(packed) < len(body):
-                body, sys_flag = packed, SysFlag.COMPRESSED
-        if not msg.properties:  # no TRAN_MSG, no reconsume counts: the text at once
-            uniq = self._ids.next()
-            return _Prepared(msg.topic, body, msg.wire_text(uniq), sys_flag, msg.flag, uniq)
-        props = msg.wire_properties()
-        uniq = props.setdefault(Prop.UNIQ_KEY, self._ids.next())
-        if props.get(Prop.TRAN_MSG) == "true":
-            sys_flag |= SysFlag.TRANSACTION_PREPARED
-        times = max_times = None
-        if msg.topic.startswith(RETRY_PREFIX):  # sendKernelImpl: these travel in the header
-            times = _int_or_none(props.pop(Prop.RECONSUME_TIME, None))
-            max_times = _int_or_none(props.pop(Prop.MAX_RECONSUME_TIMES, None))
-        return _Prepared(msg.topic, body, encode_properties(props), sys_flag, msg.flag, uniq,
-                         reconsume_times=times, max_reconsume_times=max_times)  # fmt: skip
-
-    def _prepare_batch(self, msgs: Sequence[Message]) -> _Prepared:
-        if not msgs:
-            raise MQClientError("send_batch: no messages")
-        topic, items, ids = msgs[0].topic, [], []
-        for msg in msgs:
-            if msg.topic != topic:
-                raise MQClientError("send_batch: every message must have the same topic")
-            if msg.delay_level > 0 or topic.startswith(RETRY_PREFIX):
-                raise MQClientError("send_batch: delay levels and retry topics are not supported")
-            check_message(msg, self.options.max_message_size)
-            if msg.properties:
-                props = msg.wire_properties()
-                ids.append(props.setdefault(Prop.UNIQ_KEY, self._ids.next()))
-                text = encode_properties(props)
-            else:
-                ids.append(uniq := self._ids.next())
-                text = msg.wire_text(uniq)
-            items.append(BatchItem(msg.body, msg.flag, text))
-        body = encode_batch(items)
-        if len(body) > self.options.max_message_size:
-            raise MQClientError(
-                f"the batch's size {len(body)} is over max value, MAX: "
-                f"{self.options.max_message_size}"
-            )
-        return _Prepared(topic, body, "", 0, 0, ",".join(ids), batch=True)
+        return await self._send_batch(msgs)
 
 
 def select_by_hash(queues: Sequence[MessageQueue], msg: Message, arg: object) -> MessageQueue:
     """SelectMessageQueueByHash: abs(hashCode % size), String.hashCode for text keys."""
     h = java_hash(arg) if isinstance(arg, str) else hash(arg)
     return queues[abs(int(math.fmod(h, len(queues))))]
-
-
-def _int_or_none(text: str | None) -> int | None:
-    try:
-        return int(text) if text is not None else None
-    except ValueError:
-        raise MQClientError(
-            f"not a number: {text!r} (RECONSUME_TIME / MAX_RECONSUME_TIMES)"
-        ) from None

@@ -17,12 +17,13 @@ import contextlib
 import dataclasses
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Final
+from typing import Any, Final, Unpack
 
 from aiorocketmq.client.consumer.push.consume import is_async
 from aiorocketmq.client.core import api
 from aiorocketmq.client.core.errors import MQClientError
 from aiorocketmq.client.core.message import Message, SendResult
+from aiorocketmq.client.producer.options import ProducerSettings
 from aiorocketmq.client.producer.producer import Producer
 from aiorocketmq.client.producer.transaction_types import (
     COMMIT_OR_ROLLBACK,
@@ -54,14 +55,15 @@ _Check = tuple[CheckTransactionStateRequestHeader, MessageExt, Channel]
 class TransactionProducer(Producer):
     """A Producer (``send`` and the rest work as usual) that also sends in transactions.
 
-    Options as ``client.Producer``, plus TransactionMQProducer's ``check_thread_pool_max_size``
-    (1: check-backs answered one at a time, as in Java) and ``check_request_hold_max`` (2000
-    waiting check-backs; more are dropped, and the broker asks again next round)."""
+    Options as ``Producer``'s keywords (ProducerSettings), plus TransactionMQProducer's
+    ``check_thread_pool_max_size`` (1: check-backs answered one at a time, as in Java) and
+    ``check_request_hold_max`` (2000 waiting check-backs; more are dropped, and the broker asks
+    again next round)."""
 
     def __init__(
         self, group: str, listener: TransactionListener, namesrv_addr: str | None = None, *,
         check_thread_pool_max_size: int = 1, check_request_hold_max: int = 2000,
-        **options: object,
+        **options: Unpack[ProducerSettings],
     ) -> None:  # fmt: skip
         super().__init__(group, namesrv_addr, **options)
         self.listener = listener

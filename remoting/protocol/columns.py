@@ -36,6 +36,9 @@ _H = struct.Struct(">h")
 
 @dataclass(slots=True)
 class Columns:
+    """Records decoded column by column (``decode_columns``): one list per field, the i-th
+    entry of each list one message; what a bulk reader turns into an Arrow batch."""
+
     topic: list[str] = field(default_factory=list)
     queue_id: list[int] = field(default_factory=list)
     queue_offset: list[int] = field(default_factory=list)

@@ -53,6 +53,9 @@ def parse_tags(expression: str | None) -> tuple[list[str], list[int]] | None:
 
 
 class MessageQueue(NamedTuple):
+    """One queue of a topic on one broker group (MessageQueue): ``topic``, ``broker_name``,
+    ``queue_id``; ordered and hashable."""
+
     topic: str
     broker_name: str
     queue_id: int

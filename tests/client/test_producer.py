@@ -176,8 +176,12 @@ async def test_the_budget_holds_against_a_broker_that_never_answers(two_brokers:
     await create_everywhere(two_brokers, "Stall")
     frozen = two_brokers.brokers["broker-a"].proc
     assert frozen is not None
-    options = {"send_msg_timeout": 800, "send_latency_fault_enable": True}
-    async with Producer("pg_stall", namesrv_addr=two_brokers.namesrv_addr, **options) as producer:
+    async with Producer(
+        "pg_stall",
+        namesrv_addr=two_brokers.namesrv_addr,
+        send_msg_timeout=800,
+        send_latency_fault_enable=True,
+    ) as producer:
         await producer.send(Message("Stall", b"warm"))  # route known, both connections open
         frozen.proc.send_signal(signal.SIGSTOP)
         try:

@@ -302,6 +302,11 @@ class PullConsumer:
             raise MQClientError(f"Can not find Message Queue for this topic, {topic}")
         return sorted(queues)
 
+    async def list_topics(self, timeout: float = 3.0) -> list[str]:
+        """Every topic the name servers know, sorted (the first name server that answers;
+        DefaultMQAdminExt.fetchAllTopicList's request)."""
+        return await self._started().instance.topic_list(timeout)
+
     # ------------------------------------------------------------ what the instance asks
 
     def consumer_data(self) -> ConsumerData:

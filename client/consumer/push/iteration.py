@@ -21,6 +21,9 @@ _CLOSED = object()
 
 @dataclass(slots=True)
 class Delivery:
+    """One message from ``async for delivery in consumer``: ``message``, its ``queue``; settle
+    it with ``ack()`` or ``nack()`` (which sends it back for a later retry)."""
+
     message: MessageExt
     queue: MessageQueue
     _settled: asyncio.Future[ConsumeStatus] = field(repr=False)
