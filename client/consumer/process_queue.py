@@ -20,6 +20,8 @@ PULL_MAX_IDLE = 120.0  # s, ProcessQueue.PULL_MAX_IDLE_TIME: an unpulled queue i
 
 @dataclass(slots=True)
 class ProcessQueue:
+    """The messages pulled from one queue and not yet consumed (ProcessQueue)."""
+
     offsets: list[int] = field(default_factory=list)  # sorted queue offsets in ``msgs``
     msgs: dict[int, MessageExt] = field(default_factory=dict)
     consuming: dict[int, MessageExt] = field(default_factory=dict)  # orderly: taken

@@ -14,6 +14,8 @@ def _bool(value: object, default: bool) -> bool:
 
 @dataclass(slots=True, kw_only=True)
 class SubscriptionGroupConfig:
+    """A consumer group's broker-side settings (SubscriptionGroupConfig)."""
+
     group_name: str
     consume_enable: bool = True
     consume_from_min_enable: bool = True

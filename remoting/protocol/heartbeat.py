@@ -71,6 +71,8 @@ class MessageQueue(NamedTuple):
 
 @dataclass(slots=True, kw_only=True)
 class SubscriptionData:
+    """One topic a consumer subscribes to (SubscriptionData): its expression, tags and version."""
+
     topic: str
     sub_string: str = SUB_ALL
     tags_set: list[str] = field(default_factory=list)
@@ -132,6 +134,8 @@ class SubscriptionData:
 
 @dataclass(slots=True, kw_only=True)
 class ConsumerData:
+    """A consumer group in a heartbeat (ConsumerData): its mode, model and subscriptions."""
+
     group_name: str
     consume_type: str = "CONSUME_PASSIVELY"
     message_model: str = "CLUSTERING"
@@ -168,6 +172,8 @@ class ConsumerData:
 
 @dataclass(slots=True, kw_only=True)
 class HeartbeatData:
+    """HEART_BEAT's body (HeartbeatData): the client's producer and consumer groups."""
+
     client_id: str
     producers: list[str] = field(default_factory=list)  # producer group names
     consumers: list[ConsumerData] = field(default_factory=list)

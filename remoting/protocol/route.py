@@ -52,6 +52,8 @@ def dumps(obj: Any) -> bytes:
 
 @dataclass(slots=True, kw_only=True)
 class QueueData:
+    """A topic's queues on one broker (QueueData): read/write counts, perm, sysFlag."""
+
     broker_name: str
     read_queue_nums: int
     write_queue_nums: int
@@ -84,6 +86,8 @@ class QueueData:
 
 @dataclass(slots=True, kw_only=True)
 class BrokerData:
+    """One broker group (BrokerData): its cluster, name and addresses by brokerId."""
+
     cluster: str
     broker_name: str
     broker_addrs: dict[int, str] = field(default_factory=dict)
@@ -112,6 +116,8 @@ class BrokerData:
 
 @dataclass(slots=True, kw_only=True)
 class TopicRouteData:
+    """A topic's route (TopicRouteData): its queue data and the brokers that serve them."""
+
     queue_datas: list[QueueData] = field(default_factory=list)
     broker_datas: list[BrokerData] = field(default_factory=list)
     order_topic_conf: str | None = None
@@ -157,6 +163,8 @@ class TopicRouteData:
 
 @dataclass(slots=True, kw_only=True)
 class ClusterInfo:
+    """Every broker and cluster the name server knows (ClusterInfo)."""
+
     broker_addr_table: dict[str, BrokerData] = field(default_factory=dict)
     cluster_addr_table: dict[str, list[str]] = field(default_factory=dict)
 

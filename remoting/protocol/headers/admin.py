@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
-from aiorocketmq.remoting.protocol.headers.base import Header, Int32, wire
+from aiorocketmq.remoting.protocol.headers.base import Header, Int32, header, wire
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@header
 class CreateTopicRequestHeader(Header):
     """UPDATE_AND_CREATE_TOPIC (17)."""
 
@@ -21,14 +21,14 @@ class CreateTopicRequestHeader(Header):
     order: bool = field(default=False, metadata=wire("order"))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@header
 class TopicRequestHeader(Header):
     """DELETE_TOPIC_IN_BROKER (215), GET_TOPIC_STATS_INFO (202)."""
 
     topic: str = field(metadata=wire("topic"))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@header
 class QueueRequestHeader(Header):
     """GET_MAX_OFFSET (30), GET_MIN_OFFSET (31), GET_EARLIEST_MSG_STORETIME (32)."""
 
@@ -36,7 +36,7 @@ class QueueRequestHeader(Header):
     queue_id: Int32 = field(metadata=wire("queueId"))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@header
 class SearchOffsetRequestHeader(Header):
     """SEARCH_OFFSET_BY_TIMESTAMP (29); 5.x boundaryType LOWER (default) or UPPER."""
 
@@ -46,24 +46,28 @@ class SearchOffsetRequestHeader(Header):
     boundary_type: str | None = field(default=None, metadata=wire("boundaryType"))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@header
 class OffsetResponseHeader(Header):
+    """The answer to an offset query: the offset."""
+
     offset: int = field(metadata=wire("offset"))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@header
 class TimestampResponseHeader(Header):
+    """The answer to a store-time query: the timestamp."""
+
     timestamp: int = field(metadata=wire("timestamp"))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@header
 class ViewMessageRequestHeader(Header):
     """VIEW_MESSAGE_BY_ID (33): the commitlog offset decoded from an offsetMsgId."""
 
     offset: int = field(metadata=wire("offset"))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@header
 class QueryMessageRequestHeader(Header):
     """QUERY_MESSAGE (12)."""
 
@@ -74,13 +78,15 @@ class QueryMessageRequestHeader(Header):
     end_timestamp: int = field(metadata=wire("endTimestamp"))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@header
 class QueryMessageResponseHeader(Header):
+    """QUERY_MESSAGE's answer: the index's last update and physical offset."""
+
     index_last_update_timestamp: int = field(metadata=wire("indexLastUpdateTimestamp"))
     index_last_update_phyoffset: int = field(metadata=wire("indexLastUpdatePhyoffset"))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@header
 class StatsRequestHeader(Header):
     """VIEW_BROKER_STATS_DATA (315): statsName TOPIC_PUT_NUMS / TOPIC_PUT_SIZE (key: topic),
     GROUP_GET_NUMS / GROUP_GET_SIZE (key: ``topic@group``), statsKey."""

@@ -1,6 +1,6 @@
 """The typed request/response header pattern: frozen dataclasses <-> extFields.
 
-Subclass ``Header`` with ``@dataclass(frozen=True, slots=True, kw_only=True)``. The wire key of
+Subclass ``Header`` with ``@header`` (a frozen, slots, keyword-only dataclass). The wire key of
 a field is its name, or ``metadata["key"]``; ``metadata["v2"]`` gives an alternative short key
 used by ``from_ext(ext, v2=True)`` (SEND_MESSAGE_V2's one-letter keys). Field types may be
 ``str``, ``int``, ``bool`` or one of those ``| None``. A field without a default is required.
@@ -17,7 +17,7 @@ import functools
 import types
 import typing
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any, Final, NamedTuple, Self, TypeAlias, TypeVar
+from typing import Annotated, Any, Final, NamedTuple, Self, TypeAlias, TypeVar, dataclass_transform
 
 from aiorocketmq.remoting.errors import RemotingCommandError
 
@@ -243,10 +243,48 @@ def fast_init(cls: type[H]) -> type[H]:
     return cls
 
 
+_H = TypeVar("_H", bound="Header")
+_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+@dataclass_transform(
+    frozen_default=True, kw_only_default=True, field_specifiers=(dataclasses.field,)
+)
+def header(cls: type[_H]) -> type[_H]:
+    """``@dataclass(frozen=True, slots=True, kw_only=True)`` with ``Header``'s one ``__eq__``,
+    ``__hash__`` and ``__repr__`` in place of code generated per class: an SDK import creates
+    some 50 header classes, and generating those three cost half of it (issue 30)."""
+    return dataclasses.dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)(cls)
+
+
+def _names(cls: type) -> tuple[str, ...]:
+    names = _NAMES.get(cls)
+    if names is None:
+        names = _NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return names
+
+
 class Header:
-    """Mixin for typed headers; subclasses are frozen slots dataclasses."""
+    """Mixin for typed headers; subclasses are ``@header`` classes (frozen slots dataclasses),
+    equal and hashed by their fields as a dataclass is, shown as a dataclass is."""
 
     __slots__ = ()
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, n) for n in _names(type(self)))
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, Header)
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{n}={getattr(self, n)!r}" for n in _names(type(self)))
+        return f"{type(self).__qualname__}({fields})"
 
     @classmethod
     def from_ext(cls, ext: Mapping[str, str], *, v2: bool = False) -> Self:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
-from aiorocketmq.remoting.protocol.headers.base import Header, Int32, fast_init, wire
+from aiorocketmq.remoting.protocol.headers.base import Header, Int32, fast_init, header, wire
 
 
 @fast_init
-@dataclass(frozen=True, slots=True, kw_only=True)
+@header
 class PullMessageRequestHeader(Header):
+    """PULL_MESSAGE (11)."""
+
     consumer_group: str = field(metadata=wire("consumerGroup"))
     topic: str = field(metadata=wire("topic"))
     queue_id: Int32 = field(metadata=wire("queueId"))
@@ -25,7 +27,7 @@ class PullMessageRequestHeader(Header):
 
 
 @fast_init
-@dataclass(frozen=True, slots=True, kw_only=True)
+@header
 class PullMessageResponseHeader(Header):
     """ali-ons does arithmetic on all four for every status: always send them."""
 
@@ -35,7 +37,7 @@ class PullMessageResponseHeader(Header):
     max_offset: int = field(metadata=wire("maxOffset"))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@header
 class QueueOffsetRequestHeader(Header):
     """QUERY_CONSUMER_OFFSET (14); 5.x adds setZeroIfNotFound."""
 
@@ -45,15 +47,17 @@ class QueueOffsetRequestHeader(Header):
     set_zero_if_not_found: bool | None = field(default=None, metadata=wire("setZeroIfNotFound"))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@header
 class UpdateConsumerOffsetRequestHeader(Header):
+    """UPDATE_CONSUMER_OFFSET (15)."""
+
     consumer_group: str = field(metadata=wire("consumerGroup"))
     topic: str = field(metadata=wire("topic"))
     queue_id: Int32 = field(metadata=wire("queueId"))
     commit_offset: int = field(metadata=wire("commitOffset"))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@header
 class ConsumerGroupHeader(Header):
     """GET_CONSUMER_LIST_BY_GROUP (38), GET_CONSUMER_CONNECTION_LIST (203),
     NOTIFY_CONSUMER_IDS_CHANGED (40)."""
@@ -61,21 +65,23 @@ class ConsumerGroupHeader(Header):
     consumer_group: str = field(metadata=wire("consumerGroup"))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@header
 class ProducerGroupHeader(Header):
     """GET_PRODUCER_CONNECTION_LIST (204)."""
 
     producer_group: str = field(metadata=wire("producerGroup"))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@header
 class UnregisterClientRequestHeader(Header):
+    """UNREGISTER_CLIENT (35)."""
+
     client_id: str = field(metadata=wire("clientID"))
     producer_group: str | None = field(default=None, metadata=wire("producerGroup"))
     consumer_group: str | None = field(default=None, metadata=wire("consumerGroup"))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@header
 class SendMsgBackRequestHeader(Header):
     """CONSUMER_SEND_MSG_BACK (36)."""
 
@@ -88,7 +94,7 @@ class SendMsgBackRequestHeader(Header):
     max_reconsume_times: Int32 | None = field(default=None, metadata=wire("maxReconsumeTimes"))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@header
 class ConsumeStatsRequestHeader(Header):
     """GET_CONSUME_STATS (208): every subscribed topic when ``topic`` is absent."""
 
@@ -96,7 +102,7 @@ class ConsumeStatsRequestHeader(Header):
     topic: str | None = field(default=None, metadata=wire("topic"))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@header
 class ResetOffsetRequestHeader(Header):
     """INVOKE_BROKER_TO_RESET_OFFSET (222) and RESET_CONSUMER_CLIENT_OFFSET (220)."""
 
@@ -106,7 +112,7 @@ class ResetOffsetRequestHeader(Header):
     is_force: bool = field(default=False, metadata=wire("isForce"))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@header
 class DeleteGroupRequestHeader(Header):
     """DELETE_SUBSCRIPTIONGROUP (207); 4.9.8 also removeOffset."""
 
@@ -114,7 +120,7 @@ class DeleteGroupRequestHeader(Header):
     remove_offset: bool = field(default=False, metadata=wire("removeOffset"))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@header
 class ConsumerRunningInfoRequestHeader(Header):
     """GET_CONSUMER_RUNNING_INFO (307), admin -> broker -> client."""
 
@@ -123,7 +129,7 @@ class ConsumerRunningInfoRequestHeader(Header):
     jstack_enable: bool = field(default=False, metadata=wire("jstackEnable"))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@header
 class ConsumeMessageDirectlyRequestHeader(Header):
     """CONSUME_MESSAGE_DIRECTLY (309): ``msgId`` is an offsetMsgId; the broker adds
     ``brokerName`` and the stored record before forwarding it to the client."""
@@ -134,7 +140,7 @@ class ConsumeMessageDirectlyRequestHeader(Header):
     broker_name: str | None = field(default=None, metadata=wire("brokerName"))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@header
 class ConsumerStatusRequestHeader(Header):
     """INVOKE_BROKER_TO_GET_CONSUMER_STATUS (223, with ``clientAddr``: a client id) and
     GET_CONSUMER_STATUS_FROM_CLIENT (221, without)."""

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
-from aiorocketmq.remoting.protocol.headers.base import Header, Int32, wire
+from aiorocketmq.remoting.protocol.headers.base import Header, Int32, header, wire
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@header
 class RegisterBrokerRequestHeader(Header):
     broker_name: str = field(metadata=wire("brokerName"))
     broker_addr: str = field(metadata=wire("brokerAddr"))
@@ -21,13 +21,13 @@ class RegisterBrokerRequestHeader(Header):
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@header
 class RegisterBrokerResponseHeader(Header):
     ha_server_addr: str | None = field(default=None, metadata=wire("haServerAddr"))
     master_addr: str | None = field(default=None, metadata=wire("masterAddr"))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@header
 class BrokerIdentityHeader(Header):
     """UNREGISTER_BROKER (104) and QUERY_DATA_VERSION (322) requests."""
 
@@ -37,12 +37,12 @@ class BrokerIdentityHeader(Header):
     broker_id: int = field(metadata=wire("brokerId"))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@header
 class QueryDataVersionResponseHeader(Header):
     changed: bool = field(metadata=wire("changed"))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@header
 class GetRouteInfoRequestHeader(Header):
     topic: str = field(metadata=wire("topic"))
     accept_standard_json_only: bool | None = field(
@@ -50,7 +50,7 @@ class GetRouteInfoRequestHeader(Header):
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@header
 class TopicHeader(Header):
     """DELETE_TOPIC_IN_NAMESRV (216); 5.x may add clusterName."""
 
@@ -58,31 +58,31 @@ class TopicHeader(Header):
     cluster_name: str | None = field(default=None, metadata=wire("clusterName"))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@header
 class ClusterHeader(Header):
     """GET_TOPICS_BY_CLUSTER (224)."""
 
     cluster: str = field(metadata=wire("cluster"))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@header
 class BrokerNameHeader(Header):
     """WIPE_WRITE_PERM_OF_BROKER (205) and ADD_WRITE_PERM_OF_BROKER (327)."""
 
     broker_name: str = field(metadata=wire("brokerName"))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@header
 class WipeWritePermResponseHeader(Header):
     wipe_topic_count: Int32 = field(metadata=wire("wipeTopicCount"))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@header
 class AddWritePermResponseHeader(Header):
     add_topic_count: Int32 = field(metadata=wire("addTopicCount"))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@header
 class KVConfigHeader(Header):
     """PUT_KV_CONFIG (100, with value), GET_KV_CONFIG (101), DELETE_KV_CONFIG (102)."""
 
@@ -91,13 +91,13 @@ class KVConfigHeader(Header):
     value: str | None = field(default=None, metadata=wire("value"))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@header
 class NamespaceHeader(Header):
     """GET_KVLIST_BY_NAMESPACE (219)."""
 
     namespace: str = field(metadata=wire("namespace"))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@header
 class GetKVConfigResponseHeader(Header):
     value: str | None = field(default=None, metadata=wire("value"))

@@ -6,14 +6,16 @@ one-letter keys (``from_ext(ext, v2=True)``), as Java's SendMessageRequestHeader
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
-from aiorocketmq.remoting.protocol.headers.base import Header, Int32, fast_init, wire
+from aiorocketmq.remoting.protocol.headers.base import Header, Int32, fast_init, header, wire
 
 
 @fast_init
-@dataclass(frozen=True, slots=True, kw_only=True)
+@header
 class SendMessageHeader(Header):
+    """SEND_MESSAGE (10) and SEND_MESSAGE_V2 (310, its one-letter keys)."""
+
     producer_group: str = field(metadata=wire("producerGroup", v2="a"))
     topic: str = field(metadata=wire("topic", v2="b"))
     default_topic: str = field(metadata=wire("defaultTopic", v2="c"))
@@ -33,8 +35,10 @@ class SendMessageHeader(Header):
 
 
 @fast_init
-@dataclass(frozen=True, slots=True, kw_only=True)
+@header
 class SendMessageResponseHeader(Header):
+    """A send's answer: msgId, queue, offset, transaction id."""
+
     msg_id: str = field(metadata=wire("msgId"))
     queue_id: Int32 = field(metadata=wire("queueId"))
     queue_offset: int = field(metadata=wire("queueOffset"))

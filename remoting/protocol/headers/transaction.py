@@ -3,10 +3,10 @@ fidelity.md 3.1). Wire keys are Java's field names."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Final
 
-from aiorocketmq.remoting.protocol.headers.base import Header, Int32, wire
+from aiorocketmq.remoting.protocol.headers.base import Header, Int32, header, wire
 
 # MessageSysFlag.TRANSACTION_*_TYPE: the values of commitOrRollback
 TRANSACTION_NOT_TYPE: Final = 0
@@ -14,7 +14,7 @@ TRANSACTION_COMMIT_TYPE: Final = 8
 TRANSACTION_ROLLBACK_TYPE: Final = 12
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@header
 class EndTransactionRequestHeader(Header):
     """EndTransactionRequestHeader (extends RpcRequestHeader: ``bname``, 5.x)."""
 
@@ -28,7 +28,7 @@ class EndTransactionRequestHeader(Header):
     bname: str | None = field(default=None, metadata=wire("bname"))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@header
 class CheckTransactionStateRequestHeader(Header):
     """CheckTransactionStateRequestHeader (extends RpcRequestHeader: ``bname``, 5.x)."""
 
