@@ -87,8 +87,10 @@ class ServerProcess:
         """Where the server serves /metrics (its ``metrics_listening`` event)."""
         return int(self.wait_for("metrics_listening", timeout)["metrics_port"])
 
-    def stop(self, timeout: float = 5.0) -> int:
-        """SIGTERM, wait up to ``timeout``, then SIGKILL; returns the exit code."""
+    def stop(self, timeout: float = 30.0) -> int:
+        """SIGTERM, wait up to ``timeout``, then SIGKILL; returns the exit code. A broker's
+        graceful stop drains requests for up to 5 s, then flushes and saves its tables: 30 s
+        leaves room for a busy machine (a stop that needs no drain takes well under 1 s)."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:

@@ -238,12 +238,14 @@ async def test_offsets_committed_while_the_broker_stops_are_kept(
     # a request still running when the stop begins (50 retry topics written to disk), so
     # the drain takes a while and commits keep being answered during it
     _reader, writer = await asyncio.open_connection("127.0.0.1", broker.port)
-    writer.write(json_frame(RequestCode.HEART_BEAT, {}, heartbeat_body("late", 50)))
-    await writer.drain()
-    await asyncio.sleep(0.01)
-    # stopped from a thread: the committers keep committing while the broker stops
-    assert await asyncio.to_thread(cluster.stop_broker, "broker-a") == 0
-    writer.close()
+    try:
+        writer.write(json_frame(RequestCode.HEART_BEAT, {}, heartbeat_body("late", 50)))
+        await writer.drain()
+        await asyncio.sleep(0.01)
+        # stopped from a thread: the committers keep committing while the broker stops
+        assert await asyncio.to_thread(cluster.stop_broker, "broker-a") == 0
+    finally:
+        writer.close()
     await asyncio.gather(*runs)
     for c in clients:
         await c.close()
