@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from datetime import datetime
 
 import pytest
 
@@ -47,9 +48,11 @@ async def _send_halves(producer: Producer, addr: str) -> None:
 @pytest.mark.slow
 async def test_a_round_over_3000_halves_keeps_answering(cluster: Cluster) -> None:
     """issue 17 item 2: while a round checks 3,000 due halves (each re-appended and sent as
-    CHECK_TRANSACTION_STATE), every GET_MAX_OFFSET round trip stays under 100 ms, or a third
-    of the round on a busy machine (one stall would be all of it), and the producer receives
-    all 3,000 checks."""
+    CHECK_TRANSACTION_STATE), every GET_MAX_OFFSET round trip that overlaps the round stays
+    under 100 ms, or a third of the round on a busy machine (one stall would be all of it),
+    and the producer receives all 3,000 checks. Only the probes that overlap the round are
+    judged: the others wait for checks to arrive, and over tens of thousands of them a busy
+    machine's scheduler alone once made one take 120 ms (issue 30)."""
     broker = cluster.add_broker(
         "broker-a", transactionCheckInterval="500", transactionTimeOut=str(TIMEOUT_MS)
     )
@@ -61,21 +64,27 @@ async def test_a_round_over_3000_halves_keeps_answering(cluster: Cluster) -> Non
         began = time.monotonic()
         await _send_halves(producer, addr)
         assert time.monotonic() - began < TIMEOUT_MS / 1000, "sending outran the timeout"
-        rtts: list[float] = []
+        probes: list[tuple[float, float]] = []  # (sent, answered), wall clock as the log's
         deadline = time.monotonic() + TIMEOUT_MS / 1000 + 30
         while producer.checks.qsize() < HALVES:
             assert time.monotonic() < deadline, f"{producer.checks.qsize()} checks arrived"
-            sent = time.monotonic()
+            sent = time.time()
             await max_offset(probe, addr, "TxStall", 0)
-            rtts.append(time.monotonic() - sent)
+            probes.append((sent, time.time()))
     finally:
         await producer.cli.close()
         await probe.close()
     round_ = broker_round(cluster)
     assert round_["checked"] == HALVES and round_["yields"] > 0
+    # the round's span: its log line is written as it ends, after ``ms`` of checking
+    end = datetime.fromisoformat(str(round_["timestamp"])).timestamp()
+    start = end - round_["ms"] / 1000
+    rtts = [done - sent for sent, done in probes if done >= start and sent <= end]
+    assert rtts, f"no probe overlapped the round ({len(probes)} probes)"
     bound = max(WORST_RTT_S, round_["ms"] / 1000 / STALL_SHARE)
     assert max(rtts) < bound, (
-        f"worst {max(rtts) * 1000:.0f} ms over {len(rtts)} probes, round {round_['ms']} ms"
+        f"worst {max(rtts) * 1000:.0f} ms over the {len(rtts)} probes that overlap the "
+        f"round of {round_['ms']} ms"
     )
 
 
