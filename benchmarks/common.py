@@ -24,6 +24,21 @@ import structlog
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def broker_argv(sets: Sequence[str]) -> list[str]:
+    """``python -m aiorocketmq.broker`` on port 0 with JSON logs and ``--set`` for each of
+    ``sets`` (``key=value``)."""
+    argv = [
+        sys.executable,
+        "-m",
+        "aiorocketmq.broker",
+        "--listen-port",
+        "0",
+        "--log-format",
+        "json",
+    ]
+    return argv + [a for kv in sets for a in ("--set", kv)]
+
+
 def quiet_logging() -> None:
     """debug/info calls become no-ops; warnings go to stderr, never into a port line."""
     structlog.configure(

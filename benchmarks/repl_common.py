@@ -13,7 +13,6 @@ import mmap
 import multiprocessing
 import os
 import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -32,7 +31,7 @@ from aiorocketmq.remoting.protocol.command import RemotingCommand
 from aiorocketmq.remoting.protocol.message import encode_properties
 from aiorocketmq.remoting.protocol.msgid import UniqKeyGenerator, parse_offset_msg_id
 from aiorocketmq.remoting.protocol.route import decode_kv_table
-from benchmarks.common import ROOT, quiet_logging, stop_process
+from benchmarks.common import ROOT, broker_argv, quiet_logging, stop_process
 from benchmarks.tx_common import JSON_CLIENT, BrokerLog
 
 BODY = bytes(range(256)) * 4  # 1 KiB
@@ -65,16 +64,7 @@ class Node:
         return self.proc.pid
 
     def start(self) -> BrokerLog:
-        argv = [
-            sys.executable,
-            "-m",
-            "aiorocketmq.broker",
-            "--listen-port",
-            "0",
-            "--log-format",
-            "json",
-        ]
-        argv += [a for kv in self.sets for a in ("--set", kv)]
+        argv = broker_argv(self.sets)
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         self.proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, env=env)
         try:

@@ -40,7 +40,7 @@ from aiorocketmq.remoting.client import RemotingClient
 from aiorocketmq.remoting.errors import RemotingError
 from aiorocketmq.remoting.protocol.batch import BatchItem, encode_batch
 from aiorocketmq.remoting.protocol.command import RemotingCommand
-from benchmarks.common import ROOT, stop_process
+from benchmarks.common import ROOT, broker_argv, stop_process
 from benchmarks.tx_common import BrokerLog
 
 TOPIC, QUEUES, BODY = "BenchRestart", 8, bytes(range(256)) * 4
@@ -56,16 +56,7 @@ def spawn(store: Path) -> tuple[BrokerLog, float]:
     """A broker on ``store``, listening; and how long that took from spawn."""
     sets = [f"storePathRootDir={store}", "brokerIP1=127.0.0.1", "brokerName=bench",
             "metricsPort=-1"]  # fmt: skip
-    argv = [
-        sys.executable,
-        "-m",
-        "aiorocketmq.broker",
-        "--listen-port",
-        "0",
-        "--log-format",
-        "json",
-    ]
-    argv += [a for kv in sets for a in ("--set", kv)]
+    argv = broker_argv(sets)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     t0 = time.perf_counter()
     proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, env=env)

@@ -31,7 +31,7 @@ from aiorocketmq.remoting.client import RemotingClient
 from aiorocketmq.remoting.protocol.batch import BatchItem, encode_batch
 from aiorocketmq.remoting.protocol.command import RemotingCommand
 from aiorocketmq.remoting.protocol.message import encode_properties
-from benchmarks.common import ROOT, stop_process
+from benchmarks.common import ROOT, broker_argv, stop_process
 from benchmarks.tx_common import BrokerLog
 
 TOPIC, QUEUES, BODY = "BenchRss", 8, bytes(range(256)) * 4
@@ -136,16 +136,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         sets = [f"storePathRootDir={tmp}", "brokerIP1=127.0.0.1", "brokerName=bench",
                 f"mappedFileSizeCommitLog={args.segment_mib * MIB}", "metricsPort=0"]  # fmt: skip
-        argv = [
-            sys.executable,
-            "-m",
-            "aiorocketmq.broker",
-            "--listen-port",
-            "0",
-            "--log-format",
-            "json",
-        ]
-        argv += [a for kv in sets for a in ("--set", kv)]
+        argv = broker_argv(sets)
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         with subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, env=env) as proc:
             try:

@@ -9,7 +9,6 @@ import json
 import multiprocessing
 import os
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -33,7 +32,7 @@ from aiorocketmq.remoting.protocol.headers.transaction import (
 )
 from aiorocketmq.remoting.protocol.message import SysFlag, encode_properties
 from aiorocketmq.remoting.protocol.msgid import parse_offset_msg_id
-from benchmarks.common import ROOT, Listening, quiet_logging, stop_process
+from benchmarks.common import ROOT, Listening, broker_argv, quiet_logging, stop_process
 
 BODY = bytes(range(256)) * 4
 GROUP = "bench_tx_pg"
@@ -90,16 +89,7 @@ def logged_broker(sets: Sequence[str]) -> Iterator[BrokerLog]:
     with tempfile.TemporaryDirectory() as tmp:
         sets = [f"storePathRootDir={tmp}", "brokerIP1=127.0.0.1", "brokerName=bench",
                 "flushDiskType=ASYNC_FLUSH", *sets]  # fmt: skip
-        argv = [
-            sys.executable,
-            "-m",
-            "aiorocketmq.broker",
-            "--listen-port",
-            "0",
-            "--log-format",
-            "json",
-        ]
-        argv += [a for kv in sets for a in ("--set", kv)]
+        argv = broker_argv(sets)
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         with subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, env=env) as proc:
             try:
