@@ -8,6 +8,7 @@ import ast
 import dataclasses
 import re
 import typing
+import uuid
 from pathlib import Path
 
 import mypy.api
@@ -74,7 +75,9 @@ def test_mypy_refuses_misspelled_options_and_listeners_of_the_wrong_status(
     tmp_path: Path,
 ) -> None:
     """mypy --strict on an application: each marked line refused, the rest accepted."""
-    path = tmp_path / "app.py"
+    # a module name of its own: mypy's shared cache keys a module by name, and when the text
+    # is unchanged it replays the errors it cached for the last run's file (its path, not ours)
+    path = tmp_path / f"app_{uuid.uuid4().hex}.py"
     path.write_text(SNIPPET)
     stdout, stderr, _ = mypy.api.run([
         "--config-file", str(ROOT / "pyproject.toml"), "--strict",
