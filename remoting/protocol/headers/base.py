@@ -13,7 +13,6 @@ the decoded header filled in without the frozen ``__init__``'s ``object.__setatt
 from __future__ import annotations
 
 import dataclasses
-import functools
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -143,7 +142,8 @@ def _twin(cls: type) -> type | None:
     slots = cls.__dict__.get("__slots__")
     twin: type | None = None
     if slots is not None and cls.__bases__ == (Header,):
-        twin = type(f"_Mutable{cls.__name__}", (Header,), {"__slots__": tuple(slots)})
+        mutable = {"__setattr__": object.__setattr__, "__delattr__": object.__delattr__}
+        twin = type(f"_Mutable{cls.__name__}", (Header,), {"__slots__": tuple(slots), **mutable})
         try:
             probe: Any = object.__new__(twin)
             probe.__class__ = cls
@@ -213,34 +213,56 @@ _DECODERS_V2: dict[type, Callable[[Mapping[str, str]], Any]] = {}
 _ENCODERS: dict[type, Callable[[Any], dict[str, str]]] = {}
 _ENCODERS_V2: dict[type, Callable[[Any], dict[str, str]]] = {}
 
-H = TypeVar("H", bound="Header")
 
-
-def fast_init(cls: type[H]) -> type[H]:
-    """Give a frozen header class an ``__init__`` that fills its fields as a mutable twin does
-    (see ``_twin``): for headers built on every request. Same signature, same result."""
-    twin = _twin(cls)
-    fields = dataclasses.fields(cls)  # type: ignore[arg-type]
-    if twin is None or hasattr(cls, "__post_init__") or not all(f.kw_only for f in fields):
-        return cls
-    ns: dict[str, Any] = {"cls": cls, "twin": twin, "slow": cls.__init__, "sa": object.__setattr__}
-    params = []
+def _init_for(cls: type) -> Callable[..., None]:
+    """The ``__init__`` of header class ``cls``, written out as dataclasses would write it:
+    keyword-only, in field order, with the fields' defaults. It fills the fields through the
+    mutable twin (see ``_twin``), where a frozen dataclass calls ``object.__setattr__`` once
+    per field; an instance of a subclass that inherits it is filled field by field."""
+    fields = dataclasses.fields(cls)
+    ns: dict[str, Any] = {"cls": cls, "twin": _twin(cls), "sa": object.__setattr__}
+    params, names = [], [f.name for f in fields]
     for i, f in enumerate(fields):
         if f.default_factory is not dataclasses.MISSING:
-            return cls
+            raise TypeError(f"header fields take no default_factory: {cls.__name__}.{f.name}")
         ns[f"d{i}"] = f.default
         params.append(f.name if f.default is dataclasses.MISSING else f"{f.name}=d{i}")
-    names = [f.name for f in fields]
-    body = [
-        f"if type(self) is not cls: return slow(self, {', '.join(f'{n}={n}' for n in names)})",
-        "sa(self, '__class__', twin)",
-        *(f"self.{n} = {n}" for n in names),
-        "self.__class__ = cls",
-    ]
-    exec(f"def __init__(self, *, {', '.join(params)}):\n    " + "\n    ".join(body), ns)
-    # the signature, annotations and names of the dataclass __init__ (inspect, hypothesis)
-    cls.__init__ = functools.update_wrapper(ns["__init__"], cls.__init__)  # type: ignore[method-assign]
-    return cls
+    slow = [f"sa(self, {n!r}, {n})" for n in names] or ["pass"]
+    fast = ["sa(self, '__class__', twin)", *(f"self.{n} = {n}" for n in names)]
+    body = ["if twin is None or type(self) is not cls:", *("    " + line for line in slow)]
+    body += ["else:", *("    " + line for line in fast), "    self.__class__ = cls"]
+    star = f"*, {', '.join(params)}" if params else ""
+    exec(f"def __init__(self, {star}):\n    " + "\n    ".join(body), ns)  # field names only
+    init: Callable[..., None] = ns["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    return init
+
+
+class _Signature:
+    """``inspect.signature`` of a header class (hypothesis, ``help``) before its first
+    instance has written its ``__init__``: keyword-only parameters as dataclasses gives them."""
+
+    def __get__(self, obj: object, owner: type) -> Any:
+        if obj is not None:
+            raise AttributeError("__signature__")
+        import inspect  # only for introspection: the SDK's import does not need it
+
+        hints = typing.get_type_hints(owner)
+        kw = inspect.Parameter.KEYWORD_ONLY
+        return inspect.Signature(
+            [
+                inspect.Parameter(
+                    f.name,
+                    kw,
+                    default=inspect.Parameter.empty
+                    if f.default is dataclasses.MISSING
+                    else f.default,
+                    annotation=hints.get(f.name, inspect.Parameter.empty),
+                )
+                for f in dataclasses.fields(owner)
+            ],
+            return_annotation=None,
+        )
 
 
 _H = TypeVar("_H", bound="Header")
@@ -251,10 +273,12 @@ _NAMES: dict[type, tuple[str, ...]] = {}
     frozen_default=True, kw_only_default=True, field_specifiers=(dataclasses.field,)
 )
 def header(cls: type[_H]) -> type[_H]:
-    """``@dataclass(frozen=True, slots=True, kw_only=True)`` with ``Header``'s one ``__eq__``,
-    ``__hash__`` and ``__repr__`` in place of code generated per class: an SDK import creates
-    some 50 header classes, and generating those three cost half of it (issue 30)."""
-    return dataclasses.dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)(cls)
+    """``@dataclass(frozen=True, slots=True, kw_only=True)`` without the code dataclasses
+    writes and compiles per class: ``Header`` gives the one ``__eq__``, ``__hash__``,
+    ``__repr__``, the frozen ``__setattr__``/``__delattr__``, and an ``__init__`` written out
+    for a class at its first instance. An SDK import creates some 40 header classes; the
+    generated functions cost 0.3-0.4 ms each class, most of the SDK's import (issue 30)."""
+    return dataclasses.dataclass(slots=True, kw_only=True, init=False, eq=False, repr=False)(cls)
 
 
 def _names(cls: type) -> tuple[str, ...]:
@@ -269,6 +293,20 @@ class Header:
     equal and hashed by their fields as a dataclass is, shown as a dataclass is."""
 
     __slots__ = ()
+    __signature__ = _Signature()
+
+    def __init__(self, **values: Any) -> None:
+        """Writes this class's own ``__init__`` (``_init_for``), installs it and calls it."""
+        cls = type(self)
+        init = _init_for(cls)
+        cls.__init__ = init  # type: ignore[method-assign]
+        init(self, **values)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
 
     def _values(self) -> tuple[Any, ...]:
         return tuple(getattr(self, n) for n in _names(type(self)))

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dataclasses import field
 
-from aiorocketmq.remoting.protocol.headers.base import Header, Int32, fast_init, header, wire
+from aiorocketmq.remoting.protocol.headers.base import Header, Int32, header, wire
 
 
-@fast_init
 @header
 class PullMessageRequestHeader(Header):
     """PULL_MESSAGE (11)."""
@@ -26,7 +25,6 @@ class PullMessageRequestHeader(Header):
     max_msg_bytes: Int32 | None = field(default=None, metadata=wire("maxMsgBytes"))
 
 
-@fast_init
 @header
 class PullMessageResponseHeader(Header):
     """ali-ons does arithmetic on all four for every status: always send them."""

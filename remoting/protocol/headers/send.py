@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from dataclasses import field
 
-from aiorocketmq.remoting.protocol.headers.base import Header, Int32, fast_init, header, wire
+from aiorocketmq.remoting.protocol.headers.base import Header, Int32, header, wire
 
 
-@fast_init
 @header
 class SendMessageHeader(Header):
     """SEND_MESSAGE (10) and SEND_MESSAGE_V2 (310, its one-letter keys)."""
@@ -34,7 +33,6 @@ class SendMessageHeader(Header):
     broker_name: str | None = field(default=None, metadata=wire("brokerName", v2="n"))
 
 
-@fast_init
 @header
 class SendMessageResponseHeader(Header):
     """A send's answer: msgId, queue, offset, transaction id."""
