@@ -13,6 +13,7 @@ from aiorocketmq.broker.server import Broker
 from aiorocketmq.broker.store.config import StoreConfig
 from aiorocketmq.remoting.config import ServerConfig
 from aiorocketmq.remoting.errors import ConfigError
+from aiorocketmq.remoting.metrics_port import metrics_port
 from aiorocketmq.remoting.runtime import (
     add_common_args,
     config_error_exit,
@@ -41,7 +42,9 @@ def configs(args: argparse.Namespace) -> tuple[BrokerConfig, StoreConfig, Server
         defaults={"listenPort": str(DEFAULT_LISTEN_PORT)},
     )
     namesrv = args.namesrv_addr or broker.namesrv_addr or os.environ.get("NAMESRV_ADDR", "")
-    broker = dataclasses.replace(broker, namesrv_addr=namesrv)
+    # the metrics port it will use, as -p prints it (by default listenPort + 1000)
+    metrics = metrics_port(broker.metrics_port, server.listen_port)
+    broker = dataclasses.replace(broker, namesrv_addr=namesrv, metrics_port=metrics)
     return broker, store, server
 
 

@@ -97,10 +97,10 @@ class BrokerConfig:
     ha_slave_fallbehind_max: int = 256 * 1024 * 1024  # SYNC_MASTER: further behind = no slave
     slave_read_enable: bool = False  # the master may send consumers of cold data to a slave
     slave_sync_interval: int = 10_000  # ours (Java's constant): a slave copies metadata, ms
-    # ours: /metrics in Prometheus text format on this port (on the listener's bind address);
-    # 0 = any free port, -1 = off. A second broker on one host sets its own: a port taken
-    # leaves the broker serving without metrics (logged). 4.9.8 has none (5.x: 5557).
-    metrics_port: int = 5557
+    # ours: /metrics in Prometheus text format on this port (on metricsHost); unset =
+    # listenPort + 1000 (remoting.metrics_port), 0 = any free port, -1 = off; a port that
+    # cannot be bound stops the broker from starting. 4.9.8 has none (5.x: a fixed 5557).
+    metrics_port: int | None = None
     # ours: the address /metrics binds; "" = brokerIP1, the address clients are given (5.x's
     # metricsPromExporterHost does the same); 0.0.0.0 for every interface
     metrics_host: str = ""

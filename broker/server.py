@@ -45,6 +45,7 @@ from aiorocketmq.remoting.config import ServerConfig
 from aiorocketmq.remoting.counters import RequestStats
 from aiorocketmq.remoting.lifecycle import Service
 from aiorocketmq.remoting.metrics import Metrics
+from aiorocketmq.remoting.metrics_port import bind_metrics, metrics_port
 from aiorocketmq.remoting.process import prepare_server_process
 from aiorocketmq.remoting.protocol.message import now_ms
 from aiorocketmq.remoting.server import RemotingServer
@@ -89,10 +90,16 @@ class Broker(Service):
         listeners = bind_listeners(server_cfg.bind_address, server_cfg.listen_port)
         sock, vip_sock = listeners.main, listeners.vip
         self.port = sock.getsockname()[1]
-        try:
+        metrics_sock = None
+        try:  # the metrics port before the store opens: a taken one stops the start here
+            metrics_at = metrics_port(cfg.metrics_port, server_cfg.listen_port)
+            if metrics_at >= 0:
+                metrics_sock = bind_metrics(cfg.metrics_host or cfg.broker_ip1, metrics_at)
             self.ctx = await self._open(f"{cfg.broker_ip1}:{self.port}")
         except BaseException:
             listeners.close()
+            if metrics_sock is not None:
+                metrics_sock.close()
             raise
         ctx = self.ctx
         self.replication = Replication(ctx, self.namesrv)
@@ -108,7 +115,7 @@ class Broker(Service):
         if ops:
             log.info("transaction_ops_read", ops=ops, low=self.transactions.ops.low)
         table, limits = routes(self._processors()), bulkheads(cfg)  # shared by both ports
-        stats = RequestStats() if cfg.metrics_port >= 0 else None  # both ports count in it
+        stats = RequestStats() if metrics_sock is not None else None  # both ports count in it
         self.servers = [
             RemotingServer(tbl, server_cfg, bulkheads=limits, announce=False, sock=s, stats=stats)
             for tbl, s in ((table, sock), (vip_routes(table), vip_sock))
@@ -118,8 +125,9 @@ class Broker(Service):
             server.add_close_listener(self.consumers.channel_closed)
             await server.start()
         if stats is not None:
-            self.metrics = Metrics(cfg.metrics_host or cfg.broker_ip1, cfg.metrics_port, stats,
-                                   self._listeners, [BrokerCollector(self)])  # fmt: skip
+            self.metrics = Metrics(cfg.metrics_host or cfg.broker_ip1, metrics_at, stats,
+                                   self._listeners, [BrokerCollector(self)],
+                                   sock=metrics_sock)  # fmt: skip
             await self.metrics.start()
         self.registrar = registrar = Registrar(
             self.namesrv, ctx.topics, lambda: self.identity, lambda: ctx.config.broker_permission

@@ -40,11 +40,11 @@ class Cluster:
             open_[fd].read()
 
     def argv(self, spec: Spec) -> list[str]:
-        """``spec.argv`` with the installed conf files, its data under --data, console logs and
-        its metrics port; with --ephemeral port 0 and the name server's real address."""
-        metrics = 0 if self.ephemeral else spec.metrics_port
+        """``spec.argv`` with the installed conf files, its data under --data and console logs;
+        with --ephemeral port 0 and the name server's real address. The metrics port is the
+        server's default: listenPort + 1000, any free one with port 0."""
         argv = [conf_path(arg) for arg in spec.argv]
-        argv += ["--log-format", "console", "--set", f"metricsPort={metrics}"]
+        argv += ["--log-format", "console"]
         if spec.role == NAMESRV:
             argv += ["--set", f"kvConfigPath={self.data}/namesrv/kvConfig.json"]
         else:

@@ -2,8 +2,9 @@
 
 Masters broker-a (10911) and broker-b (10921) and slave k of the master on port P, on
 P + 4 + 20 (k - 1): a broker holds four ports, listenPort - 2 (VIP) to listenPort + 1 (HA,
-forced), so no two collide. Metrics ports (``metricsPort``) follow the start order from 5556:
-the name server 5556, broker-a 5557, broker-b 5558, then the slaves.
+forced), so no two collide. Each server's metrics port is its own default, listenPort + 1000
+(``METRICS_OFFSET``): the name server 10876, broker-a 11911, broker-b 11921,
+their first slaves 11915 and 11925; the launcher sets none.
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ SLAVE = "SLAVE"
 SLAVE_STRIDE = 20  # ports between slave k and slave k + 1 of the same master
 MAX_SLAVES = 9
 HA_OFFSET = 1  # the HA port is listenPort + 1, forced (broker/listen.py, BrokerStartup)
-METRICS_BASE = 5556  # the name server's default metricsPort; the others count on from it
+# a server's default metricsPort is listenPort + this (remoting/metrics_port.py: the launcher
+# imports no server code; tests/deploy checks that the two agree)
+METRICS_OFFSET = 1000
 PORT = re.compile(r"\bport=(\d+)")
 VIP_PORT = re.compile(r"\bvip_port=(\d+)")
 METRICS_PORT = re.compile(r"\bmetrics_port=(\d+)")
@@ -82,7 +85,11 @@ class Spec(NamedTuple):
     group: str  # the brokerName ("" for the name server)
     port: int  # its listenPort without --ephemeral
     argv: list[str]
-    metrics_port: int  # its metricsPort without --ephemeral
+
+    @property
+    def metrics_port(self) -> int:
+        """Its metrics port without --ephemeral: the servers' default, listenPort + 1000."""
+        return self.port + METRICS_OFFSET
 
     @property
     def tier(self) -> int:
@@ -126,7 +133,7 @@ def plan(slaves: int = 0, sync: bool = False) -> list[Spec]:
             if k > 1:
                 argv += ["--set", f"brokerId={k}", "--set", f"listenPort={port}"]
             todo.append((f"{name}-s{k}", SLAVE, name, port, argv))
-    return [Spec(*each, metrics_port=METRICS_BASE + i) for i, each in enumerate(todo)]
+    return [Spec(*each) for each in todo]
 
 
 def conf_path(arg: str) -> str:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import sys
 
 from aiorocketmq.namesrv.config import DEFAULT_BIND_ADDRESS, DEFAULT_LISTEN_PORT, NamesrvConfig
 from aiorocketmq.namesrv.server import Namesrv
 from aiorocketmq.remoting.config import ServerConfig
 from aiorocketmq.remoting.errors import ConfigError
+from aiorocketmq.remoting.metrics_port import metrics_port
 from aiorocketmq.remoting.runtime import (
     add_common_args,
     config_error_exit,
@@ -36,6 +38,9 @@ def main(argv: list[str] | None = None) -> int:
                 "bindAddress": DEFAULT_BIND_ADDRESS,
             },
         )
+        # the port it will use, as -p prints it (by default listenPort + 1000)
+        port = metrics_port(config.metrics_port, server.listen_port)
+        config = dataclasses.replace(config, metrics_port=port)
     except ConfigError as exc:
         return config_error_exit(exc)
     if args.print_config:

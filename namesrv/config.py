@@ -26,9 +26,10 @@ class NamesrvConfig:
     order_message_enable: bool = False
     scan_not_active_broker_interval: int = 10_000  # ms between liveness scans
     broker_channel_expired_time: int = 120_000  # ms of silence before a broker is evicted
-    # ours: /metrics in Prometheus text format on this port (on the listener's bind address);
-    # 0 = any free port, -1 = off; a port taken leaves the name server serving without metrics
-    metrics_port: int = 5556
+    # ours: /metrics in Prometheus text format on this port (on metricsHost); unset =
+    # listenPort + 1000 (remoting.metrics_port), 0 = any free port, -1 = off; a port that
+    # cannot be bound stops the name server from starting
+    metrics_port: int | None = None
     # ours: the address /metrics binds; "" = the name server's bindAddress
     metrics_host: str = ""
 

@@ -18,6 +18,7 @@ from aiorocketmq.remoting.config import ServerConfig
 from aiorocketmq.remoting.counters import RequestStats
 from aiorocketmq.remoting.lifecycle import Service
 from aiorocketmq.remoting.metrics import Metrics
+from aiorocketmq.remoting.metrics_port import metrics_port
 from aiorocketmq.remoting.server import RemotingServer
 from aiorocketmq.remoting.tasks import every
 
@@ -41,14 +42,15 @@ class Namesrv(Service):
             order_message_enable=config.order_message_enable,
             max_body=server_config.frame_max_length,
         )
-        stats = RequestStats() if config.metrics_port >= 0 else None
+        port = metrics_port(config.metrics_port, server_config.listen_port)
+        stats = RequestStats() if port >= 0 else None
         self.server = RemotingServer(
             self.processor.routes(), server_config, unknown=unknown_code, stats=stats
         )
         self.server.add_close_listener(self._channel_closed)
         self._scan: asyncio.Task[None] | None = None
         self.metrics = None if stats is None else Metrics(
-            config.metrics_host or server_config.bind_address, config.metrics_port, stats,
+            config.metrics_host or server_config.bind_address, port, stats,
             lambda: {"main": self.server}, [NamesrvCollector(self.processor)],
         )  # fmt: skip
 

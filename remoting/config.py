@@ -127,6 +127,11 @@ def parse_sets(items: Iterable[str]) -> dict[str, Value]:
 
 def _coerce(hint: Any, value: Value, name: str) -> Any:
     text = value.text
+    args = typing.get_args(hint)
+    if type(None) in args:  # an optional key (``int | None``): empty is "not set"
+        if not text:
+            return None
+        hint = next(arg for arg in args if arg is not type(None))
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         try:
             return hint[text]
@@ -155,7 +160,7 @@ def build(cls: type[T], values: Mapping[str, Value]) -> T:
         name = config_key(f)
         if name in values:
             kwargs[f.name] = value = _coerce(hints[f.name], values[name], name)
-            if f.name in bounds:
+            if f.name in bounds and value is not None:
                 _check_bounds(value, bounds[f.name], values[name].where, name)
     return cls(**kwargs)
 
@@ -188,6 +193,8 @@ def warn_unknown(values: Mapping[str, Value], classes: Iterable[type]) -> None:
 
 
 def _text(value: Any) -> str:
+    if value is None:  # an optional key not set
+        return ""
     if isinstance(value, enum.Enum):
         return value.name
     if isinstance(value, bool):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
@@ -118,8 +119,8 @@ class Metrics(Service):
     """``/metrics`` on ``host:port`` (0 = any free port): the requests counted in ``stats``,
     the connections of ``servers`` (listener name -> server, read at each scrape), event-loop
     lag (probed while started), the process's own (CPU, memory, open files, GC) and what
-    ``collectors`` add. A port that cannot be bound is logged (``metrics_port_unavailable``)
-    and the server serves on without metrics."""
+    ``collectors`` add; on ``sock`` when given (``bind_metrics``). A port that cannot be
+    bound raises OSError naming it and ``metricsPort``: the server does not start."""
 
     def __init__(
         self,
@@ -128,6 +129,7 @@ class Metrics(Service):
         stats: RequestStats,
         servers: Callable[[], Mapping[str, RemotingServer]],
         collectors: Iterable[Collector] = (),
+        sock: socket.socket | None = None,
     ) -> None:
         self.lag = LoopLag()
         self.registry = CollectorRegistry(auto_describe=False)
@@ -137,7 +139,7 @@ class Metrics(Service):
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
         GCCollector(registry=self.registry)
-        self.endpoint = MetricsEndpoint(self.registry, host, port)
+        self.endpoint = MetricsEndpoint(self.registry, host, port, sock)
         self._probe: asyncio.Task[None] | None = None
 
     @property

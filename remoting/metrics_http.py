@@ -12,12 +12,14 @@ closed.
 from __future__ import annotations
 
 import asyncio
+import socket
 from typing import Final, NamedTuple
 
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import CollectorRegistry
 
 from aiorocketmq.remoting.log import get_logger
+from aiorocketmq.remoting.metrics_port import bind_metrics
 
 log = get_logger(__name__)
 
@@ -67,31 +69,39 @@ def parse_head(head: bytes) -> Request | Answer:
 
 
 class MetricsEndpoint:
-    """Serves ``registry`` on ``host:port`` (0 = any free port). ``start`` logs
-    ``metrics_listening`` with ``metrics_port``, or ``metrics_port_unavailable`` (a warning)
-    when the port cannot be bound; the server it belongs to serves on either way."""
+    """Serves ``registry`` on ``sock`` if given (bound by ``bind_metrics``), else on
+    ``host:port`` (0 = any free port). ``start`` logs ``metrics_listening`` with
+    ``metrics_port``; a port it cannot bind raises OSError naming the port and ``metricsPort``
+    (the server refuses to start)."""
 
-    def __init__(self, registry: CollectorRegistry, host: str, port: int) -> None:
+    def __init__(
+        self, registry: CollectorRegistry, host: str, port: int, sock: socket.socket | None = None
+    ) -> None:
         self.registry = registry
         self.host = host
         self.wanted = port
+        self.sock = sock
         self.port: int | None = None  # bound port, None when not serving
         self._server: asyncio.Server | None = None
         self._active: dict[asyncio.StreamWriter, None] = {}  # oldest first
 
     async def start(self) -> None:
+        sock = self.sock if self.sock is not None else bind_metrics(self.host, self.wanted)
+        self.sock = None  # the server owns it now
         try:
             self._server = await asyncio.start_server(
-                self._serve, self.host, self.wanted, limit=MAX_HEAD, backlog=64
+                self._serve, sock=sock, limit=MAX_HEAD, backlog=64
             )
-        except OSError as exc:
-            log.warning("metrics_port_unavailable", host=self.host, metrics_port=self.wanted,
-                        error=exc.strerror or str(exc))  # fmt: skip
-            return
+        except BaseException:
+            sock.close()
+            raise
         self.port = self._server.sockets[0].getsockname()[1]
         log.info("metrics_listening", host=self.host, metrics_port=self.port, path=PATH)
 
     async def close(self) -> None:
+        if self.sock is not None:  # bound, never started
+            self.sock.close()
+            self.sock = None
         if self._server is None:
             return
         self._server.close()

@@ -16,7 +16,7 @@ BROKER_DEFAULTS = {
     "registerNameServerPeriod": "1000",
     "mappedFileSizeCommitLog": str(4 * 1024 * 1024),
     "mappedFileSizeConsumeQueue": str(20 * 1000),
-    "metricsPort": "0",  # /metrics on any free port (5557 is the default)
+    "metricsPort": "0",  # /metrics on any free port (listenPort + 1000 is the default)
 }
 
 
@@ -55,7 +55,7 @@ class Cluster:
     def start_namesrv(self) -> None:
         sets = {
             "kvConfigPath": str(self.root / "namesrv" / "kv.json"),
-            "metricsPort": "0",  # /metrics on any free port (5556 is the default)
+            "metricsPort": "0",  # /metrics on any free port (listenPort + 1000 is the default)
             **self.namesrv_sets,
         }
         port = str(self.namesrv_port)  # 0 the first time; the same port on restart

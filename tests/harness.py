@@ -27,9 +27,11 @@ class ServerProcess:
         *,
         env: dict[str, str] | None = None,
         open_files: int | None = None,
+        default_metrics_port: bool = False,
     ) -> None:
-        """``open_files``: the child's RLIMIT_NOFILE, soft and hard (it cannot raise it)."""
-        self.argv = [sys.executable, *with_metrics_port(argv)]
+        """``open_files``: the child's RLIMIT_NOFILE, soft and hard (it cannot raise it);
+        ``default_metrics_port``: the server's own default ``metricsPort``, not any free port."""
+        self.argv = [sys.executable, *(argv if default_metrics_port else with_metrics_port(argv))]
         self.lines: list[str] = []
         self._cond = threading.Condition()
         self.proc = subprocess.Popen(
@@ -108,8 +110,9 @@ class ServerProcess:
 
 
 def with_metrics_port(argv: Sequence[str]) -> list[str]:
-    """Our servers serve /metrics on 5556 (name server) and 5557 (broker) by default; a test
-    server takes any free port instead, unless the test chose one (``metricsPort``)."""
+    """Our servers serve /metrics on listenPort + 1000 by default; a test server takes any free
+    port instead (a test that restarts a server on its port must not meet the metrics port
+    taken), unless the test chose one (``metricsPort``)."""
     if list(argv[:2]) in (["-m", "aiorocketmq.broker"], ["-m", "aiorocketmq.namesrv"]) and not any(
         "metricsPort" in arg for arg in argv
     ):

@@ -8,6 +8,7 @@ import asyncio
 import re
 import shlex
 import signal
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +19,7 @@ import pytest
 from aiorocketmq.client.core import api
 from aiorocketmq.deploy import launcher, procs
 from aiorocketmq.deploy.cluster import Cluster
+from aiorocketmq.remoting import metrics_port
 from aiorocketmq.remoting.client import RemotingClient
 from aiorocketmq.remoting.config import ClientConfig
 from aiorocketmq.remoting.protocol.codes import ResponseCode, SerializeType
@@ -125,19 +127,49 @@ def test_ports_conf_files_and_options() -> None:
 
 
 def test_metrics_ports_of_make_run() -> None:
-    """Issue 19 item 2: `make run` gives every server its own metricsPort -- the name server
-    5556, broker-a 5557, broker-b 5558, the slaves on from 5559, none a broker's port --
-    and `--ephemeral` a free one (0)."""
+    """Issue 31 item 1: `make run` sets no metricsPort: each server's is its own default,
+    listenPort + 1000 (the name server 10876, broker-a 11911, broker-b 11921, slaves on from
+    11915), none another server's port even with the most slaves, and with `--ephemeral`
+    (listen port 0) any free one."""
+    assert procs.METRICS_OFFSET == metrics_port.METRICS_OFFSET
     specs = procs.plan(procs.MAX_SLAVES)
     ports = {spec.name: spec.metrics_port for spec in specs}
-    assert [ports[n] for n in FIVE] == [5556, 5557, 5558, 5559, 5560]
+    assert [ports[n] for n in FIVE] == [10876, 11911, 11921, 11915, 11925]
     brokers = {p for spec in specs[1:] for p in range(spec.port - 2, spec.port + 2)}
     assert len(set(ports.values())) == len(specs) and not brokers & set(ports.values())
+    assert 9876 not in ports.values()
     fixed, ephemeral = Cluster(Path("/d"), False), Cluster(Path("/d"), True)
     ephemeral.servers = [SimpleNamespace(port=9)]  # type: ignore[list-item]  # its name server
     for spec in specs:
-        assert f"metricsPort={spec.metrics_port}" in fixed.argv(spec)
-        assert "metricsPort=0" in ephemeral.argv(spec)
+        assert not any("metricsPort" in arg for arg in fixed.argv(spec) + ephemeral.argv(spec))
+        assert "--listen-port" not in fixed.argv(spec)
+        argv = ephemeral.argv(spec)
+        assert argv[argv.index("--listen-port") + 1] == "0"  # so metrics on any free port
+
+
+def printed(conf: Path) -> dict[str, str]:
+    """What ``-p`` prints for a server started by hand with ``-c conf``: its effective keys."""
+    module = "aiorocketmq.namesrv" if conf.name == "namesrv.conf" else "aiorocketmq.broker"
+    done = subprocess.run([sys.executable, "-m", module, "-c", str(conf), "-p"], cwd=ROOT,
+                          capture_output=True, text=True, check=True, timeout=120)  # fmt: skip
+    return dict(line.split("=", 1) for line in done.stdout.splitlines())
+
+
+@pytest.mark.parametrize("folder", ["deploy/conf", "deploy/conf/compose"])
+def test_servers_started_by_hand_from_the_conf_files_meet_on_no_port(folder: str) -> None:
+    """Issue 31, "Why" 1: broker-a-s.conf had no metricsPort, so a master and its slave started
+    by hand both took 5557. Now every server of a folder, as ``-p`` shows it, has its own
+    metrics port, listenPort + 1000, and no port of one is another's."""
+    held: dict[int, str] = {}
+    for conf in sorted((ROOT / folder).glob("*.conf")):
+        keys = printed(conf)
+        listen, metrics = int(keys["listenPort"]), int(keys["metricsPort"])
+        assert metrics == listen + procs.METRICS_OFFSET, (conf.name, keys["metricsPort"])
+        own = [listen] if conf.name == "namesrv.conf" else list(range(listen - 2, listen + 2))
+        for port in [*own, metrics]:
+            assert port not in held, (conf.name, port, held[port])
+            held[port] = conf.name
+    assert len({name for name in held.values()}) >= 4
 
 
 def test_readme_commands_are_the_launchers() -> None:

@@ -1,6 +1,6 @@
 """The name server's /metrics (issue 19, item 4), scraped over HTTP from a real process and
-parsed with Prometheus's parser: registrations, lookups and connections move it; a metrics
-port that is taken leaves the name server serving."""
+parsed with Prometheus's parser: registrations, lookups and connections move it; its port is
+listenPort + 1000 unless set, and one that is taken stops the name server (issue 31)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from aiorocketmq.client.core import api
 from aiorocketmq.remoting.client import RemotingClient
 from aiorocketmq.remoting.protocol.command import RemotingCommand
 from tests.cluster import running
-from tests.harness import serving
+from tests.harness import ServerProcess, serving
+from tests.ports import METRICS_OFFSET, free_listen_port
 from tests.scrape import buckets, grew, scrape, value
 
 OK = {"response_code": "0", "response": "SUCCESS"}
@@ -51,15 +52,40 @@ async def test_registrations_and_lookups_move_the_name_servers_metrics(
         assert value(after, "process_cpu_seconds_total") > 0
 
 
-async def test_a_taken_port_is_logged_and_the_name_server_serves(tmp_path: Path) -> None:
+def test_a_taken_port_stops_the_name_server_with_one_line_naming_it(tmp_path: Path) -> None:
+    """Issue 31 item 1: a taken metrics port is an error naming the port and the key to change,
+    never a name server serving on without metrics (issue 19 logged it and served on)."""
     with socket.create_server(("127.0.0.1", 0)) as taken:
         busy = taken.getsockname()[1]
         argv = ["-m", "aiorocketmq.namesrv", "--listen-port", "0", "--set", f"metricsPort={busy}",
                 "--set", f"kvConfigPath={tmp_path / 'kv.json'}"]  # fmt: skip
-        with serving(argv) as proc:
-            warning = proc.wait_for("metrics_port_unavailable")
-            assert (warning["level"], warning["metrics_port"]) == ("warning", busy)
-            async with RemotingClient() as client:
-                addr = f"127.0.0.1:{proc.listening_port()}"
-                assert (await client.invoke(addr, api.get_route("T"))).code == 17
-            assert not [e for e in proc.events if e.get("event") == "metrics_listening"]
+        proc = ServerProcess(argv)
+        try:
+            error = str(proc.wait_for("start_failed", timeout=30)["error"])
+            assert proc.proc.wait(30) == 1
+        finally:
+            proc.stop()
+            print(proc.dump())
+    assert f"metrics port {busy}" in error and "metricsPort" in error, error
+    assert not {e.get("event") for e in proc.events} & {"listening", "metrics_listening"}
+
+
+def test_the_metrics_port_is_the_listen_port_plus_1000(tmp_path: Path) -> None:
+    """Issue 31 item 1: by default the name server's /metrics is on listenPort + 1000 (9876:
+    10876), so two name servers of one host do not meet there."""
+    port = free_listen_port(METRICS_OFFSET)
+    argv = ["-m", "aiorocketmq.namesrv", "--listen-port", str(port),
+            "--set", f"kvConfigPath={tmp_path / 'kv.json'}"]  # fmt: skip
+    with serving(argv, default_metrics_port=True) as proc:
+        assert proc.metrics_port() == port + METRICS_OFFSET
+    taken = free_listen_port(METRICS_OFFSET)
+    argv[3] = str(taken)
+    with socket.create_server(("127.0.0.1", taken + METRICS_OFFSET)):
+        proc = ServerProcess(argv, default_metrics_port=True)
+        try:
+            error = str(proc.wait_for("start_failed", timeout=30)["error"])
+            assert proc.proc.wait(30) == 1
+        finally:
+            proc.stop()
+            print(proc.dump())
+    assert f"metrics port {taken + METRICS_OFFSET}" in error and "metricsPort" in error, error

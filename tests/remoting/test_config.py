@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
+from aiorocketmq.namesrv.config import NamesrvConfig
 from aiorocketmq.remoting.config import (
     ClientConfig,
     ServerConfig,
@@ -22,6 +23,7 @@ from aiorocketmq.remoting.config import (
     warn_unknown,
 )
 from aiorocketmq.remoting.errors import ConfigError
+from aiorocketmq.remoting.metrics_port import metrics_port
 from aiorocketmq.remoting.protocol.codes import SerializeType
 from tests.harness import ROOT
 
@@ -137,3 +139,22 @@ def test_bad_config_exits_1_with_one_line() -> None:
     result = run_echo("--set", "listenPort=abc")
     assert result.returncode == 1
     assert result.stderr == ("config error: --set: listenPort: expected int, got 'abc'\n")
+
+
+def test_an_unset_metrics_port_follows_the_listen_port() -> None:
+    """Issue 31 item 1: metricsPort unset is listenPort + 1000 (0 for listen port 0), an
+    explicit one wins (0 any free port, -1 off), and an optional key reads back empty."""
+    assert metrics_port(None, 10911) == 11911 and metrics_port(None, 9876) == 10876
+    assert metrics_port(None, 0) == 0
+    assert [metrics_port(p, 10911) for p in (5557, 0, -1)] == [5557, 0, -1]
+    with pytest.raises(
+        ConfigError, match=r"listenPort 65000 \+ 1000 is past 65535: set metricsPort"
+    ):
+        metrics_port(None, 65000)
+    unset = build(NamesrvConfig, {})
+    assert unset.metrics_port is None and "metricsPort=\n" in dump(unset)
+    again = build(NamesrvConfig, {"metricsPort": Value("", "dump")})
+    assert again.metrics_port is None
+    assert build(NamesrvConfig, {"metricsPort": Value("-1", "file")}).metrics_port == -1
+    with pytest.raises(ConfigError, match="metricsPort: must be between -1 and 65535"):
+        build(NamesrvConfig, {"metricsPort": Value("-2", "file")})
