@@ -1,7 +1,10 @@
 """``mqadmin <command> [options] [--json]``: parse, run one command, print, exit.
 
 Exit codes: 0 done; 1 the command failed (a refusal, an unreachable or silent server, or some
-rows failed: the error is printed on stderr in one line); 2 bad usage (argparse's).
+rows failed: the error is printed on stderr in one line); 2 bad usage (argparse's); 141 the
+reader of our output went away (``mqadmin topicList --json | head -1``): nothing more is
+printed, no traceback, and the status is what a shell shows for a program SIGPIPE ended
+(128 + 13), as ``seq 1000000 | head -1`` ends.
 The name server comes from ``-n``, else (as Apache's tools read it) the NAMESRV_ADDR variable,
 else 127.0.0.1:9876 -- ours: the local cluster ``make run`` starts (Apache's would ask an
 address server over HTTP).
@@ -13,6 +16,7 @@ import argparse
 import asyncio
 import importlib
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -87,7 +91,25 @@ async def _run(cmd: Command, args: argparse.Namespace) -> Output:
         await session.close()
 
 
+CLOSED_PIPE = 128 + signal.SIGPIPE  # 141: the status a shell shows for `seq 1e6 | head -1`
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; quiet on a closed pipe (the Python docs' "Note on SIGPIPE")."""
+    try:
+        try:
+            return _main(argv)
+        finally:  # here, not at exit (-h too): a flush failing at exit prints a traceback
+            sys.stdout.flush()
+    except BrokenPipeError:
+        # the rest goes nowhere: the interpreter's own flush at exit finds nothing to fail on
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return CLOSED_PIPE
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     cmd = COMMANDS[args.command]

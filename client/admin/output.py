@@ -69,11 +69,19 @@ def render_json(out: Output, stream: TextIO) -> None:
     stream.write("\n")
 
 
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """The reader went away: mqadmin's ``main`` ends quietly, as for ``--json`` (rich's own
+        handler would exit 1, which reads as a failed command)."""
+        self.quiet = True
+        raise BrokenPipeError
+
+
 def _console(stream: TextIO) -> Console:
     """A terminal gets its own width; a pipe or file gets wide lines, never wrapped cells."""
     tty = stream.isatty()
     width = shutil.get_terminal_size((120, 24)).columns if tty else 100_000
-    return Console(file=stream, width=width, highlight=False, soft_wrap=not tty,
+    return _Console(file=stream, width=width, highlight=False, soft_wrap=not tty,
                    color_system="auto" if tty else None)  # fmt: skip
 
 
