@@ -20,12 +20,14 @@ TIERS = ("name server", "masters", "slaves")
 
 
 class Cluster:
-    def __init__(self, data: Path, ephemeral: bool) -> None:
+    def __init__(self, data: Path, ephemeral: bool, keep_going: bool = False) -> None:
         self.data = data
         self.ephemeral = ephemeral
+        self.keep_going = keep_going  # once ready, a server that dies leaves the others running
         self.servers: list[Server] = []
         self.signal: int | None = None  # the stop signal, once one came
         self.failed = False  # a server failed to start or exited by itself
+        self.dead: set[str] = set()  # with keep_going: servers that exited by themselves
 
     def on_signal(self, signum: int, _frame: FrameType | None) -> None:
         self.signal = signum  # only a flag: the main loop acts on it
@@ -102,14 +104,25 @@ class Cluster:
         return True
 
     def watch(self) -> None:
-        """Until a stop signal, or until a server exits by itself (then says which and how)."""
+        """Until a stop signal, or until a server exits by itself (then says which and how).
+        With keep_going a server that exits is named, with how it ended, and the others keep
+        running (their output too) until a stop signal, or until none is left."""
         while self.signal is None:
             for server in self.servers:
-                if server.proc.poll() is not None:
-                    say(f"{server.name} (pid {server.proc.pid}) {server.how_it_ended()} "
-                        f"unexpectedly; stopping the cluster")  # fmt: skip
-                    self.failed = True
+                if server.name in self.dead or server.proc.poll() is None:
+                    continue
+                self.failed = True
+                ended = f"{server.name} (pid {server.proc.pid}) {server.how_it_ended()}"
+                if not self.keep_going:
+                    say(f"{ended} unexpectedly; stopping the cluster")
                     return
+                self.dead.add(server.name)
+                alive = [s.name for s in self.servers if s.name not in self.dead]
+                if not alive:
+                    say(f"{ended} unexpectedly; no server is left: stopping")
+                    return
+                say(f"{ended} unexpectedly; --keep-going: {', '.join(alive)} keep running "
+                    f"(Ctrl-C stops them)")  # fmt: skip
             self.pump(0.2)
 
     def stop(self) -> bool:
@@ -129,7 +142,11 @@ class Cluster:
                     server.proc.kill()
             self.wait(group, 2.0)  # their last lines
         codes = [s.proc.wait() for s in self.servers]
-        say("stopped" if not any(codes) else "stopped; not every server exited 0")
+        if not any(codes):
+            say("stopped")
+        else:
+            bad = ", ".join(f"{s.name} {s.how_it_ended()}" for s in self.servers if s.proc.poll())
+            say(f"stopped; not every server exited 0 ({bad})")
         return codes == [0] * len(codes)
 
     def wait(self, group: list[Server], timeout: float) -> None:

@@ -14,10 +14,14 @@ makes the masters SYNC_MASTER (else ASYNC_MASTER). Port plan: ``aiorocketmq.depl
 Stop it with Ctrl-C, ``kill <launcher pid>`` (SIGTERM) or by closing the terminal (SIGHUP): the
 slaves stop first, then the masters, then the name server (each group: SIGTERM, up to 10 s,
 then SIGKILL), and the launcher exits 0. A server that exits by itself stops the cluster too:
-the launcher names it and how it ended, and exits 1. Each server is started with this
-interpreter, in its own session (only the launcher sees Ctrl-C, so the order holds) and with
-PR_SET_PDEATHSIG: if the launcher dies, even by SIGKILL, the kernel sends every server
-SIGTERM. The launcher asks the same for itself, so it stops the cluster when ``make`` dies.
+the launcher names it and how it ended, and exits 1 -- unless ``--keep-going`` was given: then,
+once the cluster is ready, the launcher names the server and how it ended, the others keep
+running and their output keeps coming (so failover and reading from a slave can be tried),
+and a stop signal stops them as usual; the exit code is then 1 (a server died). Each server
+is started with this interpreter, in its own session (only the launcher sees Ctrl-C, so the
+order holds) and with PR_SET_PDEATHSIG: if the launcher dies, even by SIGKILL, the kernel sends
+every server SIGTERM. The launcher asks the same for itself, so it stops the cluster when
+``make`` dies.
 
 One launcher at a time runs from a data directory (a lock file, ``aiorocketmq.deploy.datadir``);
 ``--reset`` empties it and exits. ``--data DIR`` puts all state under DIR; ``--ephemeral``
@@ -70,6 +74,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help=f"N slaves (brokerId 1..N) per broker group, 0 to {MAX_SLAVES} (default: 0)",
     )
     parser.add_argument(
+        "--keep-going",
+        action="store_true",
+        help="once ready, a server that dies leaves the others running (try failover, or "
+        "reading from a slave while its master is gone); without it, the cluster stops",
+    )
+    parser.add_argument(
         "--sync",
         action="store_true",
         help="SYNC_MASTER masters: a send is answered once a slave holds it (needs --slaves)",
@@ -107,7 +117,7 @@ def announce(cluster: Cluster, began: float) -> None:
 def run(args: argparse.Namespace) -> int:
     began = time.monotonic()
     die_with_parent(os.getppid())  # when `make` dies, stop the cluster too
-    cluster = Cluster(args.data.absolute(), args.ephemeral)
+    cluster = Cluster(args.data.absolute(), args.ephemeral, args.keep_going)
     for signum in STOP_SIGNALS:
         signal.signal(signum, cluster.on_signal)
     try:
