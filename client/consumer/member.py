@@ -113,6 +113,9 @@ class GroupMember:
             consume_timestamp=s.consume_timestamp or half_an_hour_ago(),
         )  # fmt: skip
         self._registered = False
+        # the start-up heartbeat reached every broker: until then a NOTIFY_CONSUMER_IDS_CHANGED
+        # (the first broker's answer to that very heartbeat) does not rebalance
+        self.joined = False
 
     @classmethod
     async def open(
@@ -147,16 +150,34 @@ class GroupMember:
     ) -> None:
         """MQClientInstance.registerConsumer with the group's answers to brokers; a group
         already registered on the instance: the instance is released and MQClientError
-        raised. NOTIFY_CONSUMER_IDS_CHANGED rebalances at once unless ``ids_changed``."""
+        raised. NOTIFY_CONSUMER_IDS_CHANGED rebalances at once unless ``ids_changed``; either
+        only after ``join``."""
+        wake = ids_changed or self.rebalance_now
+
+        def changed() -> None:
+            if self.joined:  # before: the start's own rebalance, after ``join``, comes next
+                wake()
+
         try:
             self.instance.register_consumer(
-                self.group, consumer, ids_changed=ids_changed or self.rebalance_now,
-                reset_offset=reset_offset, answers=answers,
+                self.group, consumer, ids_changed=changed, reset_offset=reset_offset,
+                answers=answers,
             )  # fmt: skip
         except MQClientError:
             await self.instance.release()
             raise
         self._registered = True
+
+    async def join(self) -> None:
+        """The start-up heartbeat to every broker the routes name (sendHeartbeatToAllBroker),
+        then notifications rebalance. The start's first rebalance comes after this.
+
+        ours: a rebalance woken by the first broker's NOTIFY_CONSUMER_IDS_CHANGED, while the
+        heartbeat had not reached the others yet, asked one of those for the group's consumers,
+        got "no consumer for this group" and warned ``rebalance_no_consumer_list`` at every
+        first start (Java's client has the same race and warns the same)."""
+        await self.instance.heartbeat_all()
+        self.joined = True
 
     def rebalance_now(self) -> None:
         """NOTIFY_CONSUMER_IDS_CHANGED: rebalance at once (RebalanceService.wakeup)."""

@@ -29,3 +29,4 @@ def test_readme_consumer_examples_run_as_written(two_brokers: Cluster) -> None:
                               text=True, timeout=90)  # fmt: skip
         assert done.returncode == 0, done.stderr
         assert "b'" in done.stdout, done.stdout  # each printed at least one body
+        assert "rebalance_no_consumer_list" not in done.stderr, done.stderr  # issue 31 item 7

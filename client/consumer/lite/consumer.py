@@ -195,12 +195,12 @@ class PullConsumer:
         """operateAfterRunning: routes, a heartbeat, then the first queues pulled."""
         if self._mode is Mode.SUBSCRIBE:
             await member.fetch_routes(list(member.rebalance.subscriptions), strict=True)
-            await member.instance.heartbeat_all()
+            await member.join()
             await self.do_rebalance()
         else:
             await member.fetch_routes(sorted({mq.topic for mq in self.tasks.assigned}),
                                       strict=True)  # fmt: skip
-            await member.instance.heartbeat_all()
+            await member.join()
             for mq in sorted(self.tasks.assigned):
                 self.tasks.start(mq)
         for topic in list(self._queue_listeners):

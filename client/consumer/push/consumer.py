@@ -164,7 +164,7 @@ class PushConsumer:
         except MQConnectionError:
             await self.shutdown()
             raise
-        await inst.heartbeat_all()
+        await member.join()
         await rb.run()
         self._start_loops(member, service)
 

@@ -1,0 +1,128 @@
+"""Issue 31 item 7: a consumer's first start prints no warning -- it printed
+``rebalance_no_consumer_list`` (a rebalance woken by the first broker's answer to the start-up
+heartbeat asked another broker, which the heartbeat had not reached yet) -- while a real
+problem still warns: a broker that does not know the group's consumers."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from aiorocketmq.client import Message
+from aiorocketmq.client.sync import Producer
+from tests.client.conftest import create_everywhere
+from tests.cluster import Cluster
+from tests.deploy.launcher import Launcher, close
+from tests.harness import ROOT
+
+WARNING = "rebalance_no_consumer_list"
+
+# a push consumer of the README's kind; "consuming" once a message arrived, then it runs until
+# its stdin closes. Rebalances every second; heartbeats only at start (and every 10 minutes).
+CONSUMER = """
+import asyncio, sys
+from aiorocketmq.client import ConsumeFromWhere, ConsumeStatus, PushConsumer
+
+async def main(namesrv, topic):
+    got = asyncio.Event()
+
+    async def on_messages(msgs, _ctx):
+        got.set()
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    consumer = PushConsumer("cg_warnings", namesrv_addr=namesrv, rebalance_interval=1000,
+                            heartbeat_broker_interval=600_000,
+                            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+    consumer.subscribe(topic, "*")
+    consumer.register_message_listener(on_messages)
+    async with consumer:
+        await got.wait()
+        print("consuming", flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+
+asyncio.run(main(sys.argv[1], sys.argv[2]))
+"""
+
+
+def run_example(launcher: Launcher, script: str) -> tuple[str, int]:
+    """``python examples/<script>`` against the launcher's cluster (stdout and stderr
+    together), reading the launcher's output meanwhile so its pipe never fills."""
+    env = {**os.environ, "NAMESRV_ADDR": launcher.addr("namesrv")}
+    with tempfile.TemporaryFile() as out:
+        proc = subprocess.Popen([sys.executable, f"examples/{script}"], cwd=ROOT, env=env,
+                                stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
+        deadline = time.monotonic() + 120
+        while proc.poll() is None:
+            if time.monotonic() > deadline:
+                proc.kill()
+            launcher.read(0.1)
+        out.seek(0)
+        return out.read().decode(errors="replace"), proc.wait()
+
+
+def test_the_quick_start_example_starts_without_a_warning(tmp_path: Path) -> None:
+    """`make run`, then `python examples/quickstart.py`, as the README has it: a fresh cluster,
+    a first start of the group -- and no warning among the lines it prints."""
+    launcher = Launcher(tmp_path / "data")
+    try:
+        launcher.wait_ready()
+        out, code = run_example(launcher, "quickstart.py")
+    finally:
+        close(launcher)
+    assert code == 0, out
+    assert "all 10 received" in out, out
+    assert WARNING not in out, out
+
+
+def read_until(path: Path, text: str, proc: subprocess.Popen[str], timeout: float) -> str:
+    """``path``'s content once it holds ``text`` (the process must still run meanwhile)."""
+    deadline = time.monotonic() + timeout
+    while text not in (content := path.read_text()):
+        assert proc.poll() is None, f"the consumer exited {proc.returncode}:\n{content}"
+        assert time.monotonic() < deadline, f"no {text!r} within {timeout} s:\n{content}"
+        time.sleep(0.1)
+    return content
+
+
+def test_first_start_is_quiet_and_a_broker_that_forgot_the_group_warns(
+    two_brokers: Cluster, tmp_path: Path
+) -> None:
+    """Two brokers (the start-up heartbeat reaches them one after the other): the first start
+    says nothing. Then broker-b restarts and forgets the group's consumers; the consumer does
+    not heartbeat again for 10 minutes, so its next rebalance that asks broker-b is told "no
+    consumer for this group" -- a real problem, and it warns."""
+    topic = "RebalanceWarnings"
+    asyncio.run(create_everywhere(two_brokers, topic))
+    with Producer("pg_warnings", namesrv_addr=two_brokers.namesrv_addr) as producer:
+        for i in range(8):
+            producer.send(Message(topic, b"m%d" % i))
+    errors = tmp_path / "consumer.err"
+    with errors.open("w") as err:
+        proc = subprocess.Popen([sys.executable, "-c", CONSUMER, two_brokers.namesrv_addr, topic],
+                                cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=err, text=True)  # fmt: skip
+    try:
+        assert proc.stdout is not None and proc.stdin is not None
+        assert proc.stdout.readline() == "consuming\n", errors.read_text()
+        assert WARNING not in errors.read_text()
+        two_brokers.stop_broker("broker-b")
+        two_brokers.start_broker("broker-b")
+        said = read_until(errors, WARNING, proc, 60)
+        # the rebalance of either topic (its own, the group's retry topic) asks a random broker
+        pattern = rf"^{WARNING} group='cg_warnings' topic='({topic}|%RETRY%cg_warnings)'$"
+        assert re.search(pattern, said, re.M), said
+        proc.stdin.close()
+        assert proc.wait(60) == 0, errors.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for stream in (proc.stdin, proc.stdout):
+            if stream is not None and not stream.closed:
+                stream.close()
