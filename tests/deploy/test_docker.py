@@ -15,6 +15,7 @@ The image build is Docker's: cached between runs, minutes when the sources chang
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import socket
@@ -134,6 +135,13 @@ class Compose:
             ["docker", "inspect", "--format", fmt, self.container(service)], 60
         ).stdout.strip()
 
+    def last_check(self, service: str) -> str:
+        """What the service's last health check printed."""
+        fmt = "{{json .State.Health.Log}}"
+        done = run(["docker", "inspect", "--format", fmt, self.container(service)], 60)
+        checks = json.loads(done.stdout)
+        return str(checks[-1]["Output"]).strip() if checks else ""
+
     def logs(self, service: str) -> str:
         done = run(["docker", "logs", self.container(service)], 60)
         return done.stdout + done.stderr
@@ -189,6 +197,7 @@ def test_the_cluster_in_containers_carries_messages_and_reads_on_from_the_slave(
     now = timed(compose, "up until healthy", now)
     for service in SERVICES:
         assert "aiorocketmq: hot modules compiled (mypyc)" in compose.logs(service), service
+        print(f"== {service}: {compose.last_check(service)}")
 
     sent, got, from_a_after_stop = asyncio.run(traffic(compose))
     timed(compose, "send, replicate, receive, failover", now)
