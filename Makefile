@@ -66,6 +66,23 @@ bench-peers: $(STAMP)
 	$(PY) -m pip install -q -e '.[peers]'
 	$(PY) -m benchmarks.peers $(ARGS)
 
+# containers (deploy/README.md). `make compose ARGS="up -d --build"` runs the Compose this host
+# has -- v2's `docker compose`, else 1.29's `docker-compose` -- on deploy/docker-compose.yml;
+# `make image` builds aiorocketmq:local alone; `make base-image` makes aiorocketmq-base:bookworm
+# from Debian's packages (deploy/base-image.sh) where python:3.11-slim cannot be pulled. The
+# image builds on AIOROCKETMQ_BASE: that local base once it exists, else python:3.11-slim
+.PHONY: compose image base-image
+COMPOSE = $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
+AIOROCKETMQ_BASE ?= $(shell docker image inspect aiorocketmq-base:bookworm >/dev/null 2>&1 && echo aiorocketmq-base:bookworm || echo python:3.11-slim)
+compose:
+	AIOROCKETMQ_BASE=$(AIOROCKETMQ_BASE) $(COMPOSE) -f deploy/docker-compose.yml $(ARGS)
+
+image:
+	docker build -f deploy/Dockerfile --build-arg BASE=$(AIOROCKETMQ_BASE) -t aiorocketmq:local .
+
+base-image:
+	sh deploy/base-image.sh
+
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis build
 	find . -name '*.so' -not -path './$(VENV)/*' -not -path '*/node_modules/*' -delete

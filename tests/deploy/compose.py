@@ -19,6 +19,7 @@ A conf file a command names is copied with those changes into the test's directo
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -77,8 +78,11 @@ def entry_points() -> dict[str, str]:
 
 
 def python_argv(command: list[str]) -> list[str] | None:
-    """``command`` (a console script and its arguments) as arguments to this interpreter;
-    None when pyproject has no such script."""
+    """``command`` (a console script and its arguments, or ``python3 -m`` a module of ours:
+    the image's venv comes first on its PATH) as arguments to this interpreter; None when
+    pyproject has no such script."""
+    if command[:2] == ["python3", "-m"] and command[2].startswith("aiorocketmq."):
+        return command[1:]
     target = entry_points().get(command[0])
     if target is None:
         return None
@@ -159,20 +163,35 @@ class Project:
         script is not in pyproject yet)."""
         test = self.services[service]["healthcheck"]["test"]
         assert test[0] == "CMD", test
-        return python_argv([self.local(arg, {}) for arg in test[1:]])
+        mounts = self.mounts(service)
+        return python_argv([self.local(arg, mounts) for arg in test[1:]])
+
+    def check_health(self, service: str) -> subprocess.CompletedProcess[str]:
+        """One run of ``service``'s healthcheck, with its environment, as Docker runs it in the
+        service's container."""
+        argv = self.healthcheck(service)
+        assert argv is not None, f"{service}: its healthcheck is no command of ours"
+        svc = self.services[service]
+        timeout = float(svc["healthcheck"]["timeout"].rstrip("s"))
+        mounts = self.mounts(service)
+        env = {k: self.local(str(v), mounts) for k, v in svc.get("environment", {}).items()}
+        return subprocess.run(
+            [sys.executable, *argv],
+            cwd=ROOT,
+            env={**os.environ, **env},
+            capture_output=True,
+            text=True,
+            timeout=timeout + 10,  # the check's own bound, and the interpreter's start
+        )
 
     def wait_healthy(self, service: str) -> bool:
         """Run the healthcheck until it exits 0 (compose's ``service_healthy``); False when
         its console script does not exist yet (the caller checks readiness another way)."""
-        argv = self.healthcheck(service)
-        if argv is None:
+        if self.healthcheck(service) is None:
             return False
-        timeout = float(self.services[service]["healthcheck"]["timeout"].rstrip("s"))
         deadline = time.monotonic() + HEALTH_TIMEOUT
         while True:
-            run = subprocess.run(
-                [sys.executable, *argv], cwd=ROOT, capture_output=True, text=True, timeout=timeout
-            )
+            run = self.check_health(service)
             if run.returncode == 0:
                 return True
             assert time.monotonic() < deadline, f"{service} unhealthy: {run.stdout}{run.stderr}"

