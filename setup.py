@@ -239,7 +239,11 @@ class Compiler:
         self, sources: Sequence[str], output_dir: str | None = None, *args: Any, **kwargs: Any
     ) -> list[str]:
         def one(src: str) -> str:
-            self.compile([src], output_dir, *args, **kwargs)
+            (obj,) = self.compile([src], output_dir, *args, **kwargs)
+            # mypyc dates what it writes a second ahead: an object done within that second
+            # would look stale to the next build
+            made = max(time.time(), Path(src).stat().st_mtime, self.headers)
+            os.utime(obj, (made, made))
             return src
 
         stale = self.stale(sources, output_dir)
@@ -290,9 +294,12 @@ class OptionalBuildExt(build_ext):
         """Every stale C file of every extension, on one pool of ``parallel`` compilers."""
         jobs = cores() if self.parallel is True else int(self.parallel)
         # objects another mypy, compiler or set of flags compiled are compiled again
+        # (written first: an interrupted build's objects are reused too)
         stamp, flags = ROOT / OBJECTS / "flags", self.flags()
         if not stamp.exists() or stamp.read_text() != flags:
             shutil.rmtree(ROOT / OBJECTS, ignore_errors=True)
+            stamp.parent.mkdir(parents=True)
+            stamp.write_text(flags)
         compile = Compiler(self.compiler, jobs)
         todo = [
             s for e in self.extensions for s in compile.stale(sorted(e.sources), self.build_temp)
@@ -304,8 +311,6 @@ class OptionalBuildExt(build_ext):
             super().build_extensions()
         finally:
             compile.pool.shutdown(cancel_futures=True)
-        stamp.parent.mkdir(parents=True, exist_ok=True)
-        stamp.write_text(flags)
 
     def plan(self, todo: list[str], jobs: int) -> str:
         """What the compile will do, and about how long it takes."""
