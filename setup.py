@@ -321,7 +321,9 @@ class OptionalBuildExt(build_ext):
         about = took(size / C_BYTES_PER_CPU_SECOND / min(jobs, len(todo)))
         files = f"{len(todo)} of {total} C files" if len(todo) < total else f"{total} C files"
         rest = "; the others are unchanged since the last build" if len(todo) < total else ""
-        return f"compiling {files} ({size / 1e6:.1f} MB) on {jobs} cores, about {about}{rest}"
+        return (
+            f"compiling {files} ({size / 1e6:.1f} MB) on {jobs} cores, about {about} if idle{rest}"
+        )
 
     def flags(self) -> str:
         """What an object depends on besides its C file and mypyc's headers (mypy's version
