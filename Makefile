@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+DEPS   := $(VENV)/.dependencies
 # ali-ons, the real RocketMQ client the compat tests drive (skipped, with a reason, without npm)
 COMPAT := tests/compat/js
 COMPAT_STAMP := $(COMPAT)/node_modules/.installed
@@ -16,17 +17,30 @@ BENCHES := $(filter-out common spark_common tx_common repl_common rawecho peers 
 # the modules setup.py compiles with mypyc (its COMPILED list, one quoted path per line)
 COMPILED := $(shell sed -n 's/^ *"\([a-z_/]*\.py\)",$$/\1/p' setup.py)
 
-# (re)install when pyproject.toml, setup.py or a compiled module changes (an edited module never
-# runs as its stale build; tests/conftest.py refuses to); `pip install -e` is idempotent. The
-# first install downloads pyspark and friends (a few hundred MB): pip shows its progress then,
-# and is quiet after. The last line says whether the hot modules run compiled.
-$(STAMP): pyproject.toml setup.py $(COMPILED)
+# Two steps, each saying what it does. The dependencies (again when pyproject.toml changes):
+# the first time pip downloads pyspark and friends (a few hundred MB) and shows its progress;
+# aiorocketmq itself is installed pure here, in seconds.
+$(DEPS): pyproject.toml
 	@test -x $(PY) || { echo "== creating the virtual environment $(VENV) ($(PYTHON))"; $(PYTHON) -m venv $(VENV); }
-	@echo "== installing aiorocketmq and its tools into $(VENV): pip install -e '.[dev,spark,server]'"
-	$(PY) -m pip install $(if $(wildcard $(STAMP)),-q,--progress-bar on) -e '.[dev,spark,server]'
+	@echo "== installing the dependencies and tools into $(VENV): pip install -e '.[dev,spark,server]'"
+	AIOROCKETMQ_PURE=1 $(PY) -m pip install $(if $(wildcard $(DEPS)),-q,--progress-bar on) -e '.[dev,spark,server]'
+	@touch $(DEPS)
+
+# Then aiorocketmq, its hot modules compiled (again when setup.py or a compiled module changes:
+# an edited module never runs as its stale build; tests/conftest.py refuses to). pip hides a
+# build's output unless -v: the full log goes to build/install.log, and only setup.py's own
+# "aiorocketmq:" lines are shown -- each step of the compile, the files as they finish, how
+# long it took. The last line says whether the hot modules run compiled.
+$(STAMP): $(DEPS) setup.py $(COMPILED)
+	@mkdir -p build
+	@echo "== installing aiorocketmq into $(VENV), compiling its $(words $(COMPILED)) hot modules with mypyc (AIOROCKETMQ_PURE=1 or MYPYC=0 skips that)"
+	@{ $(PY) -m pip install -v --no-deps -e . 2>&1; echo $$? > build/install.status; } \
+		| tee build/install.log | grep --line-buffered '^ *aiorocketmq: '; \
+	status=$$(cat build/install.status); \
+	if [ "$$status" != 0 ]; then tail -n 30 build/install.log; echo "== pip failed (exit $$status); its whole output: build/install.log"; exit $$status; fi
 	@touch $(STAMP)
 	@echo "== $(VENV) is ready"
-	@$(PY) -c 'import aiorocketmq.broker.store.store as m; print("== hot modules: " + ("compiled (mypyc)" if m.__file__.endswith(".so") else "pure Python, slower: no C compiler, mypyc failed, or AIOROCKETMQ_PURE is set (pip install -v -e . says which)"))'
+	@$(PY) -c 'import aiorocketmq.remoting.protocol.frame as m; print("== hot modules: " + ("compiled (mypyc)" if m.__file__.endswith(".so") else "pure Python, slower: no C compiler, mypyc failed, or AIOROCKETMQ_PURE / MYPYC=0 is set (the WARNING above, build/install.log)"))'
 
 setup: $(STAMP)
 
