@@ -20,13 +20,15 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.timeout(600)
+# generous bounds against a hung example, not a speed claim: beside 4 CPU hogs and other work
+# (load 12 on 2 cores) the example's Spark session alone took over 3 minutes to start reading
+@pytest.mark.timeout(1500)
 def test_spark_windows_example_runs(cluster: Cluster, tmp_path: Path) -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert ".venv/bin/python examples/spark_windows.py" in readme
     script = str(ROOT / "examples" / "spark_windows.py")
     done = subprocess.run([sys.executable, script, cluster.namesrv_addr], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=240)  # fmt: skip
+                          capture_output=True, text=True, timeout=1200)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     batches = [line for line in done.stdout.splitlines() if line.startswith("batch ")]
     clicks = sum(int(line.split(": ")[1].split()[0]) for line in batches)
