@@ -20,7 +20,7 @@ import zlib
 from collections.abc import Sequence
 from enum import Enum
 from itertools import repeat
-from mmap import mmap
+from mmap import PAGESIZE, mmap
 from pathlib import Path
 from typing import Final, NamedTuple
 
@@ -148,7 +148,8 @@ class CommitLog:
         what it counts as allocated; allocating again what already is takes no space."""
         seg = self.queue.find(self.max_offset) or self.queue.last()
         if seg is not None:
-            seg.backed = min(seg.backed, max(0, self.max_offset - seg.start))
+            written = max(0, self.max_offset - seg.start)
+            seg.backed = min(seg.backed, written - written % PAGESIZE)  # whole pages: warm.py
         self.room = 0
 
     def write(self, phys: int, data: bytes | bytearray) -> None:

@@ -41,6 +41,7 @@ log = structlog.get_logger(__name__)
 
 _NAME = re.compile(r"[0-9]{20}")
 _CHUNK = 1 << 20
+_PAGE = mmap.PAGESIZE
 _ZERO_CHUNK = bytes(_CHUNK)
 
 # checks that ``nbytes`` more of the disk may be used; raises OSError (DiskFull) if not
@@ -234,11 +235,13 @@ class Segment:
         return True
 
     def ensure_backed(self, end: int, chunk: int, check: SpaceCheck = _no_check) -> None:
-        """Allocate blocks behind the file up to ``end`` (and up to a chunk beyond); raises
-        OSError, having written nothing, when the disk cannot give them."""
+        """Allocate blocks behind the file up to ``end`` (and up to a chunk beyond, whole
+        pages: warm.py maps pages from where the blocks ended); raises OSError, having
+        written nothing, when the disk cannot give them."""
         if end <= self.backed:
             return
-        target = min(self.size, max(end, self.backed + chunk))
+        target = max(end, self.backed + chunk)
+        target = min(self.size, target + (-target) % _PAGE)
         check(target - self.backed)
         fd = self.fd if self.fd is not None else os.open(self.path, os.O_RDWR)
         try:
@@ -262,11 +265,11 @@ class Segment:
 
     def zero(self, pos: int, upto: int | None = None) -> None:
         """Zero from ``pos`` to ``upto`` (default: the end; a truncated tail), a chunk at a
-        time; beyond the backed part the file holds no data, so nothing is written there.
-        Holes are left alone (they read as zeros; a write would allocate a block there), and
-        the blocks of the rest are allocated first -- nothing where they are; OSError, not a
-        SIGBUS, on a filesystem that cannot tell its holes and has no room."""
-        mm, stop = self.mm, self.backed if upto is None else min(upto, self.backed)
+        time. Holes are left alone (they read as zeros; a write would allocate a block
+        there), and the blocks of the rest are allocated first -- nothing where they are;
+        OSError, not a SIGBUS, on a filesystem that cannot tell its holes and has no room.
+        Not bounded by ``backed``: that may be lower than what was written (after a start)."""
+        mm, stop = self.mm, self.size if upto is None else min(upto, self.size)
         if pos >= stop:
             return
         fd = self.fd if self.fd is not None else os.open(self.path, os.O_RDWR)
