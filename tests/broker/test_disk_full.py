@@ -239,8 +239,14 @@ async def test_a_segment_larger_than_the_disk_fills_it_a_step_at_a_time(
         assert await send(i) == ResponseCode.SERVICE_NOT_AVAILABLE
     assert broker.proc is not None and broker.proc.proc.poll() is None, "the broker died"
     filler.unlink()
+    for i in range(60, 260):  # the broker looks at the disk again within half a second
+        if await send(i) == ResponseCode.SUCCESS:
+            break
+        await asyncio.sleep(0.05)
+    else:
+        pytest.fail("puts were not accepted again after space was freed")
     refused = 0
-    for i in range(60, 2000):
+    for i in range(260, 2000):
         if await send(i) != ResponseCode.SUCCESS:
             refused += 1
             if refused >= 50:
