@@ -3,6 +3,13 @@
 Records use the stored-message layout byte for byte (protocol.md 7.1). A record that does not
 fit the rest of a segment (with 8 bytes to spare) leaves an end-of-file blank record --
 ``int32 remaining | int32 BLANK_MAGIC`` -- and starts the next segment.
+
+A segment file has its full size from the start (``mappedFileSizeCommitLog``: names,
+offsets and what tools expect are unchanged), but its blocks are allocated ``step`` bytes at a
+time ahead of the writer (``commitLogAllocateStepMb``), not all at once: no byte is written
+where the file has no blocks (segment.py), so a full disk shows up as the OSError of the
+allocation and the put is refused, having written nothing. ``room`` bounds both: the
+high-water mark and the blocks of the last segment.
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ import zlib
 from collections.abc import Sequence
 from enum import Enum
 from itertools import repeat
-from mmap import mmap
+from mmap import PAGESIZE, mmap
 from pathlib import Path
 from typing import Final, NamedTuple
 
@@ -41,6 +48,7 @@ BLANK_MIN: Final = 8
 _PROPERTY_SEPARATOR: Final = 2
 _NO_LIMIT: Final = 1 << 62
 MIN_RECORD: Final = 91  # the smallest V1 record: IPv4 hosts, empty body, topic and properties
+DEFAULT_STEP: Final = 64 << 20  # commitLogAllocateStepMb: blocks allocated at a time
 
 
 class Scan(Enum):
@@ -59,15 +67,24 @@ class Found(NamedTuple):
 
 
 class CommitLog:
-    def __init__(self, directory: Path, segment_size: int, check: SpaceCheck | None = None) -> None:
-        # segments are allocated whole when created: appends never fault in a block
-        self.queue = SegmentQueue(directory, segment_size, backed=segment_size)
+    def __init__(
+        self,
+        directory: Path,
+        segment_size: int,
+        check: SpaceCheck | None = None,
+        *,
+        step: int = DEFAULT_STEP,
+    ) -> None:
+        # a new segment gets its first ``step`` bytes of blocks; more as the writer nears them
+        self.step = min(max(step, 1), segment_size)
+        self.queue = SegmentQueue(directory, segment_size, backed=self.step)
         if check is not None:
             self.queue.check = check
         self.segment_size = segment_size
         self.max_offset = 0  # where the next record goes
-        # no write ends past the durable high-water mark (highwater.py); up to ``room`` a
-        # write need not ask it. None: no mark is kept (tools reading a store)
+        # no write ends past the durable high-water mark (highwater.py) nor past the blocks
+        # of the last segment; up to ``room`` a write need not ask either (make_room). None:
+        # no mark is kept (tools reading a store)
         self.highwater: HighWater | None = None
         self.room = 0
 
@@ -97,15 +114,43 @@ class CommitLog:
         if size + BLANK_MIN > space:
             seg.write(pos - seg.start, _HEAD.pack(space, BLANK_MAGIC))
             self.max_offset = seg.end
-            seg = self.queue.create(seg.end)
+            seg = self._create(seg.end, size)
             pos = seg.start
         return pos
 
     def make_room(self, end: int) -> None:
-        """Raise the high-water mark past ``end`` before bytes up to there are written;
-        raises OSError (nothing may be written then) when it cannot be."""
+        """Before bytes up to ``end`` are written (in the last segment, or from the start of
+        the next one): raise the high-water mark past ``end`` and allocate the last
+        segment's blocks up to ``end`` (a step beyond), or up to its end when ``end`` is in
+        the next one (a blank trailer and its zeros: less than a record). Raises OSError
+        (nothing may be written then) when either cannot be."""
         mark = self.highwater
-        self.room = _NO_LIMIT if mark is None else mark.allow(end)
+        room = _NO_LIMIT if mark is None else mark.allow(end)
+        seg = self.queue.last()
+        if seg is not None:
+            upto = min(end, seg.end) - seg.start
+            if upto > seg.backed:
+                seg.ensure_backed(upto, self.step, self.queue.check)
+            # a write into a segment created after this asks again
+            room = min(room, seg.start + seg.backed if end <= seg.end else seg.end)
+        self.room = room
+
+    def _create(self, start: int, need: int) -> Segment:
+        """A new last segment with blocks for at least its first ``need`` bytes."""
+        seg = self.queue.create(start)
+        if need > seg.backed:
+            seg.ensure_backed(need, self.step, self.queue.check)
+        return seg
+
+    def settle(self) -> None:
+        """After recovery: only the bytes of the last segment up to the end of the log are
+        known to have blocks (a file keeps its full size, its blocks need not), so that is
+        what it counts as allocated; allocating again what already is takes no space."""
+        seg = self.queue.find(self.max_offset) or self.queue.last()
+        if seg is not None:
+            written = max(0, self.max_offset - seg.start)
+            seg.backed = min(seg.backed, written - written % PAGESIZE)  # whole pages: warm.py
+        self.room = 0
 
     def write(self, phys: int, data: bytes | bytearray) -> None:
         """Copy a record in, stamping its PHYSICALOFFSET with ``phys``, its 8-byte head (size,
@@ -208,7 +253,7 @@ class CommitLog:
         if phys + n > self.room:
             self.make_room(phys + n)
         if seg is None or new:
-            seg = self.queue.create(phys)
+            seg = self._create(phys, n)
         at = phys - seg.start
         if at + n > seg.faulted:
             seg.prefault(at)
@@ -224,9 +269,11 @@ class CommitLog:
             seg.zero(phys - seg.start, min(self.max_offset, seg.end) - seg.start)
             self.queue.truncate_after(seg.end)
             self.max_offset = phys
+            self.settle()  # writes go on in this segment: allocated again from ``phys``
         elif phys < self.max_offset:  # before the first segment: none is kept
             self.queue.truncate_after(phys)
             self.max_offset = phys if self.queue.segments else 0
+            self.room = 0
         if not self.queue.segments and self.queue.directory.is_dir():
             fsync_dir(self.queue.directory)
 

@@ -33,6 +33,7 @@ class StoreConfig:
         "disk_max_used_space_ratio": (0, 100),
         "disk_space_warning_level_ratio": (0, 100),
         "disk_space_free_floor_mb": (0, None),
+        "commit_log_allocate_step_mb": (1, None),
         "max_mapped_consume_queue_files": (16, None),
         "clean_resource_interval": (1, None),
         "max_hash_slot_num": (1, None),
@@ -59,6 +60,9 @@ class StoreConfig:
     disk_max_used_space_ratio: int = 75  # % of the disk: beyond it, delete at once
     disk_space_warning_level_ratio: int = 90  # % of the disk: beyond it, refuse writes
     disk_space_free_floor_mb: int = 16  # ours: no file grows into the last MiBs of the disk
+    # ours: a CommitLog segment's blocks are allocated this many MiB at a time, ahead of the
+    # writer (segment files keep their full size; commitlog.py)
+    commit_log_allocate_step_mb: int = 64
     max_mapped_consume_queue_files: int = 16_384  # ours: idle ConsumeQueue files unmapped past it
     clean_resource_interval: int = 10_000  # ms between retention rounds
     max_hash_slot_num: int = 5_000_000

@@ -6,9 +6,13 @@ writes back pages dirtied through a shared mapping, whichever descriptor asks).
 No byte is ever written through a mapping where the file has no blocks behind it: on a full
 disk that page fault kills the process with SIGBUS. ``backed`` is how much of a file has its
 blocks (``fallocate``); writers call ``ensure_backed`` first, which fails with an OSError
-(ENOSPC, or ``DiskFull`` from the store's check) instead. A CommitLog segment is backed
-whole when created; ConsumeQueue files grow a chunk at a time, so 10,000 idle queues do not
-take 6 MB of disk each.
+(ENOSPC, or ``DiskFull`` from the store's check) instead. Files keep their full size from
+creation, their blocks come a step at a time: a CommitLog segment ``commitLogAllocateStepMb``
+(64 MiB) at a time ahead of the writer, so a new broker does not take 1 GiB of disk at once;
+ConsumeQueue files a chunk at a time, so 10,000 idle queues do not take 6 MB of disk each.
+A segment opened again counts as backed whole until its owner lowers ``backed`` to what it
+has written (CommitLog.settle, ConsumeQueue.load): allocating again what is allocated takes
+no space.
 
 A SegmentQueue given a ``MapCache`` (ConsumeQueues: thousands of files) keeps no descriptor
 of its own, and the cache unmaps idle segments beyond a limit (Python's mmap holds a
@@ -37,6 +41,7 @@ log = structlog.get_logger(__name__)
 
 _NAME = re.compile(r"[0-9]{20}")
 _CHUNK = 1 << 20
+_PAGE = mmap.PAGESIZE
 _ZERO_CHUNK = bytes(_CHUNK)
 
 # checks that ``nbytes`` more of the disk may be used; raises OSError (DiskFull) if not
@@ -135,13 +140,19 @@ class Segment:
         cache: MapCache | None = None,
     ) -> Segment:
         """A new zero-filled segment with its first ``backed`` bytes allocated; raises OSError
-        (ENOSPC, DiskFull, ...) when it cannot be made."""
+        (ENOSPC, DiskFull, ...) when it cannot be made -- ENOSPC too when the filesystem
+        cannot hold a file of ``size`` bytes (EFBIG): no disk has room for it."""
         check(backed)
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / f"{start:020d}"
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
         try:
-            os.ftruncate(fd, size)
+            try:
+                os.ftruncate(fd, size)
+            except OSError as exc:  # its size is all it takes at first: it has no room
+                if exc.errno != errno.EFBIG:
+                    raise
+                raise OSError(errno.ENOSPC, f"{path}: {size} bytes: {exc.strerror}") from exc
             if backed:
                 os.posix_fallocate(fd, 0, backed)
             fsync_dir(directory)  # the new file's name is durable before anything points at it
@@ -224,11 +235,13 @@ class Segment:
         return True
 
     def ensure_backed(self, end: int, chunk: int, check: SpaceCheck = _no_check) -> None:
-        """Allocate blocks behind the file up to ``end`` (and up to a chunk beyond); raises
-        OSError, having written nothing, when the disk cannot give them."""
+        """Allocate blocks behind the file up to ``end`` (and up to a chunk beyond, whole
+        pages: warm.py maps pages from where the blocks ended); raises OSError, having
+        written nothing, when the disk cannot give them."""
         if end <= self.backed:
             return
-        target = min(self.size, max(end, self.backed + chunk))
+        target = max(end, self.backed + chunk)
+        target = min(self.size, target + (-target) % _PAGE)
         check(target - self.backed)
         fd = self.fd if self.fd is not None else os.open(self.path, os.O_RDWR)
         try:
@@ -252,11 +265,25 @@ class Segment:
 
     def zero(self, pos: int, upto: int | None = None) -> None:
         """Zero from ``pos`` to ``upto`` (default: the end; a truncated tail), a chunk at a
-        time; beyond the backed part the file holds no data, so nothing is written there."""
-        mm, stop = self.mm, self.backed if upto is None else min(upto, self.backed)
-        for at in range(pos, stop, _CHUNK):
-            end = min(at + _CHUNK, stop)
-            mm[at:end] = _ZERO_CHUNK[: end - at]
+        time. Holes are left alone (they read as zeros; a write would allocate a block
+        there), and the blocks of the rest are allocated first -- nothing where they are;
+        OSError, not a SIGBUS, on a filesystem that cannot tell its holes and has no room.
+        Not bounded by ``backed``: that may be lower than what was written (after a start)."""
+        mm, stop = self.mm, self.size if upto is None else min(upto, self.size)
+        if pos >= stop:
+            return
+        fd = self.fd if self.fd is not None else os.open(self.path, os.O_RDWR)
+        try:
+            runs = zeros.data_extents(fd, pos, stop)
+            for start, end in runs:
+                os.posix_fallocate(fd, start, end - start)
+        finally:
+            if fd != self.fd:
+                os.close(fd)
+        for start, end in runs:
+            for at in range(start, end, _CHUNK):
+                upto_at = min(at + _CHUNK, end)
+                mm[at:upto_at] = _ZERO_CHUNK[: upto_at - at]
 
     def first_nonzero(self, pos: int, stop: int) -> int:
         """The position of the first byte from ``pos`` to ``stop`` that is not zero, or
@@ -313,8 +340,8 @@ class Segment:
 class SegmentQueue:
     """The segments of one log, contiguous and ordered by start offset.
 
-    ``backed`` is how much of a new segment is allocated at creation: all of it (CommitLog)
-    or a first chunk (ConsumeQueue, which grows through ``Segment.ensure_backed``)."""
+    ``backed`` is how much of a new segment is allocated at creation: a first step
+    (CommitLog) or chunk (ConsumeQueue); both grow through ``Segment.ensure_backed``."""
 
     def __init__(
         self,

@@ -63,7 +63,10 @@ class MessageStore(StoreReads, Replica, Appender):
             floor_bytes=config.disk_space_free_floor_mb << 20,
         )
         self.commitlog = CommitLog(
-            cl_dir, config.mapped_file_size_commit_log, lambda n: self.disk.check(n, cl_dir)
+            cl_dir,
+            config.mapped_file_size_commit_log,
+            lambda n: self.disk.check(n, cl_dir),
+            step=config.commit_log_allocate_step_mb << 20,
         )
         self.highwater = HighWater(root)
         self.delays = delay_levels(config.message_delay_level)
@@ -109,6 +112,7 @@ class MessageStore(StoreReads, Replica, Appender):
         full = was_crash or cp is None
         queues, limit = list(self.queues.values()), self.highwater.read()
         self.recovery = recover(self.commitlog, queues, cp, self._replay, full=full, limit=limit)
+        self.commitlog.settle()
         self.highwater.settle(self.commitlog.max_offset, lower=full)
         self.commitlog.highwater = self.highwater
         self.flusher.flushed = self.commitlog.max_offset

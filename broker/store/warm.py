@@ -146,7 +146,8 @@ def prefault(seg: Prefaultable, pos: int) -> None:
     writable from there, by the thread or (without it) on the loop; ``seg.faulted`` is set to
     where the writer is to call again."""
     global _on_loop_works
-    start = max(pos - pos % _PAGE, seg.prefaulted)
+    done = seg.prefaulted  # whole pages (MADV_POPULATE_WRITE: EINVAL at an unaligned start)
+    start = max(pos - pos % _PAGE, done - done % _PAGE)
     if WARMER is not None:
         stop = min(seg.backed, pos - pos % _PAGE + _AHEAD)
         seg.faulted = min(stop, pos + _AHEAD // 2)  # half of it left: ask for more

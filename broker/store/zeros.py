@@ -1,4 +1,5 @@
-"""Where a file stops being zeros: the tail check of a crash recovery (recovery.py).
+"""Where a file stops being zeros: the tail check of a crash recovery (recovery.py), and
+where zeroing a file has anything to do (Segment.zero).
 
 Read with ``pread`` a chunk at a time -- not through a mapping, which would make every page
 it reads resident in the process -- and only where the file may hold data: the holes the
@@ -29,6 +30,18 @@ def first_nonzero(fd: int, pos: int, stop: int) -> int:
                 return chunk_at + len(chunk) - len(chunk.lstrip(b"\0"))
         at = hole
     return stop
+
+
+def data_extents(fd: int, pos: int, stop: int) -> list[tuple[int, int]]:
+    """The runs ``[data, hole)`` of ``fd`` from ``pos`` to ``stop`` that may hold data (all
+    of it where holes cannot be told): what is not in one reads as zeros."""
+    runs, at = [], pos
+    while at < stop:
+        data, hole = _data_extent(fd, at, stop)
+        if data < hole:
+            runs.append((data, hole))
+        at = hole
+    return runs
 
 
 def _data_extent(fd: int, pos: int, stop: int) -> tuple[int, int]:

@@ -194,3 +194,67 @@ async def test_a_broker_filling_its_own_disk_keeps_every_acknowledged_message(
     client.close_channel(broker.addr)
     for msg_id, body in acked.items():
         assert (await view(client, broker.addr, msg_id)).body == body
+
+
+@pytest.mark.slow
+async def test_a_segment_larger_than_the_disk_fills_it_a_step_at_a_time(
+    small_disk: Path, cluster: Cluster, client: RemotingClient
+) -> None:
+    """Issue 31 item 5: the default 1 GiB CommitLog segment on a 64 MiB disk, its blocks
+    allocated 1 MiB at a time ahead of the writer. The broker takes puts (before: none, the
+    segment could not be made), is killed part way and restarted -- its segment reopened
+    with part of its blocks -- and another process fills the disk to the last byte: sends
+    are refused, never a crash (a write where no block is would be a SIGBUS). With space
+    back, the broker fills the disk itself: sends end in SERVICE_NOT_AVAILABLE, and every
+    acknowledged message reads back bit-exact after another restart. The used-ratio limits
+    and the floor are off: only the allocation itself stands between a put and a full disk."""
+    broker = broker_on(
+        cluster,
+        small_disk,
+        mappedFileSizeCommitLog=str(1 << 30),
+        commitLogAllocateStepMb="1",
+        diskMaxUsedSpaceRatio="100",
+        diskSpaceWarningLevelRatio="100",
+        diskSpaceFreeFloorMb="0",
+    )
+    assert (await client.invoke(broker.addr, create_topic("Big", 4))).code == 0
+    acked: dict[str, bytes] = {}
+
+    async def send(i: int) -> int:
+        body = f"{i}-".encode() + os.urandom(256 * 1024)
+        resp = await client.invoke(broker.addr, send_v2("Big", body, props={"KEYS": f"k{i}"}))
+        if resp.code == ResponseCode.SUCCESS:
+            acked[resp.ext_fields["msgId"]] = body
+        else:
+            assert resp.code == ResponseCode.SERVICE_NOT_AVAILABLE, resp.remark
+        return resp.code
+
+    for i in range(40):  # 10 MiB
+        assert await send(i) == ResponseCode.SUCCESS
+    cluster.kill_broker("broker-a")
+    cluster.start_broker("broker-a")
+    client.close_channel(broker.addr)
+    filler = fill(small_disk)
+    for i in range(40, 60):
+        assert await send(i) == ResponseCode.SERVICE_NOT_AVAILABLE
+    assert broker.proc is not None and broker.proc.proc.poll() is None, "the broker died"
+    filler.unlink()
+    for i in range(60, 260):  # the broker looks at the disk again within half a second
+        if await send(i) == ResponseCode.SUCCESS:
+            break
+        await asyncio.sleep(0.05)
+    else:
+        pytest.fail("puts were not accepted again after space was freed")
+    refused = 0
+    for i in range(260, 2000):
+        if await send(i) != ResponseCode.SUCCESS:
+            refused += 1
+            if refused >= 50:
+                break
+    assert refused >= 50 and len(acked) > 100, (refused, len(acked))
+    assert broker.proc is not None and broker.proc.proc.poll() is None, "the broker died"
+    assert cluster.stop_broker("broker-a") == 0
+    cluster.start_broker("broker-a")
+    client.close_channel(broker.addr)
+    for msg_id, body in acked.items():
+        assert (await view(client, broker.addr, msg_id)).body == body
