@@ -10,7 +10,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -50,29 +49,14 @@ asyncio.run(main(sys.argv[1], sys.argv[2]))
 """
 
 
-def run_example(launcher: Launcher, script: str) -> tuple[str, int]:
-    """``python examples/<script>`` against the launcher's cluster (stdout and stderr
-    together), reading the launcher's output meanwhile so its pipe never fills."""
-    env = {**os.environ, "NAMESRV_ADDR": launcher.addr("namesrv")}
-    with tempfile.TemporaryFile() as out:
-        proc = subprocess.Popen([sys.executable, f"examples/{script}"], cwd=ROOT, env=env,
-                                stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
-        deadline = time.monotonic() + 120
-        while proc.poll() is None:
-            if time.monotonic() > deadline:
-                proc.kill()
-            launcher.read(0.1)
-        out.seek(0)
-        return out.read().decode(errors="replace"), proc.wait()
-
-
 def test_the_quick_start_example_starts_without_a_warning(tmp_path: Path) -> None:
     """`make run`, then `python examples/quickstart.py`, as the README has it: a fresh cluster,
     a first start of the group -- and no warning among the lines it prints."""
     launcher = Launcher(tmp_path / "data")
     try:
         launcher.wait_ready()
-        out, code = run_example(launcher, "quickstart.py")
+        env = {**os.environ, "NAMESRV_ADDR": launcher.addr("namesrv")}
+        out, code = launcher.run_beside([sys.executable, "examples/quickstart.py"], env)
     finally:
         close(launcher)
     assert code == 0, out

@@ -12,6 +12,7 @@ import select
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -64,6 +65,23 @@ class Launcher:
         while self.read(max(0.0, deadline - time.monotonic())):
             assert time.monotonic() < deadline, f"still running after {timeout} s:\n{self.text}"
         return self.proc.wait(max(0.1, deadline - time.monotonic()))
+
+    def run_beside(
+        self, argv: list[str], env: dict[str, str], timeout: float = 300
+    ) -> tuple[str, int]:
+        """Run ``argv`` from the repository root (stdout and stderr together), reading this
+        launcher's output meanwhile so its pipe never fills and blocks the servers' logging;
+        its output and exit code. ``timeout`` only ends a hung run (a busy machine takes
+        several times the usual seconds): killed, it fails its test by its exit code."""
+        with tempfile.TemporaryFile() as out:
+            proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+            deadline = time.monotonic() + timeout
+            while proc.poll() is None:
+                if time.monotonic() > deadline:
+                    proc.kill()
+                self.read(0.1)
+            out.seek(0)
+            return out.read().decode(errors="replace"), proc.wait()
 
     @property
     def text(self) -> str:

@@ -8,10 +8,7 @@ from __future__ import annotations
 import os
 import re
 import signal
-import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -29,21 +26,6 @@ def quick_start() -> tuple[list[str], list[str]]:
     return first.splitlines(), second.splitlines()
 
 
-def run_draining(launcher: Launcher, script: str, env: dict[str, str]) -> tuple[str, int]:
-    """``script`` in bash (stdout and stderr together), reading the launcher's output
-    meanwhile so its pipe never fills and blocks the servers' logging."""
-    with tempfile.TemporaryFile() as out:
-        proc = subprocess.Popen(["bash", "-c", script], cwd=ROOT, env=env, stdout=out,
-                                stderr=subprocess.STDOUT)  # fmt: skip
-        deadline = time.monotonic() + 120
-        while proc.poll() is None:
-            if time.monotonic() > deadline:
-                proc.kill()
-            launcher.read(0.1)
-        out.seek(0)
-        return out.read().decode(errors="replace"), proc.wait()
-
-
 def test_readme_quick_start_runs_as_written(tmp_path: Path) -> None:
     first, second = quick_start()
     assert first == ["make run"]
@@ -56,7 +38,7 @@ def test_readme_quick_start_runs_as_written(tmp_path: Path) -> None:
             env["PATH"] = f"{Path(sys.executable).parent}:{env['PATH']}"
             second = second[1:]
         script = "set -e\n" + "".join(f"echo '>>> {line}'\n{line}\n" for line in second)
-        out, code = run_draining(launcher, script, env)
+        out, code = launcher.run_beside(["bash", "-c", script], env)
         launcher.proc.send_signal(signal.SIGINT)  # Ctrl-C
         assert launcher.wait_exit() == 0, launcher.text
     finally:
