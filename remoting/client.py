@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -15,6 +16,7 @@ from aiorocketmq.remoting.errors import RemotingConnectError
 from aiorocketmq.remoting.lifecycle import Service
 from aiorocketmq.remoting.log import get_logger
 from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.signature import Credentials, sign
 from aiorocketmq.remoting.slots import Slots
 
 log = get_logger(__name__)
@@ -42,12 +44,22 @@ class RemotingClient(Service):
     Listeners (``add_connect_listener``, ``add_close_listener``) learn at once when a
     connection to an address opens or is lost. After a failed connect, new connects to that
     address fail fast for a while (see ``_back_off``).
+
+    Given ``credentials``, every request is signed with them (ACL 1.0, AclClientRPCHook);
+    given ``tls``, every connection is TLS with that context (``useTLS``).
     """
 
     def __init__(
-        self, config: ClientConfig | None = None, routes: Mapping[int, Route] | None = None
+        self,
+        config: ClientConfig | None = None,
+        routes: Mapping[int, Route] | None = None,
+        *,
+        credentials: Credentials | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.config = config or ClientConfig()
+        self.credentials = credentials
+        self.tls = tls
         self._dispatcher = Dispatcher(routes or {})
         self._options = ChannelOptions(
             max_frame=self.config.frame_max_length,
@@ -97,6 +109,8 @@ class RemotingClient(Service):
         """
         loop = asyncio.get_running_loop()
         start = loop.time()
+        if self.credentials is not None:
+            sign(request, self.credentials)
         slots = self._requests.get(addr)
         if slots is None:
             slots = self._requests[addr] = Slots(self.config.client_async_semaphore_value)
@@ -120,6 +134,8 @@ class RemotingClient(Service):
         """Send ``request`` as oneway; returns once written. Oneway sends waiting for a peer
         that does not read are bounded per address (clientOnewaySemaphoreValue)."""
         deadline = asyncio.get_running_loop().time() + timeout
+        if self.credentials is not None:
+            sign(request, self.credentials)
         slots = self._oneways.get(addr)
         if slots is None:
             slots = self._oneways[addr] = Slots(self.config.client_oneway_semaphore_value)
@@ -170,7 +186,13 @@ class RemotingClient(Service):
         millis = self.config.connect_timeout_millis
         try:
             async with asyncio.timeout(millis / 1000):
-                _transport, ch = await loop.create_connection(factory, host.strip("[]"), int(port))
+                _transport, ch = await loop.create_connection(
+                    factory,
+                    host.strip("[]"),
+                    int(port),
+                    ssl=self.tls,
+                    server_hostname=host.strip("[]") if self.tls is not None else None,
+                )
         except TimeoutError:
             raise self._back_off(addr, f"no answer in {millis} ms") from None
         except (OSError, ValueError) as exc:
