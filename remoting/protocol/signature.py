@@ -10,6 +10,7 @@ Base64(HMAC-SHA1(secretKey, content)).
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 from collections.abc import Collection, Mapping
@@ -61,14 +62,35 @@ def content(
     keys = sorted(ext)
     if not "".join(keys).isascii():  # code points and UTF-16 units order differently
         keys.sort(key=_java_order)
-    text = "".join([ext[k] for k in keys if k not in skip]).encode()
+    for key in skip:
+        if key in ext:
+            keys.remove(key)
+    text = "".join(map(ext.__getitem__, keys)).encode()
     return text + body if body else text
+
+
+@functools.lru_cache(maxsize=1024)
+def _pads(secret_key: str) -> tuple[hashlib._Hash, hashlib._Hash]:
+    """HMAC's inner and outer hashes with the key's pads already absorbed (RFC 2104): per
+    request only the message is hashed, half the cost of ``hmac.new`` (a hot path: every
+    signed request, on both sides)."""
+    key = secret_key.encode()
+    if len(key) > 64:  # SHA-1's block size
+        key = hashlib.sha1(key).digest()
+    key = key.ljust(64, b"\0")
+    inner = hashlib.sha1(bytes(b ^ 0x36 for b in key))
+    outer = hashlib.sha1(bytes(b ^ 0x5C for b in key))
+    return inner, outer
 
 
 def signature(secret_key: str, data: bytes) -> str:
     """Base64(HMAC-SHA1(secret_key, data)) (AclSigner.calSignature)."""
-    digest = hmac.new(secret_key.encode(), data, hashlib.sha1).digest()
-    return base64.b64encode(digest).decode("ascii")
+    inner, outer = _pads(secret_key)
+    h = inner.copy()
+    h.update(data)
+    o = outer.copy()
+    o.update(h.digest())
+    return base64.b64encode(o.digest()).decode("ascii")
 
 
 def sign(cmd: RemotingCommand, credentials: Credentials) -> None:

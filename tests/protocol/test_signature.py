@@ -3,6 +3,10 @@ client computes (AclClientRPCHook), checked against a vector made with ``openssl
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
+
 import pytest
 
 from aiorocketmq.remoting.protocol.command import RemotingCommand
@@ -61,3 +65,12 @@ def test_credentials_hide_the_secret() -> None:
     assert "s3cr3t" not in str(creds)
     with pytest.raises(ValueError, match="non-empty"):
         Credentials("RocketMQ", "")
+
+
+@pytest.mark.parametrize("secret", ["12345678", "k" * 64, "long-" * 30, "sécret-ü"])
+def test_the_precomputed_hmac_is_hmac_sha1(secret: str) -> None:
+    """The cached pads give what the standard library's HMAC gives, for keys shorter and
+    longer than SHA-1's block and non-ASCII ones."""
+    for data in (b"", b"RocketMQgxTbody", bytes(range(256)) * 9):
+        expected = base64.b64encode(hmac.new(secret.encode(), data, hashlib.sha1).digest())
+        assert signature(secret, data) == expected.decode()
