@@ -1,4 +1,5 @@
-"""A real cluster for tests: one name server and N brokers as processes on port 0."""
+"""A real cluster for tests: one name server and N brokers as processes, on free ports below
+the ephemeral range (tests/ports.py), the same ones again on a restart."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.harness import ServerProcess
+from tests.ports import free_listen_port
 
 # short periods so tests never wait on RocketMQ's production intervals
 BROKER_DEFAULTS = {
@@ -58,7 +60,9 @@ class Cluster:
             "metricsPort": "0",  # /metrics on any free port (listenPort + 1000 is the default)
             **self.namesrv_sets,
         }
-        port = str(self.namesrv_port)  # 0 the first time; the same port on restart
+        # the same port on restart: one outside the range connects take their local ports from
+        self.namesrv_port = self.namesrv_port or free_listen_port()
+        port = str(self.namesrv_port)
         self.namesrv = ServerProcess(
             ["-m", "aiorocketmq.namesrv", "--listen-port", port, *_sets(sets)]
         )
@@ -84,7 +88,11 @@ class Cluster:
     def start_broker(self, name: str) -> BrokerProc:
         broker = self.brokers[name]
         sets = {"storePathRootDir": str(broker.store), **broker.sets}
-        port = str(broker.port)  # 0 the first time; the same port on restart
+        # the same port on restart, with its HA (+1) and VIP (-2) neighbours: outside the range
+        # connects take their local ports from, where any connection of another test could
+        # have taken them while it was down (the restart then failed: "HA port ... is taken")
+        broker.port = broker.port or free_listen_port(-2, 1)
+        port = str(broker.port)
         broker.proc = ServerProcess(
             [
                 "-m",
@@ -117,6 +125,8 @@ class Cluster:
         for name, broker in self.brokers.items():
             if broker.proc is not None and broker.proc.proc.returncode is None:
                 codes[name] = broker.proc.stop()
+            elif broker.proc is not None:  # exited before: its output pipe still to close
+                broker.proc.stop()
         if self.namesrv is not None:
             codes["namesrv"] = self.namesrv.stop()
         return codes

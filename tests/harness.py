@@ -82,7 +82,7 @@ class ServerProcess:
                     raise TimeoutError(f"no {event!r} event within {timeout} s")
                 self._cond.wait(min(left, 0.2))
 
-    def listening_port(self, timeout: float = 20.0) -> int:
+    def listening_port(self, timeout: float = 60.0) -> int:
         return int(self.wait_for("listening", timeout)["port"])
 
     def metrics_port(self, timeout: float = 20.0) -> int:
