@@ -69,6 +69,9 @@ def server_context(config: TlsConfig) -> ssl.SSLContext:
     certificate made now (TlsHelper: test mode). Raises ConfigError."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     _harden(ctx)
+    # no TLS 1.3 session tickets: clients keep their connections for hours, so resumption
+    # would save little, and making two tickets is work added to every handshake
+    ctx.num_tickets = 0
     if config.test_mode_enable and not config.server_cert_path:
         from aiorocketmq.remoting.tls_selfsigned import load_self_signed
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
+import threading
 import typing
 from collections.abc import Callable, Iterable
 from typing import Any, Final
@@ -30,7 +31,7 @@ from aiorocketmq.remoting.warnlimit import WarnLimiter
 log = get_logger(__name__)
 
 MAX_HANDSHAKE_BYTES: Final = 256 * 1024  # a client's whole handshake: hello and certificates
-READ_SIZE: Final = 256 * 1024  # plaintext taken from the TLS object per call
+READ_SIZE: Final = 256 * 1024  # plaintext handed to the protocol at most per call
 
 
 class TlsTransport(asyncio.Transport, asyncio.Protocol):
@@ -145,31 +146,38 @@ class TlsTransport(asyncio.Transport, asyncio.Protocol):
     # ------------------------------------------------------------ reading
 
     def _read(self) -> None:
-        chunks: list[bytes] = []
+        """Decrypt every whole record received and hand the plaintext over in one call."""
+        view, size = _buffer(), 0
         while True:
+            if size == len(view):  # full: hand it over, go on
+                self._deliver(bytes(view))
+                size = 0
+                if self._app is None:
+                    return
             try:
-                data = self._ssl.read(READ_SIZE)
+                n = typing.cast(int, self._ssl.read(len(view) - size, view[size:]))
             except ssl.SSLWantReadError:
                 break
             except ssl.SSLZeroReturnError:  # the peer's close_notify
-                self._deliver(chunks)
+                self._deliver(bytes(view[:size]))
                 self.close()
                 return
             except ssl.SSLError as exc:
                 log.warning("tls_error", peer=self.peer, reason=_reason(exc))
                 self.abort()
                 return
-            if not data:
+            if not n:
                 break
-            chunks.append(data)
+            size += n
         if self._outgoing.pending:  # a key update, a ticket
             self._flush()
-        self._deliver(chunks)
+        if size:
+            self._deliver(bytes(view[:size]))
 
-    def _deliver(self, chunks: list[bytes]) -> None:
+    def _deliver(self, data: bytes) -> None:
         app = self._app
-        if chunks and app is not None:
-            app.data_received(chunks[0] if len(chunks) == 1 else b"".join(chunks))
+        if data and app is not None:
+            app.data_received(data)
 
     # ------------------------------------------------------------ the app side (Transport)
 
@@ -249,6 +257,19 @@ class TlsTransport(asyncio.Transport, asyncio.Protocol):
     def get_protocol(self) -> asyncio.BaseProtocol:
         assert self._app is not None
         return self._app
+
+
+_local = threading.local()
+
+
+def _buffer() -> memoryview:
+    """This thread's decryption buffer: records are decrypted into it, then copied out once
+    per delivery, before the protocol sees them (``read(n)`` would allocate n bytes per
+    record). One per thread, shared by its connections: a delivery never nests in another."""
+    buffer: memoryview | None = getattr(_local, "buffer", None)
+    if buffer is None:
+        buffer = _local.buffer = memoryview(bytearray(READ_SIZE))
+    return buffer
 
 
 def _reason(exc: Exception) -> str:
