@@ -66,7 +66,7 @@ class Pki:
         }
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
     return Pki(tmp_path_factory.mktemp("pki"))
 
@@ -181,6 +181,7 @@ async def test_an_enforcing_broker_stores_nothing_a_plaintext_client_sends(
         assert refused, "the refusal is logged"
 
 
+@pytest.mark.slow
 async def test_a_slave_replicates_over_a_tls_ha_port(
     tmp_path: Path, pki: Pki, tls_client: RemotingClient
 ) -> None:

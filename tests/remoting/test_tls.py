@@ -52,7 +52,7 @@ class Served:
         return {ECHO: Route(self.echo)}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path | Pair]:
     """One CA with a server and a client certificate, another CA's client, a self-signed
     server; RSA keys where Apache's guide uses them."""
