@@ -7,10 +7,10 @@ DEPS   := $(VENV)/.dependencies
 # ali-ons, the real RocketMQ client the compat tests drive (skipped, with a reason, without npm)
 COMPAT := tests/compat/js
 COMPAT_STAMP := $(COMPAT)/node_modules/.installed
-# every benchmark script (helpers common.py and rawecho.py are not run on their own;
+# every benchmark script (helpers common.py, tls_common.py and rawecho.py are not run on their own;
 # nor spark_common.py and tx_common.py; peers.py and peers_consume.py start other servers: `make bench-peers`;
 # fuzz.py (and its fuzz_*.py) runs for many minutes: `python -m benchmarks.fuzz`)
-BENCHES := $(filter-out common spark_common tx_common repl_common rawecho peers peers_consume fuzz fuzz_% __init__,$(basename $(notdir $(wildcard benchmarks/*.py))))
+BENCHES := $(filter-out common spark_common tx_common repl_common tls_common rawecho peers peers_consume fuzz fuzz_% __init__,$(basename $(notdir $(wildcard benchmarks/*.py))))
 
 .PHONY: setup test lint bench run clean
 

@@ -12,6 +12,10 @@ process, same request and body). Targets: single sends at 64 in flight >= 50 % o
 (ASYNC_FLUSH); batch-32 >= 5x single-send messages/s; JSON >= 80 % of msgpack. Broker CPU
 per message is reported from /proc (user + system seconds over the measurement, divided by
 messages stored).
+
+TLS (issue 32): an ASYNC_FLUSH broker in permissive mode (a self-signed RSA-2048 certificate
+made in the run) takes send@64 over TLS and over plaintext on the same port, alternately;
+target TLS >= 0.6x plaintext.
 """
 
 from __future__ import annotations
@@ -19,10 +23,12 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import ssl
 import sys
 import tempfile
 from collections.abc import Awaitable
 from dataclasses import dataclass
+from pathlib import Path
 
 import uvloop
 
@@ -42,6 +48,7 @@ from benchmarks.common import (
     quiet_logging,
 )
 from benchmarks.remoting_rtt import server_process
+from benchmarks.tls_common import make_certificate, server_sets, trusting
 
 TOPIC, QUEUES, BODY = "BenchSend", 8, bytes(range(256)) * 4
 _uniq = itertools.count()
@@ -82,9 +89,11 @@ def cases(flush: str) -> tuple[Case, ...]:
     return CASES + JSON_CASES if flush == "ASYNC_FLUSH" else CASES
 
 
-async def measure(addr: str, case: Case, warm: float, seconds: float) -> Sample:
+async def measure(
+    addr: str, case: Case, warm: float, seconds: float, tls: ssl.SSLContext | None = None
+) -> Sample:
     config = ClientConfig(serialize_type=SerializeType.JSON if case.json else SerializeType.MSGPACK)
-    async with RemotingClient(config) as client:
+    async with RemotingClient(config, tls=tls) as client:
 
         def call() -> Awaitable[RemotingCommand]:
             return checked(client.invoke(addr, case.request(), 10))
@@ -146,6 +155,32 @@ def broker_cases(flush: str, args: argparse.Namespace, warm: float) -> dict[str,
     return out
 
 
+def tls_cases(args: argparse.Namespace, warm: float) -> dict[str, list[Sample]]:
+    """send@64 over TLS and over plaintext against one permissive broker, alternately."""
+    out: dict[str, list[Sample]] = {}
+    case = Case("send@64", 64, 1)
+    with tempfile.TemporaryDirectory() as tmp:
+        cert, key = make_certificate(Path(tmp))
+        sets = [f"storePathRootDir={tmp}/store", "brokerIP1=127.0.0.1", "brokerName=bench",
+                *server_sets(cert, key)]  # fmt: skip
+        argv = ["-m", "aiorocketmq.broker", "--listen-port", "0"]
+        argv += [a for s in sets for a in ("--set", s)]
+        with listening_process(argv) as broker:
+            addr = f"127.0.0.1:{broker.port}"
+            uvloop.run(create_topic(addr))
+            for _ in range(args.repeat):
+                for name, tls in (("plain", None), ("tls", trusting(cert))):
+                    cpu0 = broker.cpu_seconds()
+                    sample = uvloop.run(measure(addr, case, warm, args.seconds, tls))
+                    cpu = broker.cpu_seconds() - cpu0
+                    msgs = sample.ops * (args.seconds + warm * 2)
+                    out.setdefault(f"TLS:{name}:send@64", []).append(sample)
+                    out.setdefault(f"TLS:{name}:send@64:cpu", []).append(
+                        Sample(1e6 * cpu / max(msgs, 1), 0, 0)
+                    )
+    return out
+
+
 def main() -> int:
     args, warm = parse_args(__doc__ or "")
     quiet_logging()
@@ -157,6 +192,7 @@ def main() -> int:
                 samples.setdefault(f"echo@{depth}", []).append(echo)
     for flush in ("ASYNC_FLUSH", "SYNC_FLUSH"):
         samples.update(broker_cases(flush, args, warm))
+    samples.update(tls_cases(args, warm))
     report({k: median_sample(v) for k, v in samples.items()})
     return 0
 
@@ -190,6 +226,7 @@ def report(med: dict[str, Sample]) -> None:
         / med["ASYNC_FLUSH:send@64"].ops,
         "json/msgpack_batch32@64": med["ASYNC_FLUSH:batch32@64 json"].ops
         / med["ASYNC_FLUSH:batch32@64"].ops,
+        "tls/plain_send@64": med["TLS:tls:send@64"].ops / med["TLS:plain:send@64"].ops,
     }
     print(
         f"\nsend@64 / echo@64 (ASYNC_FLUSH): {ratios['async_send@64/echo@64']:.2f} (target >= 0.50)"
@@ -198,6 +235,11 @@ def report(med: dict[str, Sample]) -> None:
     print(f"batch-32 / single-send messages/s @64: ASYNC {a:.1f}x, SYNC {b:.1f}x (target >= 5x)")
     j1, j2 = ratios["json/msgpack_send@64"], ratios["json/msgpack_batch32@64"]
     print(f"JSON / msgpack headers (ASYNC_FLUSH): send@64 {j1:.2f}, batch32@64 {j2:.2f} (>= 0.80)")
+    for name in ("plain", "tls"):
+        s, cpu = med[f"TLS:{name}:send@64"], med[f"TLS:{name}:send@64:cpu"].ops
+        print(f"{'send@64 ' + name + ' (permissive)':<30}{s.ops:>10,.0f}{s.ops:>10,.0f}"
+              f"{s.p50_us:>10.1f}{s.p99_us:>10.1f}{cpu:>12.1f}")  # fmt: skip
+    print(f"TLS / plaintext send@64: {ratios['tls/plain_send@64']:.2f} (target >= 0.60)")
     line = {
         "bench": "send",
         "cases": {

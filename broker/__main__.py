@@ -21,6 +21,8 @@ from aiorocketmq.remoting.runtime import (
     print_config,
     run,
 )
+from aiorocketmq.remoting.tls_config import TlsConfig
+from aiorocketmq.remoting.tls_config import load as load_tls
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -35,31 +37,33 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def configs(args: argparse.Namespace) -> tuple[BrokerConfig, StoreConfig, ServerConfig]:
-    broker, store, server = load_configs(
+def configs(
+    args: argparse.Namespace,
+) -> tuple[BrokerConfig, StoreConfig, ServerConfig, TlsConfig]:
+    broker, store, server, tls = load_configs(
         args,
-        [BrokerConfig, StoreConfig, ServerConfig],
+        [BrokerConfig, StoreConfig, ServerConfig, TlsConfig],
         defaults={"listenPort": str(DEFAULT_LISTEN_PORT)},
     )
     namesrv = args.namesrv_addr or broker.namesrv_addr or os.environ.get("NAMESRV_ADDR", "")
     # the metrics port it will use, as -p prints it (by default listenPort + 1000)
     metrics = metrics_port(broker.metrics_port, server.listen_port)
     broker = dataclasses.replace(broker, namesrv_addr=namesrv, metrics_port=metrics)
-    return broker, store, server
+    return broker, store, server, load_tls(tls)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
-        broker, store, server = configs(args)
+        broker, store, server, tls = configs(args)
     except ConfigError as exc:
         return config_error_exit(exc)
     if args.print_config:
-        print_config(broker, store, server)
+        print_config(broker, store, server, tls.masked())
         return 0
 
     async def serve(stop: asyncio.Event) -> None:
-        async with Broker(broker, store, server, config_file=args.config):
+        async with Broker(broker, store, server, config_file=args.config, tls=tls):
             await stop.wait()
 
     return run(serve, log_level=args.log_level, log_format=args.log_format)

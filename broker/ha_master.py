@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+import ssl
 import time
 from collections.abc import Callable
 
@@ -28,13 +29,21 @@ from aiorocketmq.broker.store import MessageStore
 log = structlog.get_logger(__name__)
 
 READ_CHUNK = 64 * 1024
+TLS_HANDSHAKE_SECONDS = 10.0  # a slave that stalls its handshake is closed after this
 
 
 class HAMaster:
     """The slaves' connections and the highest offset any of them acknowledged."""
 
-    def __init__(self, store: MessageStore, settings: Callable[[], tuple[int, int, int]]) -> None:
+    def __init__(
+        self,
+        store: MessageStore,
+        settings: Callable[[], tuple[int, int, int]],
+        *,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
         self.store = store
+        self.tls = tls  # ours (tls.ha.enable): the HA port speaks TLS only
         # (haTransferBatchSize, haSendHeartbeatInterval ms, haHousekeepingInterval ms)
         self.settings = settings
         self.connections: set[HAConnection] = set()
@@ -47,7 +56,12 @@ class HAMaster:
         store.add_dispatch_listener(self._arrived)
 
     async def start(self, sock: socket.socket) -> None:
-        self._server = await asyncio.start_server(self._accept, sock=sock)
+        self._server = await asyncio.start_server(
+            self._accept,
+            sock=sock,
+            ssl=self.tls,
+            ssl_handshake_timeout=None if self.tls is None else TLS_HANDSHAKE_SECONDS,
+        )
 
     async def close(self) -> None:
         if self._server is not None:

@@ -13,6 +13,7 @@ is made again after a pause; the slave resumes from its own offset.
 from __future__ import annotations
 
 import asyncio
+import ssl
 import time
 from collections.abc import Callable
 
@@ -33,8 +34,11 @@ class HASlave:
         store: MessageStore,
         master_addr: Callable[[], str | None],
         settings: Callable[[], tuple[int, int, int]],
+        *,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.store = store
+        self.tls = tls  # ours (tls.ha.enable): dial the master's HA port with TLS
         self.master_addr = master_addr  # the HA address to follow, when known
         self.settings = settings  # (batch, heartbeat ms, housekeeping ms), as HAMaster's
         self.connected_to: str | None = None
@@ -55,7 +59,9 @@ class HASlave:
 
     async def _follow(self, addr: str) -> None:
         host, _, port = addr.rpartition(":")
-        reader, writer = await asyncio.open_connection(host, int(port))
+        reader, writer = await asyncio.open_connection(
+            host, int(port), ssl=self.tls, ssl_handshake_timeout=10.0 if self.tls else None
+        )
         self.connected_to = addr
         log.info("ha_master_connected", master=addr, offset=self.store.max_phys_offset)
         try:

@@ -50,6 +50,8 @@ from aiorocketmq.remoting.process import prepare_server_process
 from aiorocketmq.remoting.protocol.message import now_ms
 from aiorocketmq.remoting.server import RemotingServer
 from aiorocketmq.remoting.tasks import every
+from aiorocketmq.remoting.tls_config import TlsConfig
+from aiorocketmq.remoting.tls_context import client_context_from, server_context, server_tls
 
 log = structlog.get_logger(__name__)
 
@@ -57,7 +59,8 @@ log = structlog.get_logger(__name__)
 class Broker(Service):
     """``async with Broker(cfg, store_cfg, server_cfg)`` serves until the block ends;
     ``config_file`` is the file it was configured from (``-c``), which UPDATE_BROKER_CONFIG
-    writes (BrokerPathConfigHelper.brokerConfigPath)."""
+    writes (BrokerPathConfigHelper.brokerConfigPath). ``tls`` (the ``tls.*`` keys): TLS on its
+    ports, on its connections to name servers and its master, and on the HA port."""
 
     def __init__(
         self,
@@ -66,8 +69,19 @@ class Broker(Service):
         server: ServerConfig,
         *,
         config_file: str | None = None,
+        tls: TlsConfig | None = None,
     ):
         self.config = config
+        # TLS contexts first: a certificate that does not load stops the start before anything
+        tls = tls or TlsConfig()
+        # outbound (broker -> name server, slave -> master): tls.enable, as BrokerOuterAPI
+        self.outbound_tls = client_context_from(tls) if tls.client_enable else None
+        self.port_tls = server_tls(tls)  # the VIP port too: 4.9.8's fastRemotingServer shares it
+        self.ha_tls = (
+            (self.port_tls.context or server_context(tls), client_context_from(tls))
+            if tls.ha_enable
+            else None
+        )
         # compat: without -c Java writes ~/store/config/broker.properties whatever
         # storePathRootDir is; we keep it with the broker's other files
         self.config_file = (
@@ -76,7 +90,9 @@ class Broker(Service):
         self.store_config = store_config
         self.server_config = server
         self.namesrv = NamesrvAPI(
-            RemotingClient(), config.namesrv_addrs, config.register_broker_timeout_mills / 1000
+            RemotingClient(tls=self.outbound_tls),
+            config.namesrv_addrs,
+            config.register_broker_timeout_mills / 1000,
         )
         self.servers: list[RemotingServer] = []  # the main port, then the VIP port
         self._loops: list[asyncio.Task[None]] = []
@@ -102,7 +118,7 @@ class Broker(Service):
                 metrics_sock.close()
             raise
         ctx = self.ctx
-        self.replication = Replication(ctx, self.namesrv)
+        self.replication = Replication(ctx, self.namesrv, self.ha_tls)
         await self.replication.start(listeners.ha)
         self.consumers = Consumers(ctx, self._files())
         self.consumers.load()
@@ -110,14 +126,23 @@ class Broker(Service):
         ops = self.transactions.rebuild()
         self.tx_check = TransactionCheck(self.transactions, self.consumers.registry)
         self.slave_sync = SlaveSync(
-            ctx, self.consumers.offsets, self.consumers.schedule, self._master_addr
-        )
+            ctx, self.consumers.offsets, self.consumers.schedule, self._master_addr,
+            tls=self.outbound_tls,
+        )  # fmt: skip
         if ops:
             log.info("transaction_ops_read", ops=ops, low=self.transactions.ops.low)
         table, limits = routes(self._processors()), bulkheads(cfg)  # shared by both ports
         stats = RequestStats() if metrics_sock is not None else None  # both ports count in it
         self.servers = [
-            RemotingServer(tbl, server_cfg, bulkheads=limits, announce=False, sock=s, stats=stats)
+            RemotingServer(
+                tbl,
+                server_cfg,
+                bulkheads=limits,
+                announce=False,
+                sock=s,
+                stats=stats,
+                tls=self.port_tls,
+            )
             for tbl, s in ((table, sock), (vip_routes(table), vip_sock))
             if s is not None
         ]

@@ -8,6 +8,7 @@ GET_ALL_DELAY_OFFSET (45), whose bodies are consumerOffset.json's and delayOffse
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Callable
 from typing import Any
 
@@ -52,12 +53,14 @@ class SlaveSync:
         offsets: ConsumerOffsets,
         schedule: ScheduleService,
         master_addr: Callable[[], str | None],
+        *,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.ctx = ctx
         self.offsets = offsets
         self.schedule = schedule
         self.master_addr = master_addr  # () -> "host:port" of the master, or None
-        self.client = RemotingClient()
+        self.client = RemotingClient(tls=tls)  # tls.enable, as the broker's other clients
         self.rounds = 0
 
     async def sync_all(self) -> None:

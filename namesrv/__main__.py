@@ -19,6 +19,8 @@ from aiorocketmq.remoting.runtime import (
     print_config,
     run,
 )
+from aiorocketmq.remoting.tls_config import TlsConfig
+from aiorocketmq.remoting.tls_config import load as load_tls
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -30,9 +32,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
-        config, server = load_configs(
+        config, server, tls = load_configs(
             args,
-            [NamesrvConfig, ServerConfig],
+            [NamesrvConfig, ServerConfig, TlsConfig],
             defaults={
                 "listenPort": str(DEFAULT_LISTEN_PORT),
                 "bindAddress": DEFAULT_BIND_ADDRESS,
@@ -41,14 +43,15 @@ def main(argv: list[str] | None = None) -> int:
         # the port it will use, as -p prints it (by default listenPort + 1000)
         port = metrics_port(config.metrics_port, server.listen_port)
         config = dataclasses.replace(config, metrics_port=port)
+        tls = load_tls(tls)
     except ConfigError as exc:
         return config_error_exit(exc)
     if args.print_config:
-        print_config(config, server)
+        print_config(config, server, tls.masked())
         return 0
 
     async def serve(stop: asyncio.Event) -> None:
-        async with Namesrv(config, server):
+        async with Namesrv(config, server, tls=tls):
             await stop.wait()
 
     return run(serve, log_level=args.log_level, log_format=args.log_format)

@@ -21,6 +21,8 @@ from aiorocketmq.remoting.metrics import Metrics
 from aiorocketmq.remoting.metrics_port import metrics_port
 from aiorocketmq.remoting.server import RemotingServer
 from aiorocketmq.remoting.tasks import every
+from aiorocketmq.remoting.tls_config import TlsConfig
+from aiorocketmq.remoting.tls_context import server_tls
 
 log = structlog.get_logger(__name__)
 
@@ -30,9 +32,13 @@ def monotonic_ms() -> float:
 
 
 class Namesrv(Service):
-    """A name server; ``async with Namesrv(cfg, server_cfg)`` serves until the block ends."""
+    """A name server; ``async with Namesrv(cfg, server_cfg)`` serves until the block ends.
+    ``tls`` (``tls.server.*``) says whether its port serves TLS (ConfigError when a
+    certificate or key cannot be loaded)."""
 
-    def __init__(self, config: NamesrvConfig, server_config: ServerConfig) -> None:
+    def __init__(
+        self, config: NamesrvConfig, server_config: ServerConfig, *, tls: TlsConfig | None = None
+    ) -> None:
         self.config = config
         self.table = RouteTable(monotonic_ms, config.broker_channel_expired_time)
         self.kv = KVConfig(config.kv_config_path)
@@ -45,7 +51,11 @@ class Namesrv(Service):
         port = metrics_port(config.metrics_port, server_config.listen_port)
         stats = RequestStats() if port >= 0 else None
         self.server = RemotingServer(
-            self.processor.routes(), server_config, unknown=unknown_code, stats=stats
+            self.processor.routes(),
+            server_config,
+            unknown=unknown_code,
+            stats=stats,
+            tls=server_tls(tls or TlsConfig()),
         )
         self.server.add_close_listener(self._channel_closed)
         self._scan: asyncio.Task[None] | None = None

@@ -17,6 +17,10 @@ from aiorocketmq.remoting.lifecycle import Service
 from aiorocketmq.remoting.limits import MemoryLimits
 from aiorocketmq.remoting.log import get_logger
 from aiorocketmq.remoting.process import prepare_server_process
+from aiorocketmq.remoting.sniff import Sniffer
+from aiorocketmq.remoting.tls_config import TlsMode
+from aiorocketmq.remoting.tls_context import ServerTls
+from aiorocketmq.remoting.warnlimit import WarnLimiter
 
 log = get_logger(__name__)
 
@@ -30,6 +34,9 @@ class RemotingServer(Service):
 
     ``start()`` logs ``listening`` with the real host and port, unless ``announce=False`` (a
     process whose readiness comes later logs it itself).
+
+    ``tls`` says what the port does with TLS and plaintext, told apart by each connection's
+    first byte (remoting.sniff); by default it serves plaintext only.
     """
 
     def __init__(
@@ -42,8 +49,10 @@ class RemotingServer(Service):
         announce: bool = True,
         sock: socket.socket | None = None,
         stats: RequestStats | None = None,
+        tls: ServerTls | None = None,
     ) -> None:
         self.config = config or ServerConfig()
+        self.tls = tls or ServerTls()
         self._dispatcher = Dispatcher(routes, bulkheads, unknown=unknown, stats=stats)
         self.limits = MemoryLimits(
             self.config.server_output_buffer_max_bytes, self.config.server_partial_frame_max_bytes
@@ -60,6 +69,8 @@ class RemotingServer(Service):
         self._sweeper: asyncio.Task[None] | None = None
         self._listeners: list[CloseListener] = []
         self.channels: set[Channel] = set()
+        self._unserved: set[asyncio.Transport] = set()  # before the first byte, or TLS
+        self._refusals = WarnLimiter(60.0)  # refused and failed connections, by host and why
         self.accepted = 0  # connections ever accepted
         self.host = self.config.bind_address
         self.port = self.config.listen_port
@@ -76,26 +87,35 @@ class RemotingServer(Service):
             except Exception:  # a listener bug must not skip the others (logged)
                 log.exception("close_listener_failed", peer=ch.peer)
 
+    def _accept(self) -> Sniffer:
+        self.accepted += 1
+        return Sniffer(
+            self.tls,
+            self._new_channel,
+            idle=self.config.server_channel_max_idle_time_seconds,
+            pending=self._unserved,
+            warn=self._refusals,
+        )
+
     def _new_channel(self) -> Channel:
         ch = Channel(self._dispatcher, self._options, on_close=self._channel_closed)
         self.channels.add(ch)
-        self.accepted += 1
         return ch
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         prepare_server_process()  # open-files limit, memory returned (remoting.process)
         if self._sock is not None:  # bound earlier by its owner (see bind_socket)
-            self._server = await loop.create_server(
-                self._new_channel, sock=self._sock, backlog=1024
-            )
+            self._server = await loop.create_server(self._accept, sock=self._sock, backlog=1024)
         else:
             self._server = await loop.create_server(
-                self._new_channel, self.config.bind_address, self.config.listen_port, backlog=1024
+                self._accept, self.config.bind_address, self.config.listen_port, backlog=1024
             )
         sockname = self._server.sockets[0].getsockname()
         self.host, self.port = sockname[0], sockname[1]
         self._sweeper = loop.create_task(self._sweep_idle(), name="remoting-idle-sweep")
+        if self.tls.mode is not TlsMode.disabled:
+            log.info("tls_serving", port=self.port, mode=self.tls.mode.value)
         if self._announce:
             log.info("listening", host=self.host, port=self.port)
 
@@ -121,6 +141,8 @@ class RemotingServer(Service):
             self._sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sweeper
+        for transport in list(self._unserved):  # nothing of theirs is being handled
+            transport.abort()
         for ch in list(self.channels):
             ch.close()
         waits = [ch.closed for ch in self.channels]

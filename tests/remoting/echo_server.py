@@ -23,6 +23,9 @@ from aiorocketmq.remoting.runtime import (
     run,
 )
 from aiorocketmq.remoting.server import RemotingServer
+from aiorocketmq.remoting.tls_config import TlsConfig
+from aiorocketmq.remoting.tls_config import load as load_tls
+from aiorocketmq.remoting.tls_context import server_tls
 
 ECHO, SLOW, SIZED, HANG = 1, 2, 3, 4
 
@@ -53,15 +56,16 @@ def main(argv: list[str] | None = None) -> int:
     add_common_args(parser)
     args = parser.parse_args(argv)
     try:
-        (config,) = load_configs(args, [ServerConfig])
+        config, tls = load_configs(args, [ServerConfig, TlsConfig])
+        tls = load_tls(tls)
     except ConfigError as exc:
         return config_error_exit(exc)
     if args.print_config:
-        print_config(config)
+        print_config(config, tls.masked())
         return 0
 
     async def serve(stop: asyncio.Event) -> None:
-        async with RemotingServer(ROUTES, config):
+        async with RemotingServer(ROUTES, config, tls=server_tls(tls)):
             await stop.wait()
 
     return run(serve, log_level=args.log_level, log_format=args.log_format or "json")
