@@ -16,11 +16,11 @@ import time
 from argparse import Namespace
 from typing import Any
 
+from aiorocketmq.client import api
 from aiorocketmq.client.admin.cmd_broker import cluster_addrs
 from aiorocketmq.client.admin.output import Output, Table
 from aiorocketmq.client.admin.registry import command, opt
 from aiorocketmq.client.admin.session import AdminError, Session
-from aiorocketmq.client.core import api
 from aiorocketmq.remoting.protocol.codes import RequestCode as C
 
 VERSION_COLUMNS = {
