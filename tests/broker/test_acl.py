@@ -26,7 +26,7 @@ from aiorocketmq.remoting.protocol.signature import (
     sign,
     signature,
 )
-from tests.broker.acl_setup import ADMIN, FAR, USER, WHITE, acl_files, client, remark
+from tests.broker.acl_setup import ADMIN, FAR, USER, WHITE, acl_files, client, inner, remark
 from tests.broker.wire import create_topic, pull, send_v2
 from tests.cluster import BrokerProc, Cluster, running
 from tests.harness import ServerProcess
@@ -42,7 +42,8 @@ def acl_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Clus
     """One name server and one broker with ACL on, shared by the tests that change no file."""
     root = tmp_path_factory.mktemp("acl")
     with running(root) as cluster:
-        broker = cluster.add_broker("broker-acl", sets=acl_files(root))
+        sets = {**acl_files(root), "innerClientAuthenticationCredentials": inner(ADMIN)}
+        broker = cluster.add_broker("broker-acl", sets=sets)
         yield cluster, broker
 
 
@@ -189,6 +190,17 @@ async def test_unique_key_query_is_left_out_of_the_signed_content_with_4_9_8s_ru
         served = await raw.invoke(broker, server_style)
     assert refused.remark == remark(SIGNATURE_FAILED.format("userKey01"), VALIDATE.format(684))
     assert served.code != ResponseCode.SYSTEM_ERROR, served.remark
+
+
+async def test_get_broker_config_never_shows_the_inner_secret(broker: str) -> None:
+    """Ours: GET_BROKER_CONFIG (26) answers every key; the inner credentials' value is hidden
+    (any account may send 26, and without ACL anyone)."""
+    async with client(ADMIN) as admin:
+        resp = await admin.invoke(broker, api.request(C.GET_BROKER_CONFIG))
+    assert resp.code == ResponseCode.SUCCESS, resp.remark
+    text = resp.body.decode()
+    assert "innerClientAuthenticationCredentials=***" in text.splitlines()
+    assert ADMIN.secret_key not in text
 
 
 async def test_code_54_is_not_supported_as_in_4_9_8(broker: str) -> None:
