@@ -19,7 +19,9 @@ answers them all.
 The dispatcher knows nothing of connections: the caller passes the connection object through
 to handlers, and a ``Reply`` callable that takes each ``(request, response)``. Given a
 ``RequestStats``, it counts each request it answers there (code, response code, latency from
-dispatch to reply) for ``/metrics``: plain Python, a few hundred nanoseconds.
+dispatch to reply) for ``/metrics``: plain Python, a few hundred nanoseconds. Given a
+``Guard`` (remoting.acl), each request is checked once before anything else, inline; one it
+refuses is answered SYSTEM_ERROR with the guard's remark and reaches no handler (nor a batch).
 """
 
 from __future__ import annotations
