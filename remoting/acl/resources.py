@@ -5,7 +5,7 @@ for its signature only (320, a batch send, included, as in 4.9.8). Pure.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Final
 
 from aiorocketmq.remoting.acl.errors import PARSE_FRAME, AclError
@@ -37,53 +37,94 @@ def _required(ext: Mapping[str, str], name: str) -> str:
     return value
 
 
-def _send(needs: Needs, topic: str | None, group: str | None) -> None:
+def _send(topic: str | None, group: str | None) -> Needs:
     if topic is not None and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-        _add(needs, _retry(group), SUB)  # a retry topic: the group's retry resource, SUB
-    else:
-        _add(needs, topic, PUB)
+        return {} if group is None else {RETRY_GROUP_TOPIC_PREFIX + group: SUB}
+    return {} if topic is None else {topic: PUB}
 
 
-def _heartbeat(needs: Needs, body: bytes) -> None:
+def _send_v2(cmd: RemotingCommand) -> Needs:
+    ext = cmd.ext_fields
+    return _send(ext.get("b"), ext.get("a"))
+
+
+def _send_v1(cmd: RemotingCommand) -> Needs:
+    ext = cmd.ext_fields
+    return _send(ext.get("topic"), ext.get("group"))
+
+
+def _send_back(cmd: RemotingCommand) -> Needs:
+    out = Needs()
+    _add(out, _retry(cmd.ext_fields.get("group")), SUB)
+    return out
+
+
+def _pull(cmd: RemotingCommand) -> Needs:
+    ext, out = cmd.ext_fields, Needs()
+    _add(out, ext.get("topic"), SUB)
+    _add(out, _retry(ext.get("consumerGroup")), SUB)
+    return out
+
+
+def _query(cmd: RemotingCommand) -> Needs:
+    out = Needs()
+    _add(out, cmd.ext_fields.get("topic"), SUB)
+    return out
+
+
+def _heartbeat(cmd: RemotingCommand) -> Needs:
     try:
-        data = HeartbeatData.decode(body)
+        data = HeartbeatData.decode(cmd.body)
     except (ValueError, KeyError, TypeError, RecursionError) as exc:
         raise AclError(str(exc) or None, reason="bad_request", frame=PARSE_FRAME) from None
+    out = Needs()
     for consumer in data.consumers:
-        _add(needs, _retry(consumer.group_name), SUB)
+        _add(out, _retry(consumer.group_name), SUB)
         for sub in consumer.subscriptions:
-            _add(needs, sub.topic, SUB)
-
-
-def needs(cmd: RemotingCommand) -> Needs:
-    """The resources ``cmd`` touches and the permission each needs; raises AclError
-    (``bad_request``) where 4.9.8 cannot decode what it reads."""
-    ext, code, out = cmd.ext_fields, cmd.code, Needs()
-    if code == C.SEND_MESSAGE_V2:
-        _send(out, ext.get("b"), ext.get("a"))
-    elif code == C.SEND_MESSAGE:
-        _send(out, ext.get("topic"), ext.get("group"))
-    elif code == C.CONSUMER_SEND_MSG_BACK:
-        _add(out, _retry(ext.get("group")), SUB)
-    elif code == C.PULL_MESSAGE:
-        _add(out, ext.get("topic"), SUB)
-        _add(out, _retry(ext.get("consumerGroup")), SUB)
-    elif code == C.QUERY_MESSAGE:
-        _add(out, ext.get("topic"), SUB)
-    elif code == C.HEART_BEAT:
-        _heartbeat(out, cmd.body)
-    elif code == C.UNREGISTER_CLIENT:
-        _required(ext, "clientID")
-        _add(out, _retry(ext.get("consumerGroup")), SUB)
-    elif code == C.GET_CONSUMER_LIST_BY_GROUP:
-        _add(out, _retry(_required(ext, "consumerGroup")), SUB)
-    elif code == C.UPDATE_CONSUMER_OFFSET:
-        group, topic = _required(ext, "consumerGroup"), _required(ext, "topic")
-        for name in ("queueId", "commitOffset"):
-            _number(_required(ext, name))
-        _add(out, _retry(group), SUB)
-        _add(out, topic, SUB)
+            _add(out, sub.topic, SUB)
     return out
+
+
+def _unregister(cmd: RemotingCommand) -> Needs:
+    ext, out = cmd.ext_fields, Needs()
+    _required(ext, "clientID")
+    _add(out, _retry(ext.get("consumerGroup")), SUB)
+    return out
+
+
+def _consumer_list(cmd: RemotingCommand) -> Needs:
+    return {RETRY_GROUP_TOPIC_PREFIX + _required(cmd.ext_fields, "consumerGroup"): SUB}
+
+
+def _update_offset(cmd: RemotingCommand) -> Needs:
+    ext = cmd.ext_fields
+    group, topic = _required(ext, "consumerGroup"), _required(ext, "topic")
+    for name in ("queueId", "commitOffset"):
+        _number(_required(ext, name))
+    return {RETRY_GROUP_TOPIC_PREFIX + group: SUB, topic: SUB}
+
+
+# compat: the codes PlainAccessValidator.parse reads resources of
+_PARSERS: Final[dict[int, Callable[[RemotingCommand], Needs]]] = {
+    int(C.SEND_MESSAGE_V2): _send_v2,
+    int(C.SEND_MESSAGE): _send_v1,
+    int(C.CONSUMER_SEND_MSG_BACK): _send_back,
+    int(C.PULL_MESSAGE): _pull,
+    int(C.QUERY_MESSAGE): _query,
+    int(C.HEART_BEAT): _heartbeat,
+    int(C.UNREGISTER_CLIENT): _unregister,
+    int(C.GET_CONSUMER_LIST_BY_GROUP): _consumer_list,
+    int(C.UPDATE_CONSUMER_OFFSET): _update_offset,
+}
+CODES_WITH_RESOURCES: Final = frozenset(_PARSERS)
+
+
+def needs(cmd: RemotingCommand) -> Needs | None:
+    """The resources ``cmd`` touches and the permission each needs (None: a code checked for
+    its signature only); raises AclError (``bad_request``) where 4.9.8 cannot decode what it
+    reads."""
+    parse = _PARSERS.get(cmd.code)
+    return None if parse is None else parse(cmd)
 
 
 def _number(text: str) -> None:
@@ -94,10 +135,3 @@ def _number(text: str) -> None:
         raise AclError(
             f'For input string: "{text}"', reason="bad_request", frame=PARSE_FRAME
         ) from None
-
-
-CODES_WITH_RESOURCES: Final = frozenset({
-    C.SEND_MESSAGE, C.SEND_MESSAGE_V2, C.CONSUMER_SEND_MSG_BACK, C.PULL_MESSAGE,
-    C.QUERY_MESSAGE, C.HEART_BEAT, C.UNREGISTER_CLIENT, C.GET_CONSUMER_LIST_BY_GROUP,
-    C.UPDATE_CONSUMER_OFFSET,
-})  # fmt: skip

@@ -25,7 +25,7 @@ from typing import Final
 from aiorocketmq.remoting.acl import errors as e
 from aiorocketmq.remoting.acl.errors import AclError
 from aiorocketmq.remoting.acl.permission import BROKER_ADMIN_CODES, PUB, check_permission
-from aiorocketmq.remoting.acl.resources import CODES_WITH_RESOURCES, needs
+from aiorocketmq.remoting.acl.resources import needs
 from aiorocketmq.remoting.acl.rules import Account, Rules
 from aiorocketmq.remoting.protocol.command import RemotingCommand
 from aiorocketmq.remoting.protocol.msgid import java_hash
@@ -75,7 +75,7 @@ def check(rules: Rules, policy: Policy, cmd: RemotingCommand, ip: str) -> None:
     if policy.checked is not None and code not in policy.checked:
         return
     # compat: 4.9.8 reads no resources of a request without ext fields (an unsigned one)
-    wanted = needs(cmd) if policy.resources and ext and code in CODES_WITH_RESOURCES else None
+    wanted = needs(cmd) if policy.resources and ext else None
     account = identify(rules, ip, ext.get(ACCESS_KEY))
     if account is None:
         return
@@ -97,7 +97,10 @@ def check_perm(
         )  # fmt: skip
     if not wanted or (not account.perms and account.admin):
         return
-    if all(_allowed(account, r, p) for r, p in wanted.items()):
+    for resource, needed in wanted.items():
+        if not _allowed(account, resource, needed):
+            break
+    else:
         return
     # compat: the first refused resource in Java's HashMap order is the one the remark names
     for resource in java_hashmap_order(list(wanted)):
