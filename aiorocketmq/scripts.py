@@ -25,7 +25,7 @@ class Script(NamedTuple):
 
 # tests/test_import_cost.py checks that each command imports no third-party module beyond the
 # SDK's dependencies and its ``needs``, and that ``needs`` are the extra's distributions
-SERVER: tuple[str, ...] = ("uvloop", "structlog", "prometheus_client")
+SERVER: tuple[str, ...] = ("uvloop", "structlog", "prometheus_client", "yaml")
 SCRIPTS: dict[str, Script] = {
     "mqnamesrv": Script("aiorocketmq.namesrv.__main__:main", "server", SERVER),
     "mqbroker": Script("aiorocketmq.broker.__main__:main", "server", SERVER),

@@ -19,8 +19,11 @@ from collections.abc import Callable
 
 import structlog
 
+from aiorocketmq.broker.ha_auth import hello
 from aiorocketmq.broker.ha_frames import HAProtocolError, TransferParser, encode_report
 from aiorocketmq.broker.store import MessageStore
+from aiorocketmq.remoting.protocol.message import now_ms
+from aiorocketmq.remoting.protocol.signature import Credentials
 
 log = structlog.get_logger(__name__)
 
@@ -36,9 +39,11 @@ class HASlave:
         settings: Callable[[], tuple[int, int, int]],
         *,
         tls: ssl.SSLContext | None = None,
+        credentials: Credentials | None = None,
     ) -> None:
         self.store = store
         self.tls = tls  # ours (tls.ha.enable): dial the master's HA port with TLS
+        self.credentials = credentials  # inner credentials: a hello first (ha_auth)
         self.master_addr = master_addr  # the HA address to follow, when known
         self.settings = settings  # (batch, heartbeat ms, housekeeping ms), as HAMaster's
         self.connected_to: str | None = None
@@ -62,6 +67,8 @@ class HASlave:
         reader, writer = await asyncio.open_connection(
             host, int(port), ssl=self.tls, ssl_handshake_timeout=10.0 if self.tls else None
         )
+        if self.credentials is not None:
+            writer.write(hello(self.credentials, now_ms()))
         self.connected_to = addr
         log.info("ha_master_connected", master=addr, offset=self.store.max_phys_offset)
         try:

@@ -18,11 +18,14 @@ import structlog
 
 from aiorocketmq.broker.config import BrokerRole
 from aiorocketmq.broker.context import BrokerContext
+from aiorocketmq.broker.ha_auth import admission
 from aiorocketmq.broker.ha_master import HAMaster
 from aiorocketmq.broker.ha_slave import HASlave
 from aiorocketmq.broker.namesrv_api import NamesrvAPI
 from aiorocketmq.broker.store import PutStatus
+from aiorocketmq.remoting.acl.guard import AclGuard
 from aiorocketmq.remoting.errors import ConfigError
+from aiorocketmq.remoting.protocol.signature import Credentials
 
 log = structlog.get_logger(__name__)
 
@@ -45,11 +48,19 @@ class Replication:
         ctx: BrokerContext,
         namesrv: NamesrvAPI,
         ha_tls: tuple[ssl.SSLContext, ssl.SSLContext] | None = None,
+        *,
+        credentials: Credentials | None = None,
+        acl: AclGuard | None = None,
     ) -> None:
+        """``credentials``: what a slave authenticates to its master with; ``acl``: this
+        broker's ACL, which then decides who may replicate from it (ha_auth)."""
         self.ctx = ctx
         self.namesrv = namesrv
         self.ha_tls = ha_tls
+        self.credentials = credentials
         self.master = HAMaster(ctx.store, self._settings, tls=None if ha_tls is None else ha_tls[0])
+        if acl is not None:
+            self.master.admit = admission(acl)
         self.slave: HASlave | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -76,7 +87,8 @@ class Replication:
         if self.is_slave:
             store.set_slave(True)
             self.slave = HASlave(store, self._master_ha_addr, self._settings,
-                                 tls=None if self.ha_tls is None else self.ha_tls[1])  # fmt: skip
+                                 tls=None if self.ha_tls is None else self.ha_tls[1],
+                                 credentials=self.credentials)  # fmt: skip
             self._task = asyncio.get_running_loop().create_task(self.slave.run(), name="ha")
         elif self.ctx.config.broker_role is BrokerRole.SYNC_MASTER:
             store.replicate = self.wait_for_slave

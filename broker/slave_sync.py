@@ -27,6 +27,7 @@ from aiorocketmq.remoting.protocol.command import RemotingCommand, response_to
 from aiorocketmq.remoting.protocol.group import SubscriptionGroupConfig
 from aiorocketmq.remoting.protocol.register import DataVersion, TopicConfigWrapper
 from aiorocketmq.remoting.protocol.route import dumps
+from aiorocketmq.remoting.protocol.signature import Credentials
 
 log = structlog.get_logger(__name__)
 
@@ -55,12 +56,14 @@ class SlaveSync:
         master_addr: Callable[[], str | None],
         *,
         tls: ssl.SSLContext | None = None,
+        credentials: Credentials | None = None,
     ) -> None:
         self.ctx = ctx
         self.offsets = offsets
         self.schedule = schedule
         self.master_addr = master_addr  # () -> "host:port" of the master, or None
-        self.client = RemotingClient(tls=tls)  # tls.enable, as the broker's other clients
+        # tls.enable, as the broker's other clients; signed with the inner credentials: r#3115
+        self.client = RemotingClient(tls=tls, credentials=credentials)
         self.rounds = 0
 
     async def sync_all(self) -> None:

@@ -12,7 +12,14 @@ from aiorocketmq.remoting.channel import Channel
 from aiorocketmq.remoting.channel_options import ChannelOptions
 from aiorocketmq.remoting.config import ServerConfig
 from aiorocketmq.remoting.counters import RequestStats
-from aiorocketmq.remoting.dispatch import Bulkhead, Dispatcher, Routes, Unknown, not_supported
+from aiorocketmq.remoting.dispatch import (
+    Bulkhead,
+    Dispatcher,
+    Guard,
+    Routes,
+    Unknown,
+    not_supported,
+)
 from aiorocketmq.remoting.lifecycle import Service
 from aiorocketmq.remoting.limits import MemoryLimits
 from aiorocketmq.remoting.log import get_logger
@@ -33,7 +40,8 @@ class RemotingServer(Service):
     Each request answered is counted in ``stats`` when given (``/metrics``).
 
     ``start()`` logs ``listening`` with the real host and port, unless ``announce=False`` (a
-    process whose readiness comes later logs it itself).
+    process whose readiness comes later logs it itself). ``guard``, when given, checks each
+    request before dispatch (remoting.acl: ACL 1.0).
 
     ``tls`` says what the port does with TLS and plaintext, told apart by each connection's
     first byte (remoting.sniff); by default it serves plaintext only.
@@ -50,10 +58,12 @@ class RemotingServer(Service):
         sock: socket.socket | None = None,
         stats: RequestStats | None = None,
         tls: ServerTls | None = None,
+        guard: Guard | None = None,
     ) -> None:
         self.config = config or ServerConfig()
         self.tls = tls or ServerTls()
-        self._dispatcher = Dispatcher(routes, bulkheads, unknown=unknown, stats=stats)
+        self._dispatcher = Dispatcher(routes, bulkheads, unknown=unknown, stats=stats,
+                                      guard=guard)  # fmt: skip
         self.limits = MemoryLimits(
             self.config.server_output_buffer_max_bytes, self.config.server_partial_frame_max_bytes
         )

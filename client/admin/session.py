@@ -13,6 +13,7 @@ from aiorocketmq.remoting.protocol.codes import ResponseCode as R
 from aiorocketmq.remoting.protocol.codes import SerializeType
 from aiorocketmq.remoting.protocol.command import RemotingCommand
 from aiorocketmq.remoting.protocol.route import MASTER_ID, BrokerData, ClusterInfo, TopicRouteData
+from aiorocketmq.remoting.protocol.signature import Credentials
 
 
 class AdminError(Exception):
@@ -39,11 +40,16 @@ def _code_name(code: int) -> str:
 
 
 class Session:
-    def __init__(self, namesrv: Iterable[str], timeout: float = 5.0) -> None:
+    """``credentials``: every request is signed with them (ACL 1.0, AclClientRPCHook)."""
+
+    def __init__(
+        self, namesrv: Iterable[str], timeout: float = 5.0, credentials: Credentials | None = None
+    ) -> None:
         self.namesrv_addrs = [a.strip() for a in namesrv if a.strip()]
         self.timeout = timeout
         self.client = api.Remote.open(
-            ClientConfig(serialize_type=SerializeType.JSON, reconnect_backoff_initial_millis=0)
+            ClientConfig(serialize_type=SerializeType.JSON, reconnect_backoff_initial_millis=0),
+            credentials=credentials,
         )
 
     async def close(self) -> None:

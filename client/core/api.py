@@ -48,6 +48,7 @@ from aiorocketmq.remoting.protocol.heartbeat import (
 )
 from aiorocketmq.remoting.protocol.message import MessageExt, decode_records, encode_properties
 from aiorocketmq.remoting.protocol.route import TopicRouteData
+from aiorocketmq.remoting.protocol.signature import Credentials
 
 __all__ = [
     "AUTO_CREATE_TOPIC",
@@ -120,9 +121,12 @@ class Remote:
         self.client = client
 
     @classmethod
-    def open(cls, config: ClientConfig | None = None) -> Remote:
-        """A Remote over a new RemotingClient (connections open on first use)."""
-        return cls(RemotingClient(config))
+    def open(
+        cls, config: ClientConfig | None = None, *, credentials: Credentials | None = None
+    ) -> Remote:
+        """A Remote over a new RemotingClient (connections open on first use), signing every
+        request with ``credentials`` when given."""
+        return cls(RemotingClient(config, credentials=credentials))
 
     async def invoke(
         self, addr: str, request: RemotingCommand, timeout: float = DEFAULT_TIMEOUT

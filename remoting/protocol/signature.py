@@ -109,5 +109,7 @@ def verify(ext: Mapping[str, str], body: bytes | None, secret_key: str) -> bool:
     sent = ext.get(SIGNATURE)
     if sent is None:
         return False
-    expected = signature(secret_key, content(ext, body, SERVER_SKIP))
-    return hmac.compare_digest(sent.encode(), expected.encode())
+    mac = hmac.new(secret_key.encode(), content(ext, None, SERVER_SKIP), hashlib.sha1)
+    if body:
+        mac.update(body)  # the body hashed where it is: never copied behind the text
+    return hmac.compare_digest(sent.encode(), base64.b64encode(mac.digest()))
