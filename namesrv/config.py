@@ -32,6 +32,9 @@ class NamesrvConfig:
     metrics_port: int | None = None
     # ours: the address /metrics binds; "" = the name server's bindAddress
     metrics_host: str = ""
+    # ours: a file holding the bearer token /metrics requires (remoting.metrics_token); "" =
+    # none required. A file, not the token, so the secret is in no config file or command line
+    metrics_bearer_token_file: str = ""
 
 
 DEFAULT_LISTEN_PORT = 9876

@@ -19,6 +19,7 @@ from aiorocketmq.remoting.counters import RequestStats
 from aiorocketmq.remoting.lifecycle import Service
 from aiorocketmq.remoting.metrics import Metrics
 from aiorocketmq.remoting.metrics_port import metrics_port
+from aiorocketmq.remoting.metrics_token import BearerToken
 from aiorocketmq.remoting.server import RemotingServer
 from aiorocketmq.remoting.tasks import every
 
@@ -49,9 +50,11 @@ class Namesrv(Service):
         )
         self.server.add_close_listener(self._channel_closed)
         self._scan: asyncio.Task[None] | None = None
+        token_file = config.metrics_bearer_token_file
         self.metrics = None if stats is None else Metrics(
             config.metrics_host or server_config.bind_address, port, stats,
             lambda: {"main": self.server}, [NamesrvCollector(self.processor)],
+            token=BearerToken(token_file) if token_file else None,
         )  # fmt: skip
 
     @property
