@@ -37,7 +37,7 @@ _IDENTITY = "the broker's identity or role"
 _ADDRESS = "where the broker registers, or the address its clients dial"
 _LISTENER = "a listener's setting"
 _FILE = "names a file or directory"
-_SECURITY = "a security setting"
+_SECURITY = "a security setting: who may use the broker"
 
 # key -> why it cannot change at run time (Apache's three keep Java's answer: settings.py)
 REFUSED: Final[Mapping[str, str]] = {
@@ -70,6 +70,10 @@ REFUSED: Final[Mapping[str, str]] = {
     "serverOutputBufferMaxBytes": _LISTENER,
     "serverPartialFrameMaxBytes": _LISTENER,
     "metricsBearerTokenFile": _FILE,
+    "aclEnable": _SECURITY,
+    "aclFile": _PATH,
+    "aclDir": _PATH,
+    "innerClientAuthenticationCredentials": _SECURITY,
 }
 
 # key patterns refused as REFUSED's keys are (re.match: from the key's start)

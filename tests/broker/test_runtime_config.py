@@ -58,6 +58,10 @@ SAMPLE = {
     "serverOutputBufferMaxBytes": str(1 << 20),
     "serverPartialFrameMaxBytes": str(1 << 20),
     "metricsBearerTokenFile": "/tmp/token",
+    "aclEnable": "true",
+    "aclFile": "/tmp/acl.yml",
+    "aclDir": "/tmp/acl",
+    "innerClientAuthenticationCredentials": '{"accessKey":"innerKey1","secretKey":"innerSecret"}',
 }
 # keys REFUSED_PATTERNS refuses, whether this broker has them or not: every storePath*, the
 # ACL and TLS keys of 4.9.8 (AclConstants, TlsSystemConfig) and others naming a file
