@@ -12,17 +12,25 @@ process, same request and body). Targets: single sends at 64 in flight >= 50 % o
 (ASYNC_FLUSH); batch-32 >= 5x single-send messages/s; JSON >= 80 % of msgpack. Broker CPU
 per message is reported from /proc (user + system seconds over the measurement, divided by
 messages stored).
+
+ACL shape (issue 32; ``--shapes acl`` runs it alone): two ASYNC_FLUSH brokers side by side,
+one plain, one with ``aclEnable`` (an admin account in its ``plain_acl.yml``, no white
+address, so every request is verified); send@64 unsigned to the plain one and signed
+(HMAC-SHA1 over the sorted ext fields and the body, as AclClientRPCHook) to the ACL one,
+alternating in each round, msgpack and JSON headers. Target: signed >= 0.9x unsigned.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import sys
 import tempfile
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import uvloop
 
@@ -33,7 +41,9 @@ from aiorocketmq.remoting.protocol.batch import BatchItem, encode_batch
 from aiorocketmq.remoting.protocol.codes import SerializeType
 from aiorocketmq.remoting.protocol.command import RemotingCommand
 from aiorocketmq.remoting.protocol.message import encode_properties
+from aiorocketmq.remoting.protocol.signature import Credentials
 from benchmarks.common import (
+    Listening,
     Sample,
     drive,
     listening_process,
@@ -82,9 +92,11 @@ def cases(flush: str) -> tuple[Case, ...]:
     return CASES + JSON_CASES if flush == "ASYNC_FLUSH" else CASES
 
 
-async def measure(addr: str, case: Case, warm: float, seconds: float) -> Sample:
+async def measure(
+    addr: str, case: Case, warm: float, seconds: float, credentials: Credentials | None = None
+) -> Sample:
     config = ClientConfig(serialize_type=SerializeType.JSON if case.json else SerializeType.MSGPACK)
-    async with RemotingClient(config) as client:
+    async with RemotingClient(config, credentials=credentials) as client:
 
         def call() -> Awaitable[RemotingCommand]:
             return checked(client.invoke(addr, case.request(), 10))
@@ -99,8 +111,8 @@ async def checked(pending: Awaitable[RemotingCommand]) -> RemotingCommand:
     return resp
 
 
-async def create_topic(addr: str) -> None:
-    async with RemotingClient() as client:
+async def create_topic(addr: str, credentials: Credentials | None = None) -> None:
+    async with RemotingClient(credentials=credentials) as client:
         resp = await client.invoke(addr, api.create_topic(TOPIC, QUEUES))
         assert resp.code == 0, resp.remark
 
@@ -116,9 +128,9 @@ async def measure_echo(port: int, depth: int, warm: float, seconds: float) -> Sa
         return await drive(call, depth, warm, seconds)
 
 
-def broker_cases(flush: str, args: argparse.Namespace, warm: float) -> dict[str, list[Sample]]:
-    """Every case against one broker of the given flush type; CPU per message as a Sample."""
-    out: dict[str, list[Sample]] = {}
+@contextlib.contextmanager
+def bench_broker(flush: str, *more: str) -> Iterator[Listening]:
+    """A broker of the given flush type on a fresh store, with ``more`` settings."""
     with tempfile.TemporaryDirectory() as tmp:
         sets = [
             f"storePathRootDir={tmp}",
@@ -126,29 +138,99 @@ def broker_cases(flush: str, args: argparse.Namespace, warm: float) -> dict[str,
             "brokerIP1=127.0.0.1",
             "brokerName=bench",
             "autoCreateTopicEnable=true",
+            *(m.replace("{tmp}", tmp) for m in more),
         ]
         argv = ["-m", "aiorocketmq.broker", "--listen-port", "0"] + [
             a for s in sets for a in ("--set", s)
         ]
         with listening_process(argv) as broker:
-            addr = f"127.0.0.1:{broker.port}"
-            uvloop.run(create_topic(addr))
-            for _ in range(args.repeat):
-                for case in cases(flush):
-                    cpu0 = broker.cpu_seconds()
-                    sample = uvloop.run(measure(addr, case, warm, args.seconds))
-                    cpu = broker.cpu_seconds() - cpu0
-                    msgs = sample.ops * case.per_op * (args.seconds + warm * 2)
-                    out.setdefault(f"{flush}:{case.name}", []).append(sample)
-                    out.setdefault(f"{flush}:{case.name}:cpu", []).append(
-                        Sample(1e6 * cpu / max(msgs, 1), 0, 0)
-                    )
+            yield broker
+
+
+def broker_cases(flush: str, args: argparse.Namespace, warm: float) -> dict[str, list[Sample]]:
+    """Every case against one broker of the given flush type; CPU per message as a Sample."""
+    out: dict[str, list[Sample]] = {}
+    with bench_broker(flush) as broker:
+        addr = f"127.0.0.1:{broker.port}"
+        uvloop.run(create_topic(addr))
+        for _ in range(args.repeat):
+            for case in cases(flush):
+                cpu0 = broker.cpu_seconds()
+                sample = uvloop.run(measure(addr, case, warm, args.seconds))
+                cpu = broker.cpu_seconds() - cpu0
+                msgs = sample.ops * case.per_op * (args.seconds + warm * 2)
+                out.setdefault(f"{flush}:{case.name}", []).append(sample)
+                out.setdefault(f"{flush}:{case.name}:cpu", []).append(
+                    Sample(1e6 * cpu / max(msgs, 1), 0, 0)
+                )
     return out
 
 
+# the ACL shape's account (admin: every code, every topic; verified, never white-listed)
+ACL_ADMIN = Credentials("benchAdmin", "benchAdminSecret")
+ACL_YAML = f"""\
+accounts:
+  - accessKey: {ACL_ADMIN.access_key}
+    secretKey: {ACL_ADMIN.secret_key}
+    whiteRemoteAddress:
+    admin: true
+"""
+ACL_CASES = (Case("send@64", 64, 1), Case("send@64 json", 64, 1, True))
+
+
+def acl_cases(args: argparse.Namespace, warm: float) -> dict[str, list[Sample]]:
+    """Unsigned sends to a plain broker and signed ones to an ACL broker, alternating."""
+    out: dict[str, list[Sample]] = {}
+    with tempfile.TemporaryDirectory() as acl_dir:
+        acl_file = Path(acl_dir) / "plain_acl.yml"
+        acl_file.write_text(ACL_YAML)
+        acl_sets = ("aclEnable=true", f"aclFile={acl_file}", f"aclDir={acl_dir}/acl")
+        with bench_broker("ASYNC_FLUSH") as plain, bench_broker("ASYNC_FLUSH", *acl_sets) as acl:
+            uvloop.run(create_topic(f"127.0.0.1:{plain.port}"))
+            uvloop.run(create_topic(f"127.0.0.1:{acl.port}", ACL_ADMIN))
+            for _ in range(args.repeat):
+                for case in ACL_CASES:
+                    for label, broker, creds in (("unsigned", plain, None),
+                                                 ("signed", acl, ACL_ADMIN)):  # fmt: skip
+                        cpu0 = broker.cpu_seconds()
+                        addr = f"127.0.0.1:{broker.port}"
+                        sample = uvloop.run(measure(addr, case, warm, args.seconds, creds))
+                        cpu = broker.cpu_seconds() - cpu0
+                        msgs = sample.ops * (args.seconds + warm * 2)
+                        out.setdefault(f"ACL:{label} {case.name}", []).append(sample)
+                        out.setdefault(f"ACL:{label} {case.name}:cpu", []).append(
+                            Sample(1e6 * cpu / max(msgs, 1), 0, 0)
+                        )
+    return out
+
+
+def report_acl(med: dict[str, Sample]) -> dict[str, float]:
+    print(f"\n{'ACL shape (ASYNC_FLUSH)':<30}{'req/s':>10}{'p50 us':>10}{'p99 us':>10}"
+          f"{'cpu us/msg':>12}")  # fmt: skip
+    ratios = {}
+    for case in ACL_CASES:
+        for label in ("unsigned", "signed"):
+            s, cpu = med[f"ACL:{label} {case.name}"], med[f"ACL:{label} {case.name}:cpu"].ops
+            print(f"{label + ' ' + case.name:<30}{s.ops:>10,.0f}{s.p50_us:>10.1f}"
+                  f"{s.p99_us:>10.1f}{cpu:>12.1f}")  # fmt: skip
+        key = f"signed/unsigned_{case.name.replace(' ', '_')}"
+        ratios[key] = med[f"ACL:signed {case.name}"].ops / med[f"ACL:unsigned {case.name}"].ops
+        print(f"signed / unsigned {case.name}: {ratios[key]:.2f} (target >= 0.90)")
+    return ratios
+
+
 def main() -> int:
-    args, warm = parse_args(__doc__ or "")
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--shapes", choices=("all", "acl"), default="all",
+                        help="acl: only the ACL shape (signed against unsigned)")  # fmt: skip
+    args, warm = parse_args(__doc__ or "", parser)
     quiet_logging()
+    if args.shapes == "acl":
+        med = {k: median_sample(v) for k, v in acl_cases(args, warm).items()}
+        ratios = report_acl(med)
+        print(json.dumps({"bench": "send", "shapes": "acl", "cases": _cases_json(med),
+                          "ratios": {k: round(v, 3) for k, v in ratios.items()}}))  # fmt: skip
+        return 0
     samples: dict[str, list[Sample]] = {}
     with server_process() as ports:
         for _ in range(args.repeat):
@@ -157,8 +239,15 @@ def main() -> int:
                 samples.setdefault(f"echo@{depth}", []).append(echo)
     for flush in ("ASYNC_FLUSH", "SYNC_FLUSH"):
         samples.update(broker_cases(flush, args, warm))
+    samples.update(acl_cases(args, warm))
     report({k: median_sample(v) for k, v in samples.items()})
     return 0
+
+
+def _cases_json(med: dict[str, Sample]) -> dict[str, dict[str, float]]:
+    return {
+        k: {"ops": round(v.ops, 1), "p50_us": v.p50_us, "p99_us": v.p99_us} for k, v in med.items()
+    }
 
 
 def report(med: dict[str, Sample]) -> None:
@@ -198,12 +287,10 @@ def report(med: dict[str, Sample]) -> None:
     print(f"batch-32 / single-send messages/s @64: ASYNC {a:.1f}x, SYNC {b:.1f}x (target >= 5x)")
     j1, j2 = ratios["json/msgpack_send@64"], ratios["json/msgpack_batch32@64"]
     print(f"JSON / msgpack headers (ASYNC_FLUSH): send@64 {j1:.2f}, batch32@64 {j2:.2f} (>= 0.80)")
+    ratios.update(report_acl(med))
     line = {
         "bench": "send",
-        "cases": {
-            k: {"ops": round(v.ops, 1), "p50_us": v.p50_us, "p99_us": v.p99_us}
-            for k, v in med.items()
-        },
+        "cases": _cases_json(med),
         "ratios": {k: round(v, 3) for k, v in ratios.items()},
     }
     print(json.dumps(line))
