@@ -16,17 +16,24 @@ messages stored).
 TLS (issue 32): an ASYNC_FLUSH broker in permissive mode (a self-signed RSA-2048 certificate
 made in the run) takes send@64 over TLS and over plaintext on the same port, alternately;
 target TLS >= 0.6x plaintext.
+
+ACL shape (issue 32; ``--shapes acl`` runs it alone): two ASYNC_FLUSH brokers side by side,
+one plain, one with ``aclEnable`` (an admin account in its ``plain_acl.yml``, no white
+address, so every request is verified); send@64 unsigned to the plain one and signed
+(HMAC-SHA1 over the sorted ext fields and the body, as AclClientRPCHook) to the ACL one,
+alternating in each round, msgpack and JSON headers. Target: signed >= 0.9x unsigned.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import ssl
 import sys
 import tempfile
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,7 +46,9 @@ from aiorocketmq.remoting.protocol.batch import BatchItem, encode_batch
 from aiorocketmq.remoting.protocol.codes import SerializeType
 from aiorocketmq.remoting.protocol.command import RemotingCommand
 from aiorocketmq.remoting.protocol.message import encode_properties
+from aiorocketmq.remoting.protocol.signature import Credentials
 from benchmarks.common import (
+    Listening,
     Sample,
     drive,
     listening_process,
@@ -90,10 +99,15 @@ def cases(flush: str) -> tuple[Case, ...]:
 
 
 async def measure(
-    addr: str, case: Case, warm: float, seconds: float, tls: ssl.SSLContext | None = None
+    addr: str,
+    case: Case,
+    warm: float,
+    seconds: float,
+    tls: ssl.SSLContext | None = None,
+    credentials: Credentials | None = None,
 ) -> Sample:
     config = ClientConfig(serialize_type=SerializeType.JSON if case.json else SerializeType.MSGPACK)
-    async with RemotingClient(config, tls=tls) as client:
+    async with RemotingClient(config, tls=tls, credentials=credentials) as client:
 
         def call() -> Awaitable[RemotingCommand]:
             return checked(client.invoke(addr, case.request(), 10))
@@ -108,8 +122,8 @@ async def checked(pending: Awaitable[RemotingCommand]) -> RemotingCommand:
     return resp
 
 
-async def create_topic(addr: str) -> None:
-    async with RemotingClient() as client:
+async def create_topic(addr: str, credentials: Credentials | None = None) -> None:
+    async with RemotingClient(credentials=credentials) as client:
         resp = await client.invoke(addr, api.create_topic(TOPIC, QUEUES))
         assert resp.code == 0, resp.remark
 
@@ -125,9 +139,9 @@ async def measure_echo(port: int, depth: int, warm: float, seconds: float) -> Sa
         return await drive(call, depth, warm, seconds)
 
 
-def broker_cases(flush: str, args: argparse.Namespace, warm: float) -> dict[str, list[Sample]]:
-    """Every case against one broker of the given flush type; CPU per message as a Sample."""
-    out: dict[str, list[Sample]] = {}
+@contextlib.contextmanager
+def bench_broker(flush: str, *more: str) -> Iterator[Listening]:
+    """A broker of the given flush type on a fresh store, with ``more`` settings."""
     with tempfile.TemporaryDirectory() as tmp:
         sets = [
             f"storePathRootDir={tmp}",
@@ -135,23 +149,31 @@ def broker_cases(flush: str, args: argparse.Namespace, warm: float) -> dict[str,
             "brokerIP1=127.0.0.1",
             "brokerName=bench",
             "autoCreateTopicEnable=true",
+            *(m.replace("{tmp}", tmp) for m in more),
         ]
         argv = ["-m", "aiorocketmq.broker", "--listen-port", "0"] + [
             a for s in sets for a in ("--set", s)
         ]
         with listening_process(argv) as broker:
-            addr = f"127.0.0.1:{broker.port}"
-            uvloop.run(create_topic(addr))
-            for _ in range(args.repeat):
-                for case in cases(flush):
-                    cpu0 = broker.cpu_seconds()
-                    sample = uvloop.run(measure(addr, case, warm, args.seconds))
-                    cpu = broker.cpu_seconds() - cpu0
-                    msgs = sample.ops * case.per_op * (args.seconds + warm * 2)
-                    out.setdefault(f"{flush}:{case.name}", []).append(sample)
-                    out.setdefault(f"{flush}:{case.name}:cpu", []).append(
-                        Sample(1e6 * cpu / max(msgs, 1), 0, 0)
-                    )
+            yield broker
+
+
+def broker_cases(flush: str, args: argparse.Namespace, warm: float) -> dict[str, list[Sample]]:
+    """Every case against one broker of the given flush type; CPU per message as a Sample."""
+    out: dict[str, list[Sample]] = {}
+    with bench_broker(flush) as broker:
+        addr = f"127.0.0.1:{broker.port}"
+        uvloop.run(create_topic(addr))
+        for _ in range(args.repeat):
+            for case in cases(flush):
+                cpu0 = broker.cpu_seconds()
+                sample = uvloop.run(measure(addr, case, warm, args.seconds))
+                cpu = broker.cpu_seconds() - cpu0
+                msgs = sample.ops * case.per_op * (args.seconds + warm * 2)
+                out.setdefault(f"{flush}:{case.name}", []).append(sample)
+                out.setdefault(f"{flush}:{case.name}:cpu", []).append(
+                    Sample(1e6 * cpu / max(msgs, 1), 0, 0)
+                )
     return out
 
 
@@ -181,9 +203,73 @@ def tls_cases(args: argparse.Namespace, warm: float) -> dict[str, list[Sample]]:
     return out
 
 
+# the ACL shape's account (admin: every code, every topic; verified, never white-listed)
+ACL_ADMIN = Credentials("benchAdmin", "benchAdminSecret")
+ACL_YAML = f"""\
+accounts:
+  - accessKey: {ACL_ADMIN.access_key}
+    secretKey: {ACL_ADMIN.secret_key}
+    whiteRemoteAddress:
+    admin: true
+"""
+ACL_CASES = (Case("send@64", 64, 1), Case("send@64 json", 64, 1, True))
+
+
+def acl_cases(args: argparse.Namespace, warm: float) -> dict[str, list[Sample]]:
+    """Unsigned sends to a plain broker and signed ones to an ACL broker, alternating."""
+    out: dict[str, list[Sample]] = {}
+    with tempfile.TemporaryDirectory() as acl_dir:
+        acl_file = Path(acl_dir) / "plain_acl.yml"
+        acl_file.write_text(ACL_YAML)
+        acl_sets = ("aclEnable=true", f"aclFile={acl_file}", f"aclDir={acl_dir}/acl")
+        with bench_broker("ASYNC_FLUSH") as plain, bench_broker("ASYNC_FLUSH", *acl_sets) as acl:
+            uvloop.run(create_topic(f"127.0.0.1:{plain.port}"))
+            uvloop.run(create_topic(f"127.0.0.1:{acl.port}", ACL_ADMIN))
+            for _ in range(args.repeat):
+                for case in ACL_CASES:
+                    for label, broker, creds in (("unsigned", plain, None),
+                                                 ("signed", acl, ACL_ADMIN)):  # fmt: skip
+                        cpu0 = broker.cpu_seconds()
+                        addr = f"127.0.0.1:{broker.port}"
+                        sample = uvloop.run(
+                            measure(addr, case, warm, args.seconds, credentials=creds)
+                        )
+                        cpu = broker.cpu_seconds() - cpu0
+                        msgs = sample.ops * (args.seconds + warm * 2)
+                        out.setdefault(f"ACL:{label} {case.name}", []).append(sample)
+                        out.setdefault(f"ACL:{label} {case.name}:cpu", []).append(
+                            Sample(1e6 * cpu / max(msgs, 1), 0, 0)
+                        )
+    return out
+
+
+def report_acl(med: dict[str, Sample]) -> dict[str, float]:
+    print(f"\n{'ACL shape (ASYNC_FLUSH)':<30}{'req/s':>10}{'p50 us':>10}{'p99 us':>10}"
+          f"{'cpu us/msg':>12}")  # fmt: skip
+    ratios = {}
+    for case in ACL_CASES:
+        for label in ("unsigned", "signed"):
+            s, cpu = med[f"ACL:{label} {case.name}"], med[f"ACL:{label} {case.name}:cpu"].ops
+            print(f"{label + ' ' + case.name:<30}{s.ops:>10,.0f}{s.p50_us:>10.1f}"
+                  f"{s.p99_us:>10.1f}{cpu:>12.1f}")  # fmt: skip
+        key = f"signed/unsigned_{case.name.replace(' ', '_')}"
+        ratios[key] = med[f"ACL:signed {case.name}"].ops / med[f"ACL:unsigned {case.name}"].ops
+        print(f"signed / unsigned {case.name}: {ratios[key]:.2f} (target >= 0.90)")
+    return ratios
+
+
 def main() -> int:
-    args, warm = parse_args(__doc__ or "")
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--shapes", choices=("all", "acl"), default="all",
+                        help="acl: only the ACL shape (signed against unsigned)")  # fmt: skip
+    args, warm = parse_args(__doc__ or "", parser)
     quiet_logging()
+    if args.shapes == "acl":
+        med = {k: median_sample(v) for k, v in acl_cases(args, warm).items()}
+        ratios = report_acl(med)
+        print(json.dumps({"bench": "send", "shapes": "acl", "cases": _cases_json(med),
+                          "ratios": {k: round(v, 3) for k, v in ratios.items()}}))  # fmt: skip
+        return 0
     samples: dict[str, list[Sample]] = {}
     with server_process() as ports:
         for _ in range(args.repeat):
@@ -193,8 +279,15 @@ def main() -> int:
     for flush in ("ASYNC_FLUSH", "SYNC_FLUSH"):
         samples.update(broker_cases(flush, args, warm))
     samples.update(tls_cases(args, warm))
+    samples.update(acl_cases(args, warm))
     report({k: median_sample(v) for k, v in samples.items()})
     return 0
+
+
+def _cases_json(med: dict[str, Sample]) -> dict[str, dict[str, float]]:
+    return {
+        k: {"ops": round(v.ops, 1), "p50_us": v.p50_us, "p99_us": v.p99_us} for k, v in med.items()
+    }
 
 
 def report(med: dict[str, Sample]) -> None:
@@ -240,12 +333,10 @@ def report(med: dict[str, Sample]) -> None:
         print(f"{'send@64 ' + name + ' (permissive)':<30}{s.ops:>10,.0f}{s.ops:>10,.0f}"
               f"{s.p50_us:>10.1f}{s.p99_us:>10.1f}{cpu:>12.1f}")  # fmt: skip
     print(f"TLS / plaintext send@64: {ratios['tls/plain_send@64']:.2f} (target >= 0.60)")
+    ratios.update(report_acl(med))
     line = {
         "bench": "send",
-        "cases": {
-            k: {"ops": round(v.ops, 1), "p50_us": v.p50_us, "p99_us": v.p99_us}
-            for k, v in med.items()
-        },
+        "cases": _cases_json(med),
         "ratios": {k: round(v, 3) for k, v in ratios.items()},
     }
     print(json.dumps(line))

@@ -7,6 +7,7 @@ import asyncio
 import dataclasses
 import os
 import sys
+from pathlib import Path
 
 from aiorocketmq.broker.config import DEFAULT_LISTEN_PORT, BrokerConfig
 from aiorocketmq.broker.server import Broker
@@ -14,6 +15,7 @@ from aiorocketmq.broker.store.config import StoreConfig
 from aiorocketmq.remoting.config import ServerConfig
 from aiorocketmq.remoting.errors import ConfigError
 from aiorocketmq.remoting.metrics_port import metrics_port
+from aiorocketmq.remoting.metrics_token import read_token
 from aiorocketmq.remoting.runtime import (
     add_common_args,
     config_error_exit,
@@ -49,6 +51,8 @@ def configs(
     # the metrics port it will use, as -p prints it (by default listenPort + 1000)
     metrics = metrics_port(broker.metrics_port, server.listen_port)
     broker = dataclasses.replace(broker, namesrv_addr=namesrv, metrics_port=metrics)
+    if metrics >= 0 and broker.metrics_bearer_token_file:  # a token file that cannot serve
+        read_token(Path(broker.metrics_bearer_token_file).expanduser())
     return broker, store, server, load_tls(tls)
 
 

@@ -105,6 +105,9 @@ class BrokerConfig:
     # ours: the address /metrics binds; "" = brokerIP1, the address clients are given (5.x's
     # metricsPromExporterHost does the same); 0.0.0.0 for every interface
     metrics_host: str = ""
+    # ours: a file holding the bearer token /metrics requires (remoting.metrics_token); "" =
+    # none required. A file, not the token, so the secret is in no config file or command line
+    metrics_bearer_token_file: str = ""
     # keys UPDATE_BROKER_CONFIG refuses, ";"-separated (brokerConfigPath, rocketmqHome and
     # configBlackList always are: AdminBrokerProcessor.initConfigBlackList)
     config_black_list: str = "configBlackList;brokerConfigPath"

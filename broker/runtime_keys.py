@@ -3,19 +3,29 @@
 An update is persisted to the broker's config file, so whatever it sets also holds after the
 next restart. No request, whoever sends it, may therefore move the store, point the broker at
 other name servers or another address, change its identity or role, or touch its listeners
-and their limits: ``REFUSED`` lists those keys, each with the reason the answer gives. They
-are set in the config file (or with ``--set``) and take effect when the broker starts.
+and their limits: ``REFUSED`` lists those keys, each with the reason the answer gives. Nor may
+it name a file or directory, or change a security setting, whether the broker has the key
+today or not: ``REFUSED_PATTERNS`` refuses every ``storePath*`` key, every key whose name ends
+in Path, Dir, File, Home, Folder or Directory (``aclFile``, ``tls.server.keyPath``,
+``tls.config.file``, ``metricsBearerTokenFile``...), every ``acl*`` and ``tls*`` key, and any
+key naming a secret, password, access key, token or credential, so a key added later is
+refused from its first day (a request that moved a file would make the broker read or write
+one outside its store, or stop authenticating, after its next restart). They are set in the
+config file (or with ``--set``) and take effect when the broker starts.
 Values a request may set are also held to ``BOUNDS``, stricter than what a config file may
 say where a value would stop the broker serving or delete data (a config file is the
 operator's own; a request may come from anyone who reaches the port).
 
 compat: 4.9.8 refuses only brokerConfigPath, rocketmqHome and configBlackList
 (AdminBrokerProcessor.initConfigBlackList) and stores any value it can parse; this request
-was the way in for CVE-2023-33246. docs/compatibility.md D3 lists the differences.
+was the way in for CVE-2023-33246. 5.x still refuses only those (plus configBlackList's own
+list) with the same answer, NO_PERMISSION; ours keeps that code and names the key and why.
+docs/compatibility.md D3 lists the differences.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Final
 
@@ -26,7 +36,8 @@ _LAYOUT = "the layout of the files already written"
 _IDENTITY = "the broker's identity or role"
 _ADDRESS = "where the broker registers, or the address its clients dial"
 _LISTENER = "a listener's setting"
-_SECURITY = "who may use the broker"
+_FILE = "names a file or directory"
+_SECURITY = "a security setting: who may use the broker"
 
 # key -> why it cannot change at run time (Apache's three keep Java's answer: settings.py)
 REFUSED: Final[Mapping[str, str]] = {
@@ -58,11 +69,20 @@ REFUSED: Final[Mapping[str, str]] = {
     "serverWriteStallTimeoutMillis": _LISTENER,
     "serverOutputBufferMaxBytes": _LISTENER,
     "serverPartialFrameMaxBytes": _LISTENER,
+    "metricsBearerTokenFile": _FILE,
     "aclEnable": _SECURITY,
     "aclFile": _PATH,
     "aclDir": _PATH,
     "innerClientAuthenticationCredentials": _SECURITY,
 }
+
+# key patterns refused as REFUSED's keys are (re.match: from the key's start)
+REFUSED_PATTERNS: Final[tuple[tuple[re.Pattern[str], str], ...]] = (
+    (re.compile(r"storePath"), _PATH),
+    (re.compile(r".*(path|dir|file|home|folder|directory)$", re.IGNORECASE), _FILE),
+    (re.compile(r"(acl|tls)([A-Z._]|$)"), _SECURITY),
+    (re.compile(r".*(secret|password|accesskey|token|credential)", re.IGNORECASE), _SECURITY),
+)
 
 _MINUTE: Final = 60_000
 _DAY: Final = 86_400_000
@@ -101,9 +121,17 @@ BOUNDS: Final[Mapping[str, tuple[int, int | None]]] = {
 _HOURS: Final = frozenset(str(h) for h in range(24)) | frozenset(f"{h:02d}" for h in range(10))
 
 
+def why_refused(key: str) -> str | None:
+    """Why no request may change ``key`` (REFUSED, then REFUSED_PATTERNS), or None."""
+    why = REFUSED.get(key)
+    if why is not None:
+        return why
+    return next((why for pattern, why in REFUSED_PATTERNS if pattern.match(key)), None)
+
+
 def refused(keys: Iterable[str]) -> list[str]:
     """The keys of ``keys`` no request may change, sorted."""
-    return sorted(k for k in keys if k in REFUSED)
+    return sorted(k for k in keys if why_refused(k) is not None)
 
 
 def out_of_bounds(values: Mapping[str, str], now_ms: int) -> str | None:

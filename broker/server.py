@@ -52,6 +52,7 @@ from aiorocketmq.remoting.counters import RequestStats
 from aiorocketmq.remoting.lifecycle import Service
 from aiorocketmq.remoting.metrics import Metrics
 from aiorocketmq.remoting.metrics_port import bind_metrics, metrics_port
+from aiorocketmq.remoting.metrics_token import BearerToken
 from aiorocketmq.remoting.process import prepare_server_process
 from aiorocketmq.remoting.protocol.message import now_ms
 from aiorocketmq.remoting.server import RemotingServer
@@ -116,10 +117,12 @@ class Broker(Service):
         listeners = bind_listeners(server_cfg.bind_address, server_cfg.listen_port)
         sock, vip_sock = listeners.main, listeners.vip
         self.port = sock.getsockname()[1]
-        metrics_sock = None
+        metrics_sock, token = None, None
         try:  # the metrics port before the store opens: a taken one stops the start here
             metrics_at = metrics_port(cfg.metrics_port, server_cfg.listen_port)
             if metrics_at >= 0:
+                if cfg.metrics_bearer_token_file:  # so does a token file that cannot be read
+                    token = BearerToken(cfg.metrics_bearer_token_file)
                 metrics_sock = bind_metrics(cfg.metrics_host or cfg.broker_ip1, metrics_at)
             self.ctx = await self._open(f"{cfg.broker_ip1}:{self.port}")
         except BaseException:
@@ -165,7 +168,8 @@ class Broker(Service):
         if stats is not None:
             collectors = [BrokerCollector(self), *([AclCollector(acl)] if acl else [])]
             self.metrics = Metrics(cfg.metrics_host or cfg.broker_ip1, metrics_at, stats,
-                                   self._listeners, collectors, sock=metrics_sock)  # fmt: skip
+                                   self._listeners, collectors,
+                                   sock=metrics_sock, token=token)  # fmt: skip
             await self.metrics.start()
         self.registrar = registrar = Registrar(
             self.namesrv, ctx.topics, lambda: self.identity, lambda: ctx.config.broker_permission

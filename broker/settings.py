@@ -7,7 +7,8 @@ feeds. An update:
 
 - refuses the whole request with NO_PERMISSION when it names a black-listed key, or a key no
   request may change (broker.runtime_keys.REFUSED: paths, layout, identity, addresses,
-  listeners), and with SYSTEM_ERROR when a value is outside broker.runtime_keys.BOUNDS;
+  listeners; REFUSED_PATTERNS: any key naming a file, security settings), and with
+  SYSTEM_ERROR when a value is outside broker.runtime_keys.BOUNDS;
 - ignores keys none of the three has, as ``Configuration.update`` does (``mergeIfExist`` keeps
   only keys already known, ``properties2Object`` sets only existing fields);
 - applies at once the keys the running broker reads at each use (``LIVE_KEYS``); the others
@@ -131,7 +132,7 @@ class BrokerSettings:
             raise SettingsRefused(ResponseCode.NO_PERMISSION, BLACK_LIST_REMARK)
         blocked = runtime_keys.refused(given.keys())
         if blocked:
-            why = "; ".join(f"{k} ({runtime_keys.REFUSED[k]})" for k in blocked)
+            why = "; ".join(f"{k} ({runtime_keys.why_refused(k)})" for k in blocked)
             raise SettingsRefused(
                 ResponseCode.NO_PERMISSION, f"Can not update at run time: {why}: {RESTART_HINT}"
             )

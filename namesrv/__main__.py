@@ -6,12 +6,14 @@ import argparse
 import asyncio
 import dataclasses
 import sys
+from pathlib import Path
 
 from aiorocketmq.namesrv.config import DEFAULT_BIND_ADDRESS, DEFAULT_LISTEN_PORT, NamesrvConfig
 from aiorocketmq.namesrv.server import Namesrv
 from aiorocketmq.remoting.config import ServerConfig
 from aiorocketmq.remoting.errors import ConfigError
 from aiorocketmq.remoting.metrics_port import metrics_port
+from aiorocketmq.remoting.metrics_token import read_token
 from aiorocketmq.remoting.runtime import (
     add_common_args,
     config_error_exit,
@@ -44,6 +46,8 @@ def main(argv: list[str] | None = None) -> int:
         port = metrics_port(config.metrics_port, server.listen_port)
         config = dataclasses.replace(config, metrics_port=port)
         tls = load_tls(tls)
+        if port >= 0 and config.metrics_bearer_token_file:  # a token file that cannot serve
+            read_token(Path(config.metrics_bearer_token_file).expanduser())
     except ConfigError as exc:
         return config_error_exit(exc)
     if args.print_config:

@@ -44,6 +44,9 @@ class NamesrvConfig:
     acl_dir: str = ""
     # ms between looks at the ACL files for changes (4.9.8's broker: 5000)
     acl_file_watch_interval: int = 5_000
+    # ours: a file holding the bearer token /metrics requires (remoting.metrics_token); "" =
+    # none required. A file, not the token, so the secret is in no config file or command line
+    metrics_bearer_token_file: str = ""
 
 
 DEFAULT_LISTEN_PORT = 9876

@@ -24,6 +24,7 @@ from aiorocketmq.remoting.counters import RequestStats
 from aiorocketmq.remoting.lifecycle import Service
 from aiorocketmq.remoting.metrics import Metrics
 from aiorocketmq.remoting.metrics_port import metrics_port
+from aiorocketmq.remoting.metrics_token import BearerToken
 from aiorocketmq.remoting.server import RemotingServer
 from aiorocketmq.remoting.tasks import every
 from aiorocketmq.remoting.tls_config import TlsConfig
@@ -75,9 +76,11 @@ class Namesrv(Service):
             NamesrvCollector(self.processor),
             *([AclCollector(self.acl)] if self.acl else []),
         ]
+        token_file = config.metrics_bearer_token_file
         self.metrics = None if stats is None else Metrics(
             config.metrics_host or server_config.bind_address, port, stats,
             lambda: {"main": self.server}, collectors,
+            token=BearerToken(token_file) if token_file else None,
         )  # fmt: skip
 
     @property

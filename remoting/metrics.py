@@ -24,6 +24,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from aiorocketmq.remoting.counters import NO_RESPONSE, OTHER_CODE, Histogram, LoopLag, RequestStats
 from aiorocketmq.remoting.lifecycle import Service
 from aiorocketmq.remoting.metrics_http import MetricsEndpoint
+from aiorocketmq.remoting.metrics_token import BearerToken
 from aiorocketmq.remoting.protocol.codes import RequestCode, ResponseCode
 from aiorocketmq.remoting.server import RemotingServer
 
@@ -119,8 +120,9 @@ class Metrics(Service):
     """``/metrics`` on ``host:port`` (0 = any free port): the requests counted in ``stats``,
     the connections of ``servers`` (listener name -> server, read at each scrape), event-loop
     lag (probed while started), the process's own (CPU, memory, open files, GC) and what
-    ``collectors`` add; on ``sock`` when given (``bind_metrics``). A port that cannot be
-    bound raises OSError naming it and ``metricsPort``: the server does not start."""
+    ``collectors`` add; on ``sock`` when given (``bind_metrics``); only to requests carrying
+    ``token`` when given (``metricsBearerTokenFile``). A port that cannot be bound raises
+    OSError naming it and ``metricsPort``: the server does not start."""
 
     def __init__(
         self,
@@ -130,6 +132,7 @@ class Metrics(Service):
         servers: Callable[[], Mapping[str, RemotingServer]],
         collectors: Iterable[Collector] = (),
         sock: socket.socket | None = None,
+        token: BearerToken | None = None,
     ) -> None:
         self.lag = LoopLag()
         self.registry = CollectorRegistry(auto_describe=False)
@@ -139,7 +142,7 @@ class Metrics(Service):
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
         GCCollector(registry=self.registry)
-        self.endpoint = MetricsEndpoint(self.registry, host, port, sock)
+        self.endpoint = MetricsEndpoint(self.registry, host, port, sock, token)
         self._probe: asyncio.Task[None] | None = None
 
     @property

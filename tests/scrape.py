@@ -31,9 +31,17 @@ async def http(
     return int(status_line.split(" ")[1]), headers, body
 
 
-async def scrape(port: int) -> Samples:
-    """GET /metrics, checked and parsed: every sample by (name, labels)."""
-    status, headers, body = await http(port, b"GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n")
+def get(path: str = "/metrics", token: str | None = None, method: str = "GET") -> bytes:
+    """A scraper's request for ``path``, with ``Authorization: Bearer <token>`` when given
+    (what Prometheus sends with ``authorization: credentials_file:``)."""
+    auth = "" if token is None else f"Authorization: Bearer {token}\r\n"
+    return f"{method} {path} HTTP/1.1\r\nHost: t\r\n{auth}\r\n".encode()
+
+
+async def scrape(port: int, token: str | None = None) -> Samples:
+    """GET /metrics (with ``token`` as a bearer token), checked and parsed: every sample by
+    (name, labels)."""
+    status, headers, body = await http(port, get(token=token))
     assert status == 200, body
     assert headers["content-type"].startswith("text/plain; version=0.0.4")
     assert int(headers["content-length"]) == len(body)

@@ -12,8 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from aiorocketmq.broker.runtime_keys import BOUNDS, REFUSED
+from aiorocketmq.broker.config import BrokerConfig
+from aiorocketmq.broker.runtime_keys import BOUNDS, REFUSED, why_refused
+from aiorocketmq.broker.settings import LIVE_KEYS
+from aiorocketmq.broker.store.config import StoreConfig
 from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.config import ServerConfig, config_values
 from aiorocketmq.remoting.protocol.codes import RequestCode as C
 from aiorocketmq.remoting.protocol.codes import ResponseCode
 from aiorocketmq.remoting.protocol.command import RemotingCommand
@@ -53,10 +57,37 @@ SAMPLE = {
     "serverWriteStallTimeoutMillis": "1",
     "serverOutputBufferMaxBytes": str(1 << 20),
     "serverPartialFrameMaxBytes": str(1 << 20),
+    "metricsBearerTokenFile": "/tmp/token",
     "aclEnable": "true",
     "aclFile": "/tmp/acl.yml",
     "aclDir": "/tmp/acl",
     "innerClientAuthenticationCredentials": '{"accessKey":"innerKey1","secretKey":"innerSecret"}',
+}
+# keys REFUSED_PATTERNS refuses, whether this broker has them or not: every storePath*, the
+# ACL and TLS keys of 4.9.8 (AclConstants, TlsSystemConfig) and others naming a file
+PATTERN_SAMPLE = {
+    "storePathIndex": "/tmp/elsewhere/index",
+    "storePathConsumeQueue": "/tmp/elsewhere/cq",
+    "storePathEpochFile": "/tmp/elsewhere/epoch",
+    "aclEnable": "false",
+    "aclFile": "/tmp/plain_acl.yml",
+    "aclConfigDir": "/tmp/acl",
+    "rocketmq.acl.plain.file": "/tmp/plain_acl.yml",
+    "tls.enable": "false",
+    "tls.server.mode": "disabled",
+    "tls.server.keyPath": "/tmp/k.pem",
+    "tls.server.keyPassword": "x",
+    "tls.server.certPath": "/tmp/c.pem",
+    "tls.server.trustCertPath": "/tmp/ca.pem",
+    "tls.client.keyPath": "/tmp/k.pem",
+    "tls.client.certPath": "/tmp/c.pem",
+    "tls.test.mode.enable": "true",
+    "tls.config.file": "/tmp/tls.properties",
+    "kvConfigPath": "/tmp/kv.json",
+    "rocketmq.home.dir": "/tmp",
+    "accessKey": "RocketMQ",
+    "secretKey": "12345678",
+    "metricsBearerToken": "t",
 }
 
 
@@ -125,6 +156,49 @@ async def test_refused_keys_change_nothing(
         assert (await view(json_client, addr, sent.ext_fields["msgId"])).body == b"before"
         resp = await route(json_client, cluster.namesrv_addr, "Kept")
         assert resp.code == 0, resp.remark
+
+
+@pytest.mark.slow
+async def test_keys_naming_files_or_security_are_refused(
+    json_client: RemotingClient, conf_broker: tuple[list[str], Path]
+) -> None:
+    """Issue 32 item 2: UPDATE_BROKER_CONFIG never sets a key naming a file or directory (every
+    storePath*, the ACL file and directory, the TLS key and certificate paths, tls.config.file,
+    metricsBearerTokenFile) or a security setting (aclEnable, tls.*, keys and secrets),
+    whether the broker has the key or not: 16 (NO_PERMISSION, the answer Apache gives a
+    black-listed key) with a remark naming the key and why, nothing applied, nothing
+    written to the config file. A key a request may set is still taken and persisted."""
+    argv, conf = conf_broker
+    original = conf.read_text()
+    with serving(argv) as broker:
+        addr = f"127.0.0.1:{broker.listening_port()}"
+        for key, value in PATTERN_SAMPLE.items():
+            resp = await json_client.invoke(addr, update(f"traceOn=false\n{key}={value}\n"))
+            assert resp.code == ResponseCode.NO_PERMISSION, (key, resp.code, resp.remark)
+            remark = str(resp.remark)
+            assert re.search(rf"\b{re.escape(key)} \((names a file|a path|a security)", remark)
+            assert "config file and restart" in remark, remark
+            assert value not in remark or value in ("false", "true", "x", "t"), remark
+        assert conf.read_text() == original
+        assert not (conf.parent / "broker.conf.bak").exists()
+        sent = await json_client.invoke(addr, send_v2("Kept", b"x"))
+        assert sent.ext_fields["TRACE_ON"] == "true"  # traceOn=false was never applied
+        resp = await json_client.invoke(addr, update("traceOn=false\nfileReservedTime=48\n"))
+        assert (resp.code, resp.remark) == (0, None)
+    assert "traceOn=false" in conf.read_text() and "fileReservedTime=48" in conf.read_text()
+
+
+def test_no_key_a_request_may_set_names_a_file() -> None:
+    """Every key this broker has whose default is a path, and every key REFUSED_PATTERNS
+    matches, is refused; the keys a request may set (LIVE_KEYS, BOUNDS) are not."""
+    values = config_values(BrokerConfig(), StoreConfig(), ServerConfig())
+    for key, default in values.items():
+        if "/" in default:
+            assert why_refused(key) is not None, key
+    for key in LIVE_KEYS | BOUNDS.keys():
+        assert why_refused(key) is None, key
+    for key in PATTERN_SAMPLE:
+        assert why_refused(key) is not None, key
 
 
 async def test_values_out_of_bounds_are_refused(
