@@ -1,0 +1,120 @@
+"""A TCP forwarder that reads the requests clients send through it and records, for each, its
+code, its ``AccessKey`` and whether its ``Signature`` is right for a secret: what an ACL
+broker would check (signature.verify, 4.9.8's server-side content), on every request path of
+the SDK, oneway ones too, whose refusal nobody would see.
+
+Real sockets and real servers behind it: the bytes pass unchanged both ways. Brokers reach it
+by advertising another loopback address (``brokerIP1=127.0.0.2``, bound to 127.0.0.1): the
+forwarder listens on 127.0.0.2 at the broker's own port, so the routes the name server hands
+out lead through it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass, field
+
+from aiorocketmq.remoting.protocol.frame import FrameDecoder
+from aiorocketmq.remoting.protocol.signature import ACCESS_KEY, SECURITY_TOKEN, verify
+
+ADVERTISED = "127.0.0.2"  # brokers' brokerIP1: their routes lead here
+
+
+@dataclass(frozen=True)
+class Seen:
+    code: int
+    access_key: str | None
+    token: str | None
+    signed_right: bool  # the Signature verifies with the secret
+    oneway: bool
+
+
+@dataclass
+class Audit:
+    """What every forwarder of one test saw, client to server."""
+
+    secret: str
+    requests: list[Seen] = field(default_factory=list)
+    server_requests: list[int] = field(default_factory=list)  # server to client: not signed
+
+    def codes(self) -> set[int]:
+        return {s.code for s in self.requests}
+
+    def unsigned(self) -> list[Seen]:
+        return [s for s in self.requests if not s.signed_right]
+
+
+class Forwarder:
+    """Listens on ``listen`` and forwards each connection to ``target``."""
+
+    def __init__(self, audit: Audit, listen: tuple[str, int], target: tuple[str, int]) -> None:
+        self.audit, self.listen, self.target = audit, listen, target
+        self.server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def addr(self) -> str:
+        assert self.server is not None
+        host, port = self.server.sockets[0].getsockname()[:2]
+        return f"{host}:{port}"
+
+    async def start(self) -> Forwarder:
+        self.server = await asyncio.start_server(self._serve, *self.listen)
+        return self
+
+    async def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.server is not None:
+            await self.server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        try:
+            up_r, up_w = await asyncio.open_connection(*self.target)
+        except OSError:
+            writer.close()
+            self._tasks.discard(task)
+            return
+        try:
+            await asyncio.gather(
+                self._pump(reader, up_w, upstream=True),
+                self._pump(up_r, writer, upstream=False),
+            )
+        finally:
+            for w in (writer, up_w):
+                w.close()
+            self._tasks.discard(task)
+
+    async def _pump(
+        self, src: asyncio.StreamReader, dst: asyncio.StreamWriter, *, upstream: bool
+    ) -> None:
+        decoder = FrameDecoder()
+        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
+            while data := await src.read(65536):
+                for cmd in decoder.feed(data):
+                    if cmd.is_response:
+                        continue
+                    if not upstream:
+                        self.audit.server_requests.append(cmd.code)
+                        continue
+                    ext = cmd.ext_fields
+                    self.audit.requests.append(
+                        Seen(
+                            cmd.code,
+                            ext.get(ACCESS_KEY),
+                            ext.get(SECURITY_TOKEN),
+                            verify(ext, cmd.body, self.audit.secret),
+                            cmd.is_oneway,
+                        )
+                    )
+                dst.write(data)
+                await dst.drain()
+        with contextlib.suppress(OSError):
+            dst.write_eof()
