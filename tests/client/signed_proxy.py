@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
+import subprocess
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from aiorocketmq.remoting.protocol.frame import FrameDecoder
 from aiorocketmq.remoting.protocol.signature import ACCESS_KEY, SECURITY_TOKEN, verify
@@ -48,8 +51,14 @@ class Audit:
 class Forwarder:
     """Listens on ``listen`` and forwards each connection to ``target``."""
 
-    def __init__(self, audit: Audit, listen: tuple[str, int], target: tuple[str, int]) -> None:
-        self.audit, self.listen, self.target = audit, listen, target
+    def __init__(
+        self,
+        audit: Audit,
+        listen: tuple[str, int],
+        target: tuple[str, int],
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
+        self.audit, self.listen, self.target, self.tls = audit, listen, target, tls
         self.server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -60,7 +69,7 @@ class Forwarder:
         return f"{host}:{port}"
 
     async def start(self) -> Forwarder:
-        self.server = await asyncio.start_server(self._serve, *self.listen)
+        self.server = await asyncio.start_server(self._serve, *self.listen, ssl=self.tls)
         return self
 
     async def close(self) -> None:
@@ -116,5 +125,24 @@ class Forwarder:
                     )
                 dst.write(data)
                 await dst.drain()
-        with contextlib.suppress(OSError):
-            dst.write_eof()
+        with contextlib.suppress(OSError, NotImplementedError, RuntimeError):
+            dst.write_eof()  # a TLS stream has no half-close: the connection just ends
+
+
+def self_signed(where: Path, name: str = "server") -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and ADVERTISED (subjectAltName IPs) and its
+    key, made by the openssl command; (cert, key)."""
+    cert, key = where / f"{name}.pem", where / f"{name}.key"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+         "-subj", f"/CN={name}", "-keyout", str(key), "-out", str(cert),
+         "-addext", f"subjectAltName=IP:127.0.0.1,IP:{ADVERTISED}"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return cert, key
+
+
+def server_context(cert: Path, key: Path) -> ssl.SSLContext:
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    return ctx
