@@ -38,8 +38,8 @@ from aiorocketmq.client.consumer.types import PushOptions
 from aiorocketmq.client.core.instance import ClientInstance
 from aiorocketmq.client.core.security import Security, SecuritySettings, unverified_context
 from aiorocketmq.remoting.protocol.codes import RequestCode as C
-from tests.client.signed_proxy import ADVERTISED, Audit, Forwarder
 from tests.cluster import Cluster, running
+from tests.signed_proxy import ADVERTISED, ADVERTISED_SETS, Audit, forwarding
 from tests.util import wait_until
 
 AK, SK, TOKEN = "clientAK01", "s3cret-Key-4-tests", "token-1234567"
@@ -160,7 +160,7 @@ async def test_instances_are_shared_only_by_clients_that_sign_alike() -> None:
 # ------------------------------------------------------------------ every path, signed
 
 TX_SETS = {"transactionCheckInterval": "500", "transactionTimeOut": "1000"}
-BROKER_SETS = {"brokerIP1": ADVERTISED, "bindAddress": "127.0.0.1", **TX_SETS}
+BROKER_SETS = {**ADVERTISED_SETS, **TX_SETS}
 
 
 @pytest.fixture
@@ -173,16 +173,8 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
 async def audited(cluster: Cluster) -> AsyncIterator[tuple[Audit, str]]:
     """Forwarders in front of the name server and each broker; the name server's address."""
     audit = Audit(SK)
-    ends = [(("127.0.0.1", 0), cluster.namesrv_port)]
-    ends += [((ADVERTISED, b.port), b.port) for b in cluster.brokers.values()]
-    forwarders = [
-        await Forwarder(audit, listen, ("127.0.0.1", port)).start() for listen, port in ends
-    ]
-    try:
-        yield audit, forwarders[0].addr
-    finally:
-        for f in forwarders:
-            await f.close()
+    async with forwarding(cluster, audit) as ns:
+        yield audit, ns
 
 
 SIGNED_FAST: PushOptions = {

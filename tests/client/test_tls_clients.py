@@ -19,21 +19,13 @@ from aiorocketmq import (
     tls_context,
 )
 from aiorocketmq.client import api
-from tests.client.signed_proxy import (
-    ADVERTISED,
-    Audit,
-    Forwarder,
-    self_signed,
-    server_context,
-)
 from tests.cluster import Cluster, running
-
-BROKER_SETS = {"brokerIP1": ADVERTISED, "bindAddress": "127.0.0.1"}
+from tests.signed_proxy import ADVERTISED_SETS, Audit, forwarding, self_signed, server_context
 
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    with running(tmp_path / "c", ("broker-a",), BROKER_SETS) as c:
+    with running(tmp_path / "c", ("broker-a",), ADVERTISED_SETS) as c:
         yield c
 
 
@@ -50,15 +42,8 @@ async def tls_ns(cluster: Cluster, certs: tuple[Path, Path]) -> AsyncIterator[st
     """TLS in front of the name server and the broker; the name server's TLS address."""
     cert = certs[0]
     ctx = server_context(cert, cert.with_suffix(".key"))
-    audit = Audit("unused")
-    ends = [(("127.0.0.1", 0), cluster.namesrv_port)]
-    ends += [((ADVERTISED, b.port), b.port) for b in cluster.brokers.values()]
-    fwd = [await Forwarder(audit, at, ("127.0.0.1", port), ctx).start() for at, port in ends]
-    try:
-        yield fwd[0].addr
-    finally:
-        for f in fwd:
-            await f.close()
+    async with forwarding(cluster, Audit("unused"), ctx) as ns:
+        yield ns
 
 
 async def round_trip(ns: str, topic: str, tls: object) -> list[bytes]:

@@ -15,13 +15,20 @@ import asyncio
 import contextlib
 import ssl
 import subprocess
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from aiorocketmq.remoting.protocol.frame import FrameDecoder
 from aiorocketmq.remoting.protocol.signature import ACCESS_KEY, SECURITY_TOKEN, verify
 
+if TYPE_CHECKING:
+    from tests.cluster import Cluster
+
 ADVERTISED = "127.0.0.2"  # brokers' brokerIP1: their routes lead here
+# a cluster's brokers, to be reached through forwarders (tests.cluster.running's sets)
+ADVERTISED_SETS = {"brokerIP1": ADVERTISED, "bindAddress": "127.0.0.1"}
 
 
 @dataclass(frozen=True)
@@ -127,6 +134,24 @@ class Forwarder:
                 await dst.drain()
         with contextlib.suppress(OSError, NotImplementedError, RuntimeError):
             dst.write_eof()  # a TLS stream has no half-close: the connection just ends
+
+
+@contextlib.asynccontextmanager
+async def forwarding(
+    cluster: Cluster, audit: Audit, tls: ssl.SSLContext | None = None
+) -> AsyncIterator[str]:
+    """Forwarders in front of the name server and each broker of ``cluster`` (started with
+    ADVERTISED_SETS) until the block ends; the name server's forwarded address."""
+    ends = [(("127.0.0.1", 0), cluster.namesrv_port)]
+    ends += [((ADVERTISED, b.port), b.port) for b in cluster.brokers.values()]
+    started: list[Forwarder] = []
+    try:
+        for listen, port in ends:
+            started.append(await Forwarder(audit, listen, ("127.0.0.1", port), tls).start())
+        yield started[0].addr
+    finally:
+        for f in started:
+            await f.close()
 
 
 def self_signed(where: Path, name: str = "server") -> tuple[Path, Path]:
