@@ -56,6 +56,7 @@ class BrokerConfig:
         "transaction_check_max": (0, None),
         "transaction_check_interval": (1, None),
         "metrics_port": (-1, 65535),
+        "acl_file_watch_interval": (100, None),
     }
 
     broker_cluster_name: str = "DefaultCluster"
@@ -107,6 +108,22 @@ class BrokerConfig:
     # keys UPDATE_BROKER_CONFIG refuses, ";"-separated (brokerConfigPath, rocketmqHome and
     # configBlackList always are: AdminBrokerProcessor.initConfigBlackList)
     config_black_list: str = "configBlackList;brokerConfigPath"
+    # ACL 1.0 (4.9.8's aclEnable): every request must come from a white-listed address or be
+    # signed by an account of the ACL files, with the permissions it needs (remoting.acl)
+    acl_enable: bool = False
+    # the default ACL file. 4.9.8: ${ROCKETMQ_HOME}/conf/plain_acl.yml, or the path
+    # -Drocketmq.acl.plain.file names under ROCKETMQ_HOME; "" = that place (the current
+    # directory standing in for an unset ROCKETMQ_HOME)
+    acl_file: str = ""
+    # the directory whose *.yml / *.yaml files (recursively) hold more accounts. 4.9.8:
+    # ${ROCKETMQ_HOME}/conf/acl, fixed; "" = that place
+    acl_dir: str = ""
+    # ms between looks at the ACL files for changes (4.9.8: 5000, fixed)
+    acl_file_watch_interval: int = 5_000
+    # 5.x's AuthConfig key: JSON {"accessKey": "...", "secretKey": "..."}, the account this
+    # broker signs its own requests with -- to the name servers, and as a slave to its master
+    # (sync calls and the HA connection; r#3115). "" = unsigned
+    inner_client_authentication_credentials: str = ""
 
     @property
     def namesrv_addrs(self) -> list[str]:

@@ -22,7 +22,8 @@ from collections.abc import Callable
 
 import structlog
 
-from aiorocketmq.broker.ha_frames import encode_transfer, take_last_report
+from aiorocketmq.broker.ha_auth import MAGIC, Admit, Hello, body_size, parse
+from aiorocketmq.broker.ha_frames import HAProtocolError, encode_transfer, take_last_report
 from aiorocketmq.broker.store import MessageStore
 
 log = structlog.get_logger(__name__)
@@ -44,6 +45,7 @@ class HAMaster:
         self._waiters: list[tuple[int, float, asyncio.Future[bool]]] = []
         self._timer: asyncio.TimerHandle | None = None
         self._server: asyncio.Server | None = None
+        self.admit: Admit | None = None  # set when ACL is on: who may replicate (ha_auth)
         store.add_dispatch_listener(self._arrived)
 
     async def start(self, sock: socket.socket) -> None:
@@ -150,16 +152,45 @@ class HAConnection:
 
     async def run(self) -> None:
         try:
+            initial = await self._hello()
+        except (OSError, HAProtocolError, asyncio.IncompleteReadError, TimeoutError) as exc:
+            log.info("ha_connection_closed", peer=self.peer, error=str(exc) or type(exc).__name__)
+            return
+        if initial is None:
+            return
+        try:
             async with asyncio.TaskGroup() as tg:
-                reading = tg.create_task(self._read_reports())
+                reading = tg.create_task(self._read_reports(initial))
                 writing = tg.create_task(self._transfer())
                 reading.add_done_callback(lambda _t: writing.cancel())
         except* (OSError, ValueError) as group:
             log.info("ha_connection_closed", peer=self.peer, error=str(group.exceptions[0]))
 
-    async def _read_reports(self) -> None:
+    async def _hello(self) -> bytes | None:
+        """The slave's hello, if it sent one (ha_auth), checked when ACL is on: the bytes
+        read past it, or None when the connection is to close."""
+        async with asyncio.timeout(self.master.settings()[2] / 1000):
+            first = await self.reader.read(1)
+            hello: Hello | None = None
+            if first == MAGIC[:1]:
+                head = first + await self.reader.readexactly(len(MAGIC) + 1)
+                hello = parse(await self.reader.readexactly(body_size(head)))
+                first = b""
+        if not first and hello is None:
+            return None  # closed before a byte
+        admit = self.master.admit
+        if admit is not None and not admit(self.ip, hello):
+            return None
+        return first
+
+    @property
+    def ip(self) -> str:
+        peer = self.writer.get_extra_info("peername")
+        return str(peer[0]) if isinstance(peer, tuple) else str(peer)
+
+    async def _read_reports(self, initial: bytes = b"") -> None:
         """The slave's offsets; silent for haHousekeepingInterval, or EOF, ends it."""
-        buf = bytearray()
+        buf = bytearray(initial)
         store = self.master.store
         while True:
             housekeeping = self.master.settings()[2] / 1000

@@ -18,8 +18,11 @@ from collections.abc import Callable
 
 import structlog
 
+from aiorocketmq.broker.ha_auth import hello
 from aiorocketmq.broker.ha_frames import HAProtocolError, TransferParser, encode_report
 from aiorocketmq.broker.store import MessageStore
+from aiorocketmq.remoting.protocol.message import now_ms
+from aiorocketmq.remoting.protocol.signature import Credentials
 
 log = structlog.get_logger(__name__)
 
@@ -33,8 +36,10 @@ class HASlave:
         store: MessageStore,
         master_addr: Callable[[], str | None],
         settings: Callable[[], tuple[int, int, int]],
+        credentials: Credentials | None = None,
     ) -> None:
         self.store = store
+        self.credentials = credentials  # inner credentials: a hello first (ha_auth)
         self.master_addr = master_addr  # the HA address to follow, when known
         self.settings = settings  # (batch, heartbeat ms, housekeeping ms), as HAMaster's
         self.connected_to: str | None = None
@@ -56,6 +61,8 @@ class HASlave:
     async def _follow(self, addr: str) -> None:
         host, _, port = addr.rpartition(":")
         reader, writer = await asyncio.open_connection(host, int(port))
+        if self.credentials is not None:
+            writer.write(hello(self.credentials, now_ms()))
         self.connected_to = addr
         log.info("ha_master_connected", master=addr, offset=self.store.max_phys_offset)
         try:

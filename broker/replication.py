@@ -17,11 +17,14 @@ import structlog
 
 from aiorocketmq.broker.config import BrokerRole
 from aiorocketmq.broker.context import BrokerContext
+from aiorocketmq.broker.ha_auth import admission
 from aiorocketmq.broker.ha_master import HAMaster
 from aiorocketmq.broker.ha_slave import HASlave
 from aiorocketmq.broker.namesrv_api import NamesrvAPI
 from aiorocketmq.broker.store import PutStatus
+from aiorocketmq.remoting.acl.guard import AclGuard
 from aiorocketmq.remoting.errors import ConfigError
+from aiorocketmq.remoting.protocol.signature import Credentials
 
 log = structlog.get_logger(__name__)
 
@@ -36,10 +39,22 @@ def check_role(role: BrokerRole, broker_id: int) -> int:
 
 
 class Replication:
-    def __init__(self, ctx: BrokerContext, namesrv: NamesrvAPI) -> None:
+    def __init__(
+        self,
+        ctx: BrokerContext,
+        namesrv: NamesrvAPI,
+        *,
+        credentials: Credentials | None = None,
+        acl: AclGuard | None = None,
+    ) -> None:
+        """``credentials``: what a slave authenticates to its master with; ``acl``: this
+        broker's ACL, which then decides who may replicate from it (ha_auth)."""
         self.ctx = ctx
         self.namesrv = namesrv
+        self.credentials = credentials
         self.master = HAMaster(ctx.store, self._settings)
+        if acl is not None:
+            self.master.admit = admission(acl)
         self.slave: HASlave | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -65,7 +80,7 @@ class Replication:
         store = self.ctx.store
         if self.is_slave:
             store.set_slave(True)
-            self.slave = HASlave(store, self._master_ha_addr, self._settings)
+            self.slave = HASlave(store, self._master_ha_addr, self._settings, self.credentials)
             self._task = asyncio.get_running_loop().create_task(self.slave.run(), name="ha")
         elif self.ctx.config.broker_role is BrokerRole.SYNC_MASTER:
             store.replicate = self.wait_for_slave

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from aiorocketmq.broker.config import BrokerConfig
+from aiorocketmq.broker.processors.acl import AclProcessor
 from aiorocketmq.broker.processors.admin import AdminProcessor
 from aiorocketmq.broker.processors.callclient import CallClientProcessor
 from aiorocketmq.broker.processors.client import ClientProcessor
@@ -36,6 +37,7 @@ class Processors:
     callclient: CallClientProcessor
     endtx: EndTransactionProcessor
     sync: SyncProcessor
+    acl: AclProcessor
 
 
 def routes(p: Processors) -> Routes:
@@ -82,6 +84,10 @@ def routes(p: Processors) -> Routes:
         C.VIEW_MESSAGE_BY_ID: Route(p.query.view_message),
         C.QUERY_MESSAGE: Route(p.query.query_message),
         C.GET_TOPIC_STATS_INFO: Route(p.query.topic_stats),
+        C.UPDATE_AND_CREATE_ACL_CONFIG: Route(p.acl.update),
+        C.DELETE_ACL_CONFIG: Route(p.acl.delete),
+        C.GET_BROKER_CLUSTER_ACL_INFO: Route(p.acl.version_info),
+        C.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG: Route(p.acl.update_global_white),
     }
 
 

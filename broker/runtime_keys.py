@@ -26,6 +26,7 @@ _LAYOUT = "the layout of the files already written"
 _IDENTITY = "the broker's identity or role"
 _ADDRESS = "where the broker registers, or the address its clients dial"
 _LISTENER = "a listener's setting"
+_SECURITY = "who may use the broker"
 
 # key -> why it cannot change at run time (Apache's three keep Java's answer: settings.py)
 REFUSED: Final[Mapping[str, str]] = {
@@ -57,6 +58,10 @@ REFUSED: Final[Mapping[str, str]] = {
     "serverWriteStallTimeoutMillis": _LISTENER,
     "serverOutputBufferMaxBytes": _LISTENER,
     "serverPartialFrameMaxBytes": _LISTENER,
+    "aclEnable": _SECURITY,
+    "aclFile": _PATH,
+    "aclDir": _PATH,
+    "innerClientAuthenticationCredentials": _SECURITY,
 }
 
 _MINUTE: Final = 60_000

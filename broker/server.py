@@ -21,6 +21,7 @@ from aiorocketmq.broker.groups import SubscriptionGroups
 from aiorocketmq.broker.listen import HA_OFFSET, bind_listeners, vip_routes
 from aiorocketmq.broker.metrics import BrokerCollector
 from aiorocketmq.broker.namesrv_api import BrokerIdentity, NamesrvAPI
+from aiorocketmq.broker.processors.acl import AclProcessor
 from aiorocketmq.broker.processors.admin import AdminProcessor
 from aiorocketmq.broker.processors.callclient import CallClientProcessor
 from aiorocketmq.broker.processors.client import ClientProcessor
@@ -40,6 +41,11 @@ from aiorocketmq.broker.store.config import StoreConfig
 from aiorocketmq.broker.topics import TopicTable, system_topics
 from aiorocketmq.broker.transactions import Transactions
 from aiorocketmq.broker.txcheck import TransactionCheck
+from aiorocketmq.remoting.acl.config import inner_credentials, location
+from aiorocketmq.remoting.acl.guard import AclGuard
+from aiorocketmq.remoting.acl.metrics import AclCollector
+from aiorocketmq.remoting.acl.validator import BROKER
+from aiorocketmq.remoting.acl.watch import AclFiles
 from aiorocketmq.remoting.client import RemotingClient
 from aiorocketmq.remoting.config import ServerConfig
 from aiorocketmq.remoting.counters import RequestStats
@@ -75,9 +81,14 @@ class Broker(Service):
         )
         self.store_config = store_config
         self.server_config = server
+        # the account this broker signs its own requests with (name servers, its master)
+        self.inner = inner_credentials(config.inner_client_authentication_credentials)
         self.namesrv = NamesrvAPI(
-            RemotingClient(), config.namesrv_addrs, config.register_broker_timeout_mills / 1000
+            RemotingClient(credentials=self.inner),
+            config.namesrv_addrs,
+            config.register_broker_timeout_mills / 1000,
         )
+        self.acl: AclGuard | None = None  # aclEnable: the check of every request
         self.servers: list[RemotingServer] = []  # the main port, then the VIP port
         self._loops: list[asyncio.Task[None]] = []
         self.registrar: Registrar | None = None
@@ -87,6 +98,7 @@ class Broker(Service):
         cfg, server_cfg = self.config, self.server_config
         prepare_server_process()  # before the store: its file limits depend on it
         self.broker_id = check_role(cfg.broker_role, cfg.broker_id)
+        self.acl = acl = self._load_acl()  # a bad ACL file stops the start before any bind
         listeners = bind_listeners(server_cfg.bind_address, server_cfg.listen_port)
         sock, vip_sock = listeners.main, listeners.vip
         self.port = sock.getsockname()[1]
@@ -102,7 +114,7 @@ class Broker(Service):
                 metrics_sock.close()
             raise
         ctx = self.ctx
-        self.replication = Replication(ctx, self.namesrv)
+        self.replication = Replication(ctx, self.namesrv, credentials=self.inner, acl=acl)
         await self.replication.start(listeners.ha)
         self.consumers = Consumers(ctx, self._files())
         self.consumers.load()
@@ -110,14 +122,16 @@ class Broker(Service):
         ops = self.transactions.rebuild()
         self.tx_check = TransactionCheck(self.transactions, self.consumers.registry)
         self.slave_sync = SlaveSync(
-            ctx, self.consumers.offsets, self.consumers.schedule, self._master_addr
+            ctx, self.consumers.offsets, self.consumers.schedule, self._master_addr, self.inner
         )
         if ops:
             log.info("transaction_ops_read", ops=ops, low=self.transactions.ops.low)
         table, limits = routes(self._processors()), bulkheads(cfg)  # shared by both ports
         stats = RequestStats() if metrics_sock is not None else None  # both ports count in it
         self.servers = [
-            RemotingServer(tbl, server_cfg, bulkheads=limits, announce=False, sock=s, stats=stats)
+            RemotingServer(
+                tbl, server_cfg, bulkheads=limits, announce=False, sock=s, stats=stats, guard=acl
+            )
             for tbl, s in ((table, sock), (vip_routes(table), vip_sock))
             if s is not None
         ]
@@ -125,9 +139,9 @@ class Broker(Service):
             server.add_close_listener(self.consumers.channel_closed)
             await server.start()
         if stats is not None:
+            collectors = [BrokerCollector(self), *([AclCollector(acl)] if acl else [])]
             self.metrics = Metrics(cfg.metrics_host or cfg.broker_ip1, metrics_at, stats,
-                                   self._listeners, [BrokerCollector(self)],
-                                   sock=metrics_sock)  # fmt: skip
+                                   self._listeners, collectors, sock=metrics_sock)  # fmt: skip
             await self.metrics.start()
         self.registrar = registrar = Registrar(
             self.namesrv, ctx.topics, lambda: self.identity, lambda: ctx.config.broker_permission
@@ -147,6 +161,17 @@ class Broker(Service):
             broker=cfg.broker_name,
             addr=ctx.addr,
         )
+
+    def _load_acl(self) -> AclGuard | None:
+        """aclEnable: the ACL files read (ConfigError if unusable) and their guard."""
+        cfg = self.config
+        if not cfg.acl_enable:
+            return None
+        files = AclFiles(location(cfg.acl_file, cfg.acl_dir),
+                         poll_seconds=cfg.acl_file_watch_interval / 1000)  # fmt: skip
+        files.load_now()
+        log.info("acl_enabled", files=list(files.rules.files), accounts=len(files.rules.accounts))
+        return AclGuard(files, BROKER)
 
     async def _open(self, addr: str) -> BrokerContext:
         cfg = self.config
@@ -213,7 +238,9 @@ class Broker(Service):
             callclient=CallClientProcessor(ctx, c.registry),
             endtx=EndTransactionProcessor(self.transactions),
             sync=SyncProcessor(c.offsets, c.schedule),
-        )
+            acl=AclProcessor(self.acl.files if self.acl is not None else None,
+                             lambda: (cfg.broker_cluster_name, cfg.broker_name, ctx.addr)),
+        )  # fmt: skip
 
     def _listeners(self) -> dict[str, RemotingServer]:
         return dict(zip(("main", "vip"), self.servers, strict=False))
@@ -245,6 +272,8 @@ class Broker(Service):
         ]  # fmt: skip
         for interval, name, job in jobs:
             self._loops.append(loop.create_task(every(interval, job, name=name), name=name))
+        if self.acl is not None:  # AclFileWatchService
+            self._loops.append(loop.create_task(self.acl.files.run(), name="acl_watch"))
         if self.replication.is_slave:  # handleSlaveSynchronize: after 3 s, then every 10 s
             sync_s = self.config.slave_sync_interval / 1000
             sync = every(sync_s, self.slave_sync.sync_all, name="slave_synchronize",

@@ -68,6 +68,8 @@ LIVE_KEYS: Final = frozenset({
 ALWAYS_BLACK_LISTED: Final = frozenset({"brokerConfigPath", "rocketmqHome", "configBlackList"})
 BLACK_LIST_REMARK: Final = "Can not update config in black list."
 RESTART_HINT: Final = "set it in the broker's config file and restart"
+SECRET_KEY: Final = "innerClientAuthenticationCredentials"
+HIDDEN: Final = "***"
 
 
 class SettingsRefused(Exception):
@@ -112,7 +114,10 @@ class BrokerSettings:
     def text(self) -> str:
         """GET_BROKER_CONFIG's body: every key, with the values accepted last (Java's
         ``getAllConfigsFormatString`` shows a field's new value even before a restart)."""
-        return dump_values({**self._running(), **self.pending})
+        values = {**self._running(), **self.pending}
+        if values.get(SECRET_KEY):  # ours: the inner credentials' secret is never shown
+            values[SECRET_KEY] = HIDDEN
+        return dump_values(values)
 
     def black_list(self) -> frozenset[str]:
         configured = self.ctx.config.config_black_list.split(";")

@@ -26,6 +26,7 @@ from aiorocketmq.remoting.protocol.command import RemotingCommand, response_to
 from aiorocketmq.remoting.protocol.group import SubscriptionGroupConfig
 from aiorocketmq.remoting.protocol.register import DataVersion, TopicConfigWrapper
 from aiorocketmq.remoting.protocol.route import dumps
+from aiorocketmq.remoting.protocol.signature import Credentials
 
 log = structlog.get_logger(__name__)
 
@@ -52,12 +53,13 @@ class SlaveSync:
         offsets: ConsumerOffsets,
         schedule: ScheduleService,
         master_addr: Callable[[], str | None],
+        credentials: Credentials | None = None,
     ) -> None:
         self.ctx = ctx
         self.offsets = offsets
         self.schedule = schedule
         self.master_addr = master_addr  # () -> "host:port" of the master, or None
-        self.client = RemotingClient()
+        self.client = RemotingClient(credentials=credentials)  # signed: r#3115
         self.rounds = 0
 
     async def sync_all(self) -> None:

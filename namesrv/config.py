@@ -20,6 +20,7 @@ class NamesrvConfig:
         "scan_not_active_broker_interval": (1, None),
         "broker_channel_expired_time": (1, None),
         "metrics_port": (-1, 65535),
+        "acl_file_watch_interval": (100, None),
     }
 
     kv_config_path: str = field(default_factory=_default_kv_path)
@@ -32,6 +33,17 @@ class NamesrvConfig:
     metrics_port: int | None = None
     # ours: the address /metrics binds; "" = the name server's bindAddress
     metrics_host: str = ""
+    # ours (4.9.8's name server has no ACL): the requests that change its state need a
+    # signature from an admin account of the ACL files, read as the broker reads them
+    # (namesrv.acl); route lookups and the other reads stay open
+    acl_enable: bool = False
+    # the default ACL file; "" = ${ROCKETMQ_HOME}/conf/plain_acl.yml as the broker's (4.9.8's
+    # -Drocketmq.acl.plain.file), the current directory standing in for an unset ROCKETMQ_HOME
+    acl_file: str = ""
+    # more ACL files (*.yml, *.yaml, recursively); "" = ${ROCKETMQ_HOME}/conf/acl
+    acl_dir: str = ""
+    # ms between looks at the ACL files for changes (4.9.8's broker: 5000)
+    acl_file_watch_interval: int = 5_000
 
 
 DEFAULT_LISTEN_PORT = 9876

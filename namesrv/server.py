@@ -8,11 +8,16 @@ import time
 
 import structlog
 
+from aiorocketmq.namesrv import acl
 from aiorocketmq.namesrv.config import NamesrvConfig
 from aiorocketmq.namesrv.kvconfig import KVConfig
 from aiorocketmq.namesrv.metrics import NamesrvCollector
 from aiorocketmq.namesrv.processors import NamesrvProcessor, unknown_code
 from aiorocketmq.namesrv.routes import Eviction, RouteTable
+from aiorocketmq.remoting.acl.config import location
+from aiorocketmq.remoting.acl.guard import AclGuard
+from aiorocketmq.remoting.acl.metrics import AclCollector
+from aiorocketmq.remoting.acl.watch import AclFiles
 from aiorocketmq.remoting.channel import Channel
 from aiorocketmq.remoting.config import ServerConfig
 from aiorocketmq.remoting.counters import RequestStats
@@ -44,14 +49,25 @@ class Namesrv(Service):
         )
         port = metrics_port(config.metrics_port, server_config.listen_port)
         stats = RequestStats() if port >= 0 else None
+        self.acl: AclGuard | None = None  # aclEnable: the check of the writes (namesrv.acl)
+        if config.acl_enable:
+            files = AclFiles(location(config.acl_file, config.acl_dir),
+                             poll_seconds=config.acl_file_watch_interval / 1000)  # fmt: skip
+            self.acl = AclGuard(files, acl.POLICY)
         self.server = RemotingServer(
-            self.processor.routes(), server_config, unknown=unknown_code, stats=stats
-        )
+            self.processor.routes(), server_config, unknown=unknown_code, stats=stats,
+            guard=self.acl,
+        )  # fmt: skip
         self.server.add_close_listener(self._channel_closed)
         self._scan: asyncio.Task[None] | None = None
+        self._acl_watch: asyncio.Task[None] | None = None
+        collectors = [
+            NamesrvCollector(self.processor),
+            *([AclCollector(self.acl)] if self.acl else []),
+        ]
         self.metrics = None if stats is None else Metrics(
             config.metrics_host or server_config.bind_address, port, stats,
-            lambda: {"main": self.server}, [NamesrvCollector(self.processor)],
+            lambda: {"main": self.server}, collectors,
         )  # fmt: skip
 
     @property
@@ -59,6 +75,10 @@ class Namesrv(Service):
         return self.server.port
 
     async def start(self) -> None:
+        if self.acl is not None:  # a bad ACL file stops the start (ConfigError)
+            self.acl.files.load_now()
+            log.info("acl_enabled", files=list(self.acl.files.rules.files),
+                     accounts=len(self.acl.files.rules.accounts))  # fmt: skip
         self.kv.load()
         if self.metrics is not None:  # first: `listening` says everything is up
             await self.metrics.start()
@@ -72,12 +92,17 @@ class Namesrv(Service):
         self._scan = asyncio.get_running_loop().create_task(
             every(interval, self._expire, name="scan_not_active_broker"), name="namesrv-scan"
         )
+        if self.acl is not None:
+            self._acl_watch = asyncio.get_running_loop().create_task(
+                self.acl.files.run(), name="acl_watch"
+            )
 
     async def close(self) -> None:
-        if self._scan is not None:
-            self._scan.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._scan
+        for task in (self._scan, self._acl_watch):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         await self.server.close()
         if self.metrics is not None:
             await self.metrics.close()

@@ -62,6 +62,9 @@ class Deferred(NamedTuple):
 BatchHandler: TypeAlias = Callable[[list[RemotingCommand], Any], list[RemotingCommand] | Deferred]
 # what a request with no route gets: a response, or None for no answer at all
 Unknown: TypeAlias = Callable[[RemotingCommand], RemotingCommand | None]
+# run on each request before anything else (remoting.acl.guard): None serves it, a remark
+# refuses it with SYSTEM_ERROR (no answer to a oneway request, as for any response)
+Guard: TypeAlias = Callable[[RemotingCommand, Any], str | None]
 
 log = get_logger(__name__)
 
@@ -182,8 +185,10 @@ class Dispatcher:
         *,
         unknown: Unknown = not_supported,
         stats: RequestStats | None = None,
+        guard: Guard | None = None,
     ) -> None:
         self._routes = dict(routes)
+        self._guard = guard
         self._stats = stats  # None: nothing counted (a client, or a server without metrics)
         self._unknown = unknown
         self._bulkheads = dict(bulkheads or {})
@@ -193,6 +198,25 @@ class Dispatcher:
     def dispatch(self, cmd: RemotingCommand, conn: Any, reply: Reply) -> asyncio.Task[None] | None:
         """Handle ``cmd`` (from ``conn``); the response goes to ``reply(cmd, response)``.
         Returns the Task still handling it, or None when it was answered inline."""
+        if self._guard is not None and not self._admit(cmd, conn, reply):
+            return None
+        return self._dispatch(cmd, conn, reply)
+
+    def _admit(self, cmd: RemotingCommand, conn: Any, reply: Reply) -> bool:
+        """The guard's verdict; a refused request is answered here (inline, no task)."""
+        guard = self._guard
+        refusal = guard(cmd, conn) if guard is not None else None
+        if refusal is None:
+            return True
+        started = perf_counter() if self._stats is not None else 0.0
+        response = response_to(cmd, ResponseCode.SYSTEM_ERROR, refusal)
+        reply(cmd, response)
+        if self._stats is not None:
+            self._stats.record(cmd.code if cmd.code in self._routes else OTHER_CODE, response,
+                               started)  # fmt: skip
+        return False
+
+    def _dispatch(self, cmd: RemotingCommand, conn: Any, reply: Reply) -> asyncio.Task[None] | None:
         started = perf_counter() if self._stats is not None else 0.0
         route = self._routes.get(cmd.code)
         if route is None or cmd.refusal is not None:
@@ -240,6 +264,8 @@ class Dispatcher:
         than the free slots; a saturated bulkhead sends each request through ``dispatch`` (and
         its queue)."""
         tasks: list[asyncio.Task[None]] = []
+        if self._guard is not None:  # each request is checked once, before any is handled
+            cmds = [cmd for cmd in cmds if self._admit(cmd, conn, reply)]
         i, n = 0, len(cmds)
         while i < n:
             route = self._routes[cmds[i].code]
@@ -274,7 +300,7 @@ class Dispatcher:
                 i += len(answers)
                 if i >= n:
                     break
-            task = self.dispatch(cmds[i], conn, reply)
+            task = self._dispatch(cmds[i], conn, reply)
             if task is not None:
                 tasks.append(task)
             i += 1

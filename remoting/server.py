@@ -12,7 +12,14 @@ from aiorocketmq.remoting.channel import Channel
 from aiorocketmq.remoting.channel_options import ChannelOptions
 from aiorocketmq.remoting.config import ServerConfig
 from aiorocketmq.remoting.counters import RequestStats
-from aiorocketmq.remoting.dispatch import Bulkhead, Dispatcher, Routes, Unknown, not_supported
+from aiorocketmq.remoting.dispatch import (
+    Bulkhead,
+    Dispatcher,
+    Guard,
+    Routes,
+    Unknown,
+    not_supported,
+)
 from aiorocketmq.remoting.lifecycle import Service
 from aiorocketmq.remoting.limits import MemoryLimits
 from aiorocketmq.remoting.log import get_logger
@@ -29,7 +36,8 @@ class RemotingServer(Service):
     Each request answered is counted in ``stats`` when given (``/metrics``).
 
     ``start()`` logs ``listening`` with the real host and port, unless ``announce=False`` (a
-    process whose readiness comes later logs it itself).
+    process whose readiness comes later logs it itself). ``guard``, when given, checks each
+    request before dispatch (remoting.acl: ACL 1.0).
     """
 
     def __init__(
@@ -42,9 +50,11 @@ class RemotingServer(Service):
         announce: bool = True,
         sock: socket.socket | None = None,
         stats: RequestStats | None = None,
+        guard: Guard | None = None,
     ) -> None:
         self.config = config or ServerConfig()
-        self._dispatcher = Dispatcher(routes, bulkheads, unknown=unknown, stats=stats)
+        self._dispatcher = Dispatcher(routes, bulkheads, unknown=unknown, stats=stats,
+                                      guard=guard)  # fmt: skip
         self.limits = MemoryLimits(
             self.config.server_output_buffer_max_bytes, self.config.server_partial_frame_max_bytes
         )

@@ -53,6 +53,10 @@ SAMPLE = {
     "serverWriteStallTimeoutMillis": "1",
     "serverOutputBufferMaxBytes": str(1 << 20),
     "serverPartialFrameMaxBytes": str(1 << 20),
+    "aclEnable": "true",
+    "aclFile": "/tmp/acl.yml",
+    "aclDir": "/tmp/acl",
+    "innerClientAuthenticationCredentials": '{"accessKey":"innerKey1","secretKey":"innerSecret"}',
 }
 
 

@@ -1,0 +1,56 @@
+"""AclGuard: the ACL check a RemotingServer runs on each request before dispatch (4.9.8's RPC
+hook, BrokerController.initialAcl), and the account of what it refused.
+
+A refused request is answered SYSTEM_ERROR (1) with Java's remark (the dispatcher does that;
+a oneway request gets no answer), counted by reason (``failures``, on /metrics) and logged at
+most once a minute per client address and access key, with the count held back since.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from aiorocketmq.remoting.acl.address import remote_ip
+from aiorocketmq.remoting.acl.errors import AclError
+from aiorocketmq.remoting.acl.validator import Policy, check
+from aiorocketmq.remoting.acl.watch import AclFiles
+from aiorocketmq.remoting.log import get_logger
+from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.signature import ACCESS_KEY
+from aiorocketmq.remoting.warnlimit import WarnLimiter
+
+log = get_logger(__name__)
+
+LOG_INTERVAL: Final = 60.0  # seconds between lines for one client address and access key
+
+
+class AclGuard:
+    """``guard(request, connection)``: None to serve it, else the remark to refuse it with."""
+
+    __slots__ = ("_warn", "failures", "files", "policy")
+
+    def __init__(self, files: AclFiles, policy: Policy, *, log_interval: float = LOG_INTERVAL):
+        self.files = files
+        self.policy = policy
+        self.failures: dict[str, int] = {}  # reason -> refusals
+        self._warn = WarnLimiter(log_interval)
+
+    def __call__(self, cmd: RemotingCommand, conn: Any) -> str | None:
+        checked = self.policy.checked
+        if checked is not None and cmd.code not in checked:
+            return None
+        ip = remote_ip(conn.peer)
+        try:
+            check(self.files.rules, self.policy, cmd, ip)
+        except AclError as exc:
+            self.refused(exc, ip, cmd.ext_fields.get(ACCESS_KEY), code=cmd.code)
+            return exc.remark
+        return None
+
+    def refused(self, exc: AclError, ip: str, access_key: str | None, **context: Any) -> None:
+        """Count a refusal and log it, unless this client was logged within the interval."""
+        self.failures[exc.reason] = self.failures.get(exc.reason, 0) + 1
+        held_back = self._warn.hit((ip, access_key))
+        if held_back is not None:
+            log.warning("acl_refused", peer=ip, access_key=access_key, reason=exc.reason,
+                        error=exc.message, suppressed=held_back, **context)  # fmt: skip
