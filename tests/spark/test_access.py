@@ -18,6 +18,7 @@ import pytest
 from aiorocketmq.remoting.protocol.codes import RequestCode as C
 from aiorocketmq.spark.access import SECRETS, Access
 from aiorocketmq.spark.options import read_options, write_options
+from tests.broker.acl_setup import acl_files
 from tests.cluster import Cluster, running
 from tests.signed_proxy import ADVERTISED_SETS, Audit, forwarding, self_signed
 
@@ -151,3 +152,40 @@ def test_signed_write_and_read(
     regex = str(spark.sparkContext._jsc.sc().conf().get(config.SECRET_REDACTION_PATTERN()))
     for name in (*SECRETS, "accessKey"):
         assert re.search(regex.replace("(?i)", ""), name, re.IGNORECASE), (name, regex)
+
+
+ACL_AK, ACL_SK = "sparkApp01", "sparkAppSecret1"
+PLAIN_ACL = f"""\
+accounts:
+  - accessKey: {ACL_AK}
+    secretKey: {ACL_SK}
+    admin: true
+"""
+
+
+@pytest.fixture(scope="module")
+def acl_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    root = tmp_path_factory.mktemp("spark-acl")
+    with running(root / "c", ("broker-a",), acl_files(root, PLAIN_ACL)) as c:
+        yield c
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_an_acl_cluster_serves_the_options_account(spark: Any, acl_cluster: Cluster) -> None:
+    """Brokers with aclEnable: the sink and the source with the account's keys write and read;
+    without them the write fails with the broker's refusal."""
+    ns = acl_cluster.namesrv_addr
+    sec = {"accessKey": ACL_AK, "secretKey": ACL_SK}
+    df = spark.createDataFrame([(f"acl{i}",) for i in range(5)], "body string")
+
+    def writer() -> Any:  # a new one each time: option() changes the writer it is called on
+        return df.write.format("rocketmq").mode("append").option("nameServer", ns)
+
+    writer().option("topic", "SparkAcl").options(**sec).save()
+    reader = spark.read.format("rocketmq").option("nameServer", ns).options(**sec)
+    rows = reader.option("subscribe", "SparkAcl").load().collect()
+    assert sorted(bytes(r.body).decode() for r in rows) == [f"acl{i}" for i in range(5)]
+    with pytest.raises(Exception, match="No accessKey is configured") as info:
+        writer().option("topic", "SparkAcl").save()
+    assert ACL_SK not in str(info.value)
