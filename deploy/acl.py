@@ -27,6 +27,7 @@ import json
 import os
 import secrets
 import string
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,38 +44,44 @@ class Account:
 
 @dataclass(frozen=True)
 class DemoAcl:
-    home: Path  # <data>/acl, an Apache ROCKETMQ_HOME
+    home: Path  # <data>/acl, an Apache ROCKETMQ_HOME (compose: deploy/secrets)
     admin: Account
     app: Account
+    conf: Path  # where plain_acl.yml and tools.yml are: <home>/conf (compose: home)
 
     @property
     def plain_acl(self) -> Path:
-        return self.home / "conf" / "plain_acl.yml"
+        return self.conf / "plain_acl.yml"
 
     @property
     def tools_yml(self) -> Path:
-        return self.home / "conf" / "tools.yml"
+        return self.conf / "tools.yml"
 
     @property
     def acl_dir(self) -> Path:
-        return self.home / "conf" / "acl"
+        return self.conf / "acl"
 
-    def broker_keys(self) -> dict[str, str]:
-        """What each broker's conf file gets."""
+    def broker_keys(self, acl_file: str, acl_dir: str) -> dict[str, str]:
+        """What each broker's conf file gets (the ACL files where the broker sees them)."""
         inner = {"accessKey": self.admin.access_key, "secretKey": self.admin.secret_key}
         return {
             "aclEnable": "true",
-            "aclFile": str(self.plain_acl),
-            "aclDir": str(self.acl_dir),
+            "aclFile": acl_file,
+            "aclDir": acl_dir,
             "innerClientAuthenticationCredentials": json.dumps(inner, separators=(",", ":")),
         }
 
-    def broker_conf(self, installed: Path, name: str) -> Path:
-        """``installed`` with the ACL keys appended, as ``<home>/<name>.conf`` (0600)."""
-        lines = [installed.read_text().rstrip("\n"), "", "# mqcluster --acl (deploy/acl.py)"]
-        lines += [f"{key}={value}" for key, value in self.broker_keys().items()]
-        path = self.home / f"{name}.conf"
-        _write_private(path, "\n".join(lines) + "\n")
+    def broker_conf(
+        self, installed: Path, name: str, *, out: Path | None = None, mode: int = 0o600,
+        acl_file: str | None = None, acl_dir: str | None = None,
+    ) -> Path:  # fmt: skip
+        """``installed`` with the ACL keys appended, as ``<out>/<name>.conf`` (default: the
+        launcher's, under home, 0600)."""
+        keys = self.broker_keys(acl_file or str(self.plain_acl), acl_dir or str(self.acl_dir))
+        lines = [installed.read_text().rstrip("\n"), "", "# ACL 1.0 (deploy/acl.py)"]
+        lines += [f"{key}={value}" for key, value in keys.items()]
+        path = (out or self.home) / f"{name}.conf"
+        _write_private(path, "\n".join(lines) + "\n", mode)
         return path
 
 
@@ -85,21 +92,30 @@ def new_key(prefix: str = "") -> str:
 def prepare(data: Path) -> DemoAcl:
     """The data directory's demo accounts: read from ``keys.json``, else made and written."""
     home = data / ACL_DIR
+    return prepare_in(home, home / "conf", 0o600)
+
+
+def prepare_in(home: Path, conf: Path, mode: int) -> DemoAcl:
+    """The accounts of ``home/keys.json``, else new ones, with plain_acl.yml and tools.yml
+    written in ``conf`` (``mode``: their permissions)."""
     keys = home / "keys.json"
     if keys.exists():
         saved = json.loads(keys.read_text())
-        return DemoAcl(home, Account(**saved["admin"]), Account(**saved["app"]))
+        return DemoAcl(home, Account(**saved["admin"]), Account(**saved["app"]), conf)
     acl = DemoAcl(
         home,
         Account(new_key("rmqAdmin"), new_key()),
         Account(new_key("rmqApp"), new_key()),
+        conf,
     )
-    acl.acl_dir.mkdir(parents=True, exist_ok=True)
-    _write_private(acl.plain_acl, plain_acl_yml(acl))  # new keys: a new file
+    if conf == home / "conf":
+        acl.acl_dir.mkdir(parents=True, exist_ok=True)
+    _write_private(acl.plain_acl, plain_acl_yml(acl), mode)  # new keys: a new file
     _write_private(
         acl.tools_yml,
         f"# mqadmin's account (Apache's tools.yml)\naccessKey: {acl.admin.access_key}\n"
         f"secretKey: {acl.admin.secret_key}\n",
+        mode,
     )
     saved = {
         "admin": {"access_key": acl.admin.access_key, "secret_key": acl.admin.secret_key},
@@ -143,9 +159,52 @@ def usage(acl: DemoAcl, namesrv: str, shown_home: str) -> list[str]:
     ]
 
 
-def _write_private(path: Path, text: str) -> None:
+def _write_private(path: Path, text: str, mode: int = 0o600) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     with os.fdopen(fd, "w") as f:
         f.write(text)
-    path.chmod(0o600)  # an existing file keeps its mode through O_CREAT
+    path.chmod(mode)  # an existing file keeps its mode through O_CREAT
+
+
+# ------------------------------------------------------------------ compose's secrets
+
+COMPOSE_CONF = Path(__file__).resolve().parent / "conf" / "compose"
+COMPOSE_BROKERS = ("broker-a", "broker-a-s", "broker-b")
+SECRETS = "/run/secrets"  # where Compose mounts a service's secrets
+
+
+def compose_secrets(out: Path) -> DemoAcl:
+    """The files deploy/docker-compose.acl.yml mounts as secrets, made on the host under
+    ``out`` (deploy/secrets; never in the image: .dockerignore leaves it out): the demo
+    accounts (kept when ``out`` already has them), plain_acl.yml, tools.yml and each broker's
+    compose conf file plus the ACL keys, pointing at the secrets' paths in the containers.
+
+    ``out`` is 0700, so no other user of the host reads them; the files are 0644, since
+    Compose (without swarm) mounts a secret with the host file's owner and mode and the
+    image's user (uid 10001) must read it."""
+    out.mkdir(parents=True, exist_ok=True)
+    out.chmod(0o700)
+    acl = prepare_in(out, out, 0o644)
+    where = {"acl_file": f"{SECRETS}/plain_acl.yml", "acl_dir": f"{SECRETS}/acl.d"}
+    for name in COMPOSE_BROKERS:
+        acl.broker_conf(COMPOSE_CONF / f"{name}.conf", name, out=out, mode=0o644, **where)
+    return acl
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m aiorocketmq.deploy.acl [DIR]``: compose_secrets(DIR, default
+    deploy/secrets), then the accounts and how to start compose with them."""
+    args = sys.argv[1:] if argv is None else argv
+    out = Path(args[0]) if args else Path("deploy/secrets")
+    acl = compose_secrets(out)
+    print(f"ACL files for deploy/docker-compose.acl.yml in {out} (0700; never in the image)")
+    for line in usage(acl, "127.0.0.1:9876", str(out))[1:3]:
+        print(line)
+    print('start: make compose ARGS="-f deploy/docker-compose.acl.yml up -d --build"')
+    print(f"mqadmin: .venv/bin/mqadmin clusterList --tools-yml {out}/tools.yml")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
