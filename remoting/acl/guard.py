@@ -47,10 +47,20 @@ class AclGuard:
             return exc.remark
         return None
 
-    def refused(self, exc: AclError, ip: str, access_key: str | None, **context: Any) -> None:
-        """Count a refusal and log it, unless this client was logged within the interval."""
+    def refused(
+        self,
+        exc: AclError,
+        ip: str,
+        access_key: str | None,
+        port: str | None = None,
+        **context: Any,
+    ) -> None:
+        """Count a refusal and log it, unless this client (address and access key, on this
+        ``port``: None for requests, "ha" for replication) was logged within the interval."""
         self.failures[exc.reason] = self.failures.get(exc.reason, 0) + 1
-        held_back = self._warn.hit((ip, access_key))
+        held_back = self._warn.hit((ip, access_key, port))
+        if port is not None:
+            context["port"] = port
         if held_back is not None:
             log.warning("acl_refused", peer=ip, access_key=access_key, reason=exc.reason,
                         error=exc.message, suppressed=held_back, **context)  # fmt: skip

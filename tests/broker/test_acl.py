@@ -201,20 +201,22 @@ async def test_code_54_is_not_supported_as_in_4_9_8(broker: str) -> None:
 
 async def test_a_refused_oneway_request_gets_no_answer(broker: str) -> None:
     """NettyRemotingAbstract: the SYSTEM_ERROR answer is written only for a request that is
-    not oneway. On one connection: an unsigned oneway send, then two signed requests; only
-    the two signed ones are answered."""
-    oneway = send_v2("allowed", b"x", queue_id=0)
+    not oneway. On one connection: an unsigned oneway send to queue 0, then a signed query and
+    a signed send to the same queue; only those two are answered, and the send after the
+    oneway one is stored where the oneway one would have been (it was not)."""
+    async with client(USER) as user:
+        before = await user.invoke(broker, api.queue_request(C.GET_MAX_OFFSET, "allowed", 0))
+    oneway = send_v2("allowed", b"unsigned", queue_id=0)
     oneway.flag, oneway.opaque = ONEWAY_FLAG, 1
-    asked = []
-    for opaque in (2, 3):
-        cmd = api.queue_request(C.GET_MAX_OFFSET, "allowed", 0)
+    query = api.queue_request(C.GET_MAX_OFFSET, "allowed", 0)
+    after = send_v2("allowed", b"signed", queue_id=0)
+    for opaque, cmd in ((2, query), (3, after)):
         sign(cmd, USER)
         cmd.opaque = opaque
-        asked.append(cmd)
     host, port = broker.split(":")
     reader, writer = await asyncio.open_connection(host, int(port))
     try:
-        for cmd in (oneway, *asked):
+        for cmd in (oneway, query, after):
             cmd.serialize_type = SerializeType.JSON
             writer.writelines(encode(cmd, 1 << 24))
         decoder, seen = FrameDecoder(1 << 24), list[RemotingCommand]()
@@ -223,8 +225,10 @@ async def test_a_refused_oneway_request_gets_no_answer(broker: str) -> None:
                 seen += decoder.feed(await reader.read(65536))
     finally:
         writer.close()
-    assert sorted(c.opaque for c in seen) == [2, 3]
-    assert all(c.code == ResponseCode.SUCCESS for c in seen)
+    answers = {c.opaque: c for c in seen}
+    assert sorted(answers) == [2, 3]
+    assert answers[3].code == ResponseCode.SUCCESS, answers[3].remark
+    assert answers[3].ext_fields["queueOffset"] == before.ext_fields["offset"]
 
 
 async def test_refusals_are_counted_and_logged_once_per_client_a_minute(
