@@ -11,6 +11,8 @@ import-linter contracts keep them to it):
   ``MQConnectionError``, ``MQTimeoutError`` (also a TimeoutError), ``MQBrokerError`` (a
   refusal's ``code``); the remoting layer's own errors never leave the SDK. ``RawPull``,
   ``PullStatus``, ``Columns`` and ``decode_columns`` read raw pulls column by column.
+  Every client class takes ``access_key``/``secret_key`` (ACL 1.0 signatures) and ``tls``;
+  ``tls_context`` builds a verifying ``ssl.SSLContext`` for it from PEM files.
 - ``aiorocketmq.client.api``: the request layer (Java's MQClientAPIImpl): builders for every
   request, parsers for the answers, ``Remote`` (connections that raise the errors above),
   ``check_group``, ``commit_offsets(consumer, group, offsets)``.
@@ -39,6 +41,7 @@ from aiorocketmq.client.core.errors import (
     MQTimeoutError,
 )
 from aiorocketmq.client.core.message import Message, MessageQueue, SendResult, SendStatus
+from aiorocketmq.client.core.security import tls_context
 from aiorocketmq.client.producer.options import ProducerOptions
 from aiorocketmq.client.producer.producer import Producer, select_by_hash
 from aiorocketmq.client.producer.transaction import TransactionProducer
@@ -93,4 +96,5 @@ __all__ = [
     "TransactionSendResult",
     "decode_columns",
     "select_by_hash",
+    "tls_context",
 ]

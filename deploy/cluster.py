@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from types import FrameType
 
+from aiorocketmq.deploy.acl import DemoAcl
 from aiorocketmq.deploy.procs import NAMESRV, Server, Spec, conf_path, say
 
 STOP_TIMEOUT = 10.0  # seconds each group of servers gets between SIGTERM and SIGKILL
@@ -28,6 +29,7 @@ class Cluster:
         self.signal: int | None = None  # the stop signal, once one came
         self.failed = False  # a server failed to start or exited by itself
         self.dead: set[str] = set()  # with keep_going: servers that exited by themselves
+        self.acl: DemoAcl | None = None  # --acl: the brokers' conf files get its keys
 
     def on_signal(self, signum: int, _frame: FrameType | None) -> None:
         self.signal = signum  # only a flag: the main loop acts on it
@@ -46,6 +48,9 @@ class Cluster:
         with --ephemeral port 0 and the name server's real address. The metrics port is the
         server's default: listenPort + 1000, any free one with port 0."""
         argv = [conf_path(arg) for arg in spec.argv]
+        if self.acl is not None and spec.role != NAMESRV:  # its conf file plus the ACL keys
+            at = argv.index("-c") + 1
+            argv[at] = str(self.acl.broker_conf(Path(argv[at]), spec.name))
         argv += ["--log-format", "console"]
         if spec.role == NAMESRV:
             argv += ["--set", f"kvConfigPath={self.data}/namesrv/kvConfig.json"]

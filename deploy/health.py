@@ -10,7 +10,9 @@ service is healthy when it does its job, not when its process runs.
   broker's own order, broker/__main__.py), and the broker at the address registered for it
   answers GET_BROKER_CONFIG as that broker. A broker that runs but did not register (a wrong
   name server, a refused registration) is unhealthy; so is a registration the name server
-  still holds for a broker that is gone (it keeps one for up to 120 s).
+  still holds for a broker that is gone (it keeps one for up to 120 s). A conf file with
+  ``innerClientAuthenticationCredentials`` (a broker with ACL on) gives the account the
+  checks sign with, as the broker signs its own requests.
 
 Prints one line saying what it found, which ``docker inspect`` shows; exits 0 when healthy,
 1 when not. Each request is bounded by ``--timeout`` (default 3 s).
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import sys
 from pathlib import Path
@@ -114,8 +117,23 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def account(conf: dict[str, str]) -> tuple[str | None, str | None]:
+    """The conf file's innerClientAuthenticationCredentials (JSON accessKey, secretKey)."""
+    text = conf.get("innerClientAuthenticationCredentials", "").strip()
+    if not text:
+        return None, None
+    try:
+        inner = json.loads(text)
+        return str(inner["accessKey"]), str(inner["secretKey"])
+    except (ValueError, KeyError, TypeError):
+        raise Unhealthy(
+            "innerClientAuthenticationCredentials is not JSON {accessKey, secretKey}"
+        ) from None
+
+
 async def check(args: argparse.Namespace, conf: dict[str, str]) -> str:
-    remote = api.Remote.open()
+    access_key, secret_key = account(conf)
+    remote = api.Remote.open(access_key=access_key, secret_key=secret_key)
     try:
         if args.kind == "namesrv":
             return await check_namesrv(remote, args.addr, args.timeout)

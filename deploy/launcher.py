@@ -23,6 +23,11 @@ order holds) and with PR_SET_PDEATHSIG: if the launcher dies, even by SIGKILL, t
 every server SIGTERM. The launcher asks the same for itself, so it stops the cluster when
 ``make`` dies.
 
+``--acl`` turns ACL 1.0 on: the brokers start with ``aclEnable=true`` and a demo
+``plain_acl.yml`` (an admin and an application account, generated keys, kept under
+``<data>/acl``: ``aiorocketmq.deploy.acl``), and the launcher prints the keys and how the SDK
+and mqadmin use them.
+
 One launcher at a time runs from a data directory (a lock file, ``aiorocketmq.deploy.datadir``);
 ``--reset`` empties it and exits. ``--data DIR`` puts all state under DIR; ``--ephemeral``
 runs every process on a free port, metrics included (the brokers find the name server through
@@ -40,6 +45,7 @@ import sys
 import time
 from pathlib import Path
 
+from aiorocketmq.deploy import acl as demo_acl
 from aiorocketmq.deploy.cluster import Cluster
 from aiorocketmq.deploy.datadir import Busy, lock, reset, shown
 from aiorocketmq.deploy.procs import MAX_SLAVES, NAMESRV, die_with_parent, plan, say
@@ -80,6 +86,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "reading from a slave while its master is gone); without it, the cluster stops",
     )
     parser.add_argument(
+        "--acl",
+        action="store_true",
+        help="ACL 1.0 on the brokers (aclEnable=true) with a demo plain_acl.yml under "
+        "DIR/acl: an admin and an application account whose keys are printed",
+    )
+    parser.add_argument(
         "--sync",
         action="store_true",
         help="SYNC_MASTER masters: a send is answered once a slave holds it (needs --slaves)",
@@ -108,7 +120,13 @@ def announce(cluster: Cluster, began: float) -> None:
     for server in cluster.servers:
         say(f"  {server.describe()}")
     namesrv = next(s for s in cluster.servers if s.spec.role == NAMESRV)
-    say(f"try: {mqadmin()} clusterList -n 127.0.0.1:{namesrv.port}")
+    addr = f"127.0.0.1:{namesrv.port}"
+    if cluster.acl is not None:
+        for line in demo_acl.usage(cluster.acl, addr, shown(cluster.acl.home)):
+            say(line)
+        say(f"try: ROCKETMQ_HOME={shown(cluster.acl.home)} {mqadmin()} clusterList -n {addr}")
+    else:
+        say(f"try: {mqadmin()} clusterList -n {addr}")
     count, took = len(cluster.servers), time.monotonic() - began
     say(f"cluster ready ({count} processes, {took:.1f} s); stop it with Ctrl-C or "
         f"`kill {os.getpid()}`")  # fmt: skip
@@ -126,6 +144,8 @@ def run(args: argparse.Namespace) -> int:
         say(f"{exc}: stop it first")
         return 1
     say(f"data in {shown(cluster.data)}")
+    if args.acl:
+        cluster.acl = demo_acl.prepare(cluster.data)
     if cluster.start(plan(args.slaves, args.sync)):
         announce(cluster, began)
         cluster.watch()
@@ -137,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.reset:
         try:
-            lines = reset(args.data.absolute(), [spec.name for spec in plan(MAX_SLAVES)])
+            ours = [spec.name for spec in plan(MAX_SLAVES)] + [demo_acl.ACL_DIR]
+            lines = reset(args.data.absolute(), ours)
         except Busy as exc:
             say(f"not resetting: {exc}; stop it first")
             return 1

@@ -3,7 +3,8 @@ offsets by time, group commits (driver side) and reading a queue range into Arro
 (executor side).
 
 Nothing here lives on the objects Spark pickles: each process keeps one started
-``client.PullConsumer`` per name-server list in a module-level cache, run on the SDK's
+``client.PullConsumer`` per name-server list and account (credentials and TLS, the options'
+``access``) in a module-level cache, run on the SDK's
 shared event-loop thread (spark-connector.md §4: executors are reused across tasks and
 batches, as Kafka's consumer cache).
 """
@@ -31,6 +32,7 @@ from aiorocketmq.client import (
 )
 from aiorocketmq.client.api import commit_offsets
 from aiorocketmq.client.sync import run
+from aiorocketmq.spark.access import Access
 from aiorocketmq.spark.offsets import Offsets, QueueRange, canonical
 from aiorocketmq.spark.options import ReadOptions
 from aiorocketmq.spark.schema import to_batch
@@ -42,22 +44,24 @@ BATCH_ROWS = 32_768  # rows per Arrow batch (spark-connector.md §6: 10k-64k)
 _SYSTEM_PREFIXES = ("%RETRY%", "%DLQ%", "rmq_sys_", "RMQ_SYS_", "SCHEDULE_TOPIC", "TBW102")
 
 _lock = threading.Lock()
-_consumers: dict[str, PullConsumer] = {}
+_consumers: dict[tuple[str, Access], PullConsumer] = {}
 
 
 class DataLossError(RuntimeError):
     """Offsets the query needs are gone (aged out, or the queue shrank) and failOnDataLoss."""
 
 
-def consumer(name_server: str) -> PullConsumer:
-    """This process's started consumer for ``name_server`` (created on first use)."""
+def consumer(opts: ReadOptions) -> PullConsumer:
+    """This process's started consumer for the options' name servers and account (created
+    on first use)."""
+    key = (opts.name_server, opts.access)
     with _lock:
-        c = _consumers.get(name_server)
+        c = _consumers.get(key)
         if c is None:
-            c = PullConsumer(READER_GROUP, namesrv_addr=name_server, instance_name="spark",
-                             auto_commit=False)  # fmt: skip
+            c = PullConsumer(READER_GROUP, namesrv_addr=opts.name_server, instance_name="spark",
+                             auto_commit=False, **opts.access.keywords())  # fmt: skip
             run(c.start())
-            _consumers[name_server] = c
+            _consumers[key] = c
         return c
 
 
@@ -71,14 +75,14 @@ def topics(opts: ReadOptions) -> list[str]:
         return sorted(opts.assign)
     if opts.pattern is None:
         return list(opts.topics)
-    found = run(consumer(opts.name_server).list_topics(), 30)
+    found = run(consumer(opts).list_topics(), 30)
     rx = re.compile(opts.pattern)
     return sorted(t for t in found if rx.fullmatch(t) and not t.startswith(_SYSTEM_PREFIXES))
 
 
 def queues(opts: ReadOptions) -> list[MessageQueue]:
     """Every readable queue of the topics (assign: the listed ones that exist)."""
-    c = consumer(opts.name_server)
+    c = consumer(opts)
     out: list[MessageQueue] = []
     for topic in topics(opts):
         try:
@@ -107,7 +111,7 @@ def max_offsets(
     """Each queue's max offset, asked of the brokers at once; with ``partial`` a queue whose
     broker does not answer is left out (a streaming query then keeps it where it was until
     its broker is back)."""
-    c = consumer(opts.name_server)
+    c = consumer(opts)
     queues = list(mqs)
     answers = run(_gather([c.max_offset(mq) for mq in queues]), 60)
     found = []
@@ -135,14 +139,14 @@ def _all(calls: list[Coroutine[Any, Any, int]]) -> list[int]:
 
 
 def min_offsets(opts: ReadOptions, mqs: Iterable[MessageQueue]) -> Offsets:
-    c = consumer(opts.name_server)
+    c = consumer(opts)
     queues = list(mqs)
     return _table(zip(queues, _all([c.min_offset(mq) for mq in queues]), strict=True))
 
 
 def offsets_at(opts: ReadOptions, mqs: Iterable[MessageQueue], timestamp_ms: int) -> Offsets:
     """The first offset stored at or after the time, per queue (SEARCH_OFFSET_BY_TIMESTAMP)."""
-    c = consumer(opts.name_server)
+    c = consumer(opts)
     queues = list(mqs)
     calls = [c.offset_for_timestamp(mq, timestamp_ms) for mq in queues]
     return _table(zip(queues, _all(calls), strict=True))
@@ -153,7 +157,7 @@ def commit_group(opts: ReadOptions, end: Offsets) -> None:
     admin tools show the lag (never read back: the checkpoint is the truth)."""
     if opts.group is None:
         return
-    c = consumer(opts.name_server)
+    c = consumer(opts)
 
     offsets = {
         MessageQueue(topic, broker, int(qid)): offset
@@ -175,7 +179,7 @@ def read_range(opts: ReadOptions, r: QueueRange) -> Iterator[pa.RecordBatch]:
     batches; tags filtered exactly; gaps follow ``failOnDataLoss``. Up to
     ``PULLS_IN_FLIGHT`` pulls of consecutive offsets are in flight; an answer is used only if
     it starts where the previous one ended (a filtered or short answer discards the rest)."""
-    c = consumer(opts.name_server)
+    c = consumer(opts)
     mq = MessageQueue(r.topic, r.broker_name, r.queue_id)
     cols, offset = Columns(), r.start
     patience = time.monotonic() + RETRY_SECONDS

@@ -101,6 +101,13 @@ def non_blank(name: str, raw: str) -> str:
     return raw.strip()
 
 
+def secret(name: str, raw: str) -> str:
+    """A secret, as given (never quoted back)."""
+    if not raw.strip():
+        raise ValueError(f"{name} must not be blank")
+    return raw
+
+
 def consumer_group(name: str, raw: str) -> str:
     """A consumer group name as the SDK's consumers accept it (Validators.checkGroup)."""
     try:

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 from aiorocketmq.spark import option_values as v
+from aiorocketmq.spark.access import SECRETS, Access, access
 from aiorocketmq.spark.offsets import LATEST, Offsets
 
 DEFAULT_MAX_TRIGGER_DELAY_MS = 15 * 60 * 1000  # Kafka's maxTriggerDelay, 15m
@@ -47,6 +48,7 @@ class ReadOptions:
     pull_timeout_ms: int = 3000
     group: str | None = None
     include_properties: bool = True
+    access: Access = field(default_factory=Access)  # credentials, TLS (SECURITY_OPTIONS)
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,7 @@ class WriteOptions:
     producer_group: str = "spark-rocketmq-sink"
     send_timeout_ms: int = 3000  # DefaultMQProducer.sendMsgTimeout
     batch_size: int = 128  # messages per SEND_BATCH_MESSAGE, where a batch is allowed
+    access: Access = field(default_factory=Access)  # credentials, TLS (SECURITY_OPTIONS)
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,19 @@ class _Spec:
     parse: Callable[[str, str], object]
     scope: Literal["any", "batch", "stream"] = "any"
 
+
+# the source's and the sink's: camelCase name -> Access field (spark/access.py), parser
+SECURITY_OPTIONS: dict[str, _Spec] = {
+    "accessKey": _Spec("access_key", v.non_blank),
+    "secretKey": _Spec("secret_key", v.secret),
+    "securityToken": _Spec("security_token", v.secret),
+    "tls": _Spec("tls", v.boolean),
+    "tls.caFile": _Spec("tls_ca_file", v.non_blank),
+    "tls.certFile": _Spec("tls_cert_file", v.non_blank),
+    "tls.keyFile": _Spec("tls_key_file", v.non_blank),
+    "tls.keyPassword": _Spec("tls_key_password", v.secret),
+    "tls.checkHostname": _Spec("tls_check_hostname", v.boolean),
+}
 
 # camelCase name -> ReadOptions field, parser and the queries it applies to
 READ_OPTIONS: dict[str, _Spec] = {
@@ -88,6 +104,7 @@ READ_OPTIONS: dict[str, _Spec] = {
     "pullTimeoutMs": _Spec("pull_timeout_ms", v.positive),
     "group": _Spec("group", v.consumer_group),
     "includeProperties": _Spec("include_properties", v.boolean),
+    **SECURITY_OPTIONS,
 }
 
 WRITE_OPTIONS: dict[str, _Spec] = {
@@ -96,6 +113,7 @@ WRITE_OPTIONS: dict[str, _Spec] = {
     "producerGroup": _Spec("producer_group", v.non_blank),
     "sendTimeoutMs": _Spec("send_timeout_ms", v.positive),
     "batchSize": _Spec("batch_size", v.positive),
+    **SECURITY_OPTIONS,
 }
 
 _SUBSCRIPTIONS = ("topic", "subscribe", "subscribePattern", "assign")
@@ -106,6 +124,7 @@ def read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
     """The source's options from what Spark passes (``DataSource.options``)."""
     given = _collect(options, READ_OPTIONS, "source", streaming=streaming, ignored=frozenset())
     _require_name_server(given)
+    secured = access(given)
     chosen = [name for name in _SUBSCRIPTIONS if name in given]
     if len(chosen) != 1:
         got = ", ".join(chosen) if chosen else "none"
@@ -117,7 +136,7 @@ def read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
     _check_offsets(given, streaming=streaming)
     _check_limits(given)
     fields = {READ_OPTIONS[name].field: value for name, value in given.items()}
-    return ReadOptions(**cast(dict[str, Any], fields))
+    return ReadOptions(**cast(dict[str, Any], fields), access=secured)
 
 
 def write_options(options: Mapping[str, str], *, streaming: bool) -> WriteOptions:
@@ -125,8 +144,9 @@ def write_options(options: Mapping[str, str], *, streaming: bool) -> WriteOption
     ignored = _SPARK_STREAM_SINK_KEYS if streaming else frozenset()
     given = _collect(options, WRITE_OPTIONS, "sink", streaming=streaming, ignored=ignored)
     _require_name_server(given)
+    secured = access(given)
     fields = {WRITE_OPTIONS[name].field: value for name, value in given.items()}
-    return WriteOptions(**cast(dict[str, Any], fields))
+    return WriteOptions(**cast(dict[str, Any], fields), access=secured)
 
 
 def _collect(
@@ -160,7 +180,8 @@ def _collect(
         if spec.scope == "stream" and not streaming:
             raise ValueError(f"{name} applies to streaming queries only (spark.readStream)")
         if not isinstance(raw, str):
-            raise ValueError(f"{name} must be given as a string, got {raw!r}")
+            shown = "a value (not shown)" if name in SECRETS else repr(raw)
+            raise ValueError(f"{name} must be given as a string, got {shown}")
         given[name] = spec.parse(name, raw)
     return given
 

@@ -20,7 +20,8 @@ Java's DefaultMQProducer), in no particular order. Delayed messages (a ``DELAY``
 are sent one by one.
 
 Options: ``nameServer`` (required), ``topic``, ``producerGroup``, ``sendTimeoutMs``,
-``batchSize``.
+``batchSize``, and the source's security options (``accessKey``, ``secretKey``, ``tls``...:
+spark/access.py).
 
 Save modes: only append. Spark refuses ErrorIfExists (the default of ``df.write``) and
 Ignore itself for a Python data source ("UNSUPPORTED_DATA_SOURCE_SAVE_MODE ... Please use
@@ -148,7 +149,7 @@ class SinkCommit(WriterCommitMessage):
 
 def _write(opts: WriteOptions, cols: Columns, batches: Iterator[pa.RecordBatch]) -> SinkCommit:
     """Send every row of the task; return once the brokers stored them all."""
-    loop, prod = producer(opts.name_server, opts.producer_group, opts.send_timeout_ms)
+    loop, prod = producer(opts.name_server, opts.producer_group, opts.send_timeout_ms, opts.access)
     sender = Sender(loop, prod, opts.batch_size)
     rows, done = 0, False
     try:

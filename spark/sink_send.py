@@ -1,5 +1,5 @@
 """The sink's sends, on executors: one event loop per Python worker process on a daemon
-thread, its producers cached by name server, group and timeout (spark-connector.md §4: a
+thread, its producers cached by name server, group, timeout and account (spark-connector.md §4: a
 worker is reused across tasks, micro-batches and queries, like Kafka's producer cache), and
 a ``Sender`` per ``write()`` that keeps a bounded number of sends in flight.
 
@@ -19,6 +19,7 @@ from typing import Any
 import uvloop
 
 from aiorocketmq.client import Message, MessageQueue, Producer, SendStatus
+from aiorocketmq.spark.access import Access
 from aiorocketmq.spark.sink_rows import Routed, chunks
 
 # a SEND_BATCH_MESSAGE body stays well under the brokers' 4 MiB maxMessageSize
@@ -39,7 +40,7 @@ class NoSuchQueueError(ValueError):
 class _Process:
     pid: int
     loop: asyncio.AbstractEventLoop
-    producers: dict[tuple[str, str, int], Producer] = field(default_factory=dict)
+    producers: dict[tuple[str, str, int, Access], Producer] = field(default_factory=dict)
 
 
 _lock = threading.Lock()
@@ -58,11 +59,12 @@ def _this_process() -> _Process:
 
 
 def producer(
-    name_server: str, group: str, timeout_ms: int
+    name_server: str, group: str, timeout_ms: int, access: Access
 ) -> tuple[asyncio.AbstractEventLoop, Producer]:
-    """The process's started producer for these settings, and the loop it runs on."""
+    """The process's started producer for these settings (the account and TLS included),
+    and the loop it runs on."""
     proc = _this_process()
-    key = (name_server, group, timeout_ms)
+    key = (name_server, group, timeout_ms, access)
     with _lock:
         cached = proc.producers.get(key)
     if cached is None:
@@ -72,8 +74,8 @@ def producer(
     return proc.loop, cached
 
 
-async def _start(name_server: str, group: str, timeout_ms: int) -> Producer:
-    p = Producer(group, namesrv_addr=name_server, send_msg_timeout=timeout_ms)
+async def _start(name_server: str, group: str, timeout_ms: int, access: Access) -> Producer:
+    p = Producer(group, namesrv_addr=name_server, send_msg_timeout=timeout_ms, **access.keywords())
     await p.start()
     return p
 

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from aiorocketmq.client import MQClientError
+from aiorocketmq.client.admin import access
 from aiorocketmq.client.admin.output import Output, render_json, render_tables
 from aiorocketmq.client.admin.registry import COMMANDS, MODULES, Command
 from aiorocketmq.client.admin.session import AdminError, Session
@@ -63,6 +64,7 @@ def _add_options(sub: argparse.ArgumentParser, cmd: Command) -> None:
     sub.add_argument("--json", action="store_true", help="print JSON instead of tables")
     sub.add_argument("--timeout", type=float, default=5.0, metavar="SECONDS",
                      help="each request's timeout (default 5)")  # fmt: skip
+    access.add_arguments(sub)
     groups: dict[str, Any] = {}  # OptionGroup name -> argparse's mutually exclusive group
     for o in cmd.options:
         target: Any = sub
@@ -82,7 +84,11 @@ def _add_options(sub: argparse.ArgumentParser, cmd: Command) -> None:
 
 async def _run(cmd: Command, args: argparse.Namespace) -> Output:
     addrs = namesrv_addrs(args.namesrvAddr, os.environ) if cmd.needs_namesrv else []
-    session = Session(addrs, timeout=args.timeout)
+    warnings: list[str] = []
+    signing = access.resolve(args, os.environ, warnings)
+    for line in warnings:
+        print(f"{PROG} {cmd.name}: {line}", file=sys.stderr)
+    session = Session(addrs, timeout=args.timeout, access=signing)
     try:
         if cmd.needs_namesrv and not session.namesrv_addrs:
             raise AdminError("no name server: -n is empty")
@@ -115,7 +121,7 @@ def _main(argv: Sequence[str] | None) -> int:
     cmd = COMMANDS[args.command]
     try:
         out = asyncio.run(_run(cmd, args))
-    except (AdminError, MQClientError, ValueError) as exc:
+    except (AdminError, MQClientError, ValueError) as exc:  # access.AccessError too
         print(f"{PROG} {cmd.name}: {_one_line(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

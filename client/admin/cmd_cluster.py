@@ -158,7 +158,8 @@ async def cluster_rt(session: Session, args: Namespace) -> Output:
     group = str(int(time.time() * 1000))
     producer = Producer(group, namesrv_addr=";".join(session.namesrv_addrs),
                         instance_name=f"mqadmin-{group}",
-                        send_msg_timeout=int(session.timeout * 1000))  # fmt: skip
+                        send_msg_timeout=int(session.timeout * 1000),
+                        **session.keywords)  # fmt: skip
     rows: list[dict[str, Any]] = []
     log: list[str] = []  # -p true: "time|room|cluster|broker|rt" as Apache's tlog lines
     async with producer:

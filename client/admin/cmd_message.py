@@ -69,7 +69,10 @@ async def send_message(session: Session, args: Namespace) -> Output:
     if args.broker and args.qid is not None and args.qid > -1:
         queue = MessageQueue(topic, args.broker.strip(), args.qid)
     async with Producer(
-        str(api.now_ms()), ";".join(session.namesrv_addrs), instance_name=_instance()
+        str(api.now_ms()),
+        ";".join(session.namesrv_addrs),
+        instance_name=_instance(),
+        **session.keywords,
     ) as producer:
         sent = await producer.send(msg, queue=queue)
     row = {
@@ -175,7 +178,10 @@ async def consume_message(session: Session, args: Namespace) -> Output:
     group = (args.consumerGroup or "").strip() or g.TOOLS_CONSUMER_GROUP
     msgs: list[MessageExt] = []
     async with PullConsumer(
-        group, ";".join(session.namesrv_addrs), instance_name=_instance()
+        group,
+        ";".join(session.namesrv_addrs),
+        instance_name=_instance(),
+        **session.keywords,
     ) as consumer:
         if args.queueId is not None:
             queues = [MessageQueue(topic, args.brokerName.strip(), args.queueId)]
@@ -215,7 +221,10 @@ async def query_msg_by_offset(session: Session, args: Namespace) -> Output:
     """One pull (11) of one message at the offset, then printMsg's tracking (as queryMsgById)."""
     mq = MessageQueue(args.topic.strip(), args.brokerName.strip(), args.queueId)
     async with PullConsumer(
-        g.TOOLS_CONSUMER_GROUP, ";".join(session.namesrv_addrs), instance_name=_instance()
+        g.TOOLS_CONSUMER_GROUP,
+        ";".join(session.namesrv_addrs),
+        instance_name=_instance(),
+        **session.keywords,
     ) as consumer:
         raw = await consumer.pull_raw(mq, args.offset, 1)
     msgs = raw.messages() if raw.status is PullStatus.FOUND else []

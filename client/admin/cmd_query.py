@@ -214,7 +214,10 @@ async def _resend(session: Session, msgs: list[MessageExt]) -> Output:
     ReSendMsgById, the same UNIQ_KEY)."""
     rows = []
     async with Producer(
-        "ReSendMsgById", ";".join(session.namesrv_addrs), instance_name=f"mqadmin-{api.now_ms()}"
+        "ReSendMsgById",
+        ";".join(session.namesrv_addrs),
+        instance_name=f"mqadmin-{api.now_ms()}",
+        **session.keywords,
     ) as producer:
         for msg in msgs:
             sent = await producer.send(

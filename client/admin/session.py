@@ -1,19 +1,21 @@
 """One mqadmin run's connections: the name servers (tried in order, as Java's client does) and
 the brokers, over one SDK ``api.Remote`` with JSON headers (what Apache's servers expect from a
-Java client), each call bounded by ``timeout``."""
+Java client), each call bounded by ``timeout``. Every request is signed with the run's
+credentials and sent over TLS when asked (``access``); the SDK clients a command starts take
+the same (``keywords``)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
 from aiorocketmq.client import MQClientError, api
+from aiorocketmq.client.admin.access import Access, Keywords
 from aiorocketmq.remoting.config import ClientConfig
 from aiorocketmq.remoting.protocol.codes import RequestCode as C
 from aiorocketmq.remoting.protocol.codes import ResponseCode as R
 from aiorocketmq.remoting.protocol.codes import SerializeType
 from aiorocketmq.remoting.protocol.command import RemotingCommand
 from aiorocketmq.remoting.protocol.route import MASTER_ID, BrokerData, ClusterInfo, TopicRouteData
-from aiorocketmq.remoting.protocol.signature import Credentials
 
 
 class AdminError(Exception):
@@ -40,16 +42,16 @@ def _code_name(code: int) -> str:
 
 
 class Session:
-    """``credentials``: every request is signed with them (ACL 1.0, AclClientRPCHook)."""
-
     def __init__(
-        self, namesrv: Iterable[str], timeout: float = 5.0, credentials: Credentials | None = None
+        self, namesrv: Iterable[str], timeout: float = 5.0, access: Access | None = None
     ) -> None:
         self.namesrv_addrs = [a.strip() for a in namesrv if a.strip()]
         self.timeout = timeout
+        self.access = access or Access()
+        self.keywords: Keywords = self.access.keywords()  # for the SDK clients of a command
         self.client = api.Remote.open(
             ClientConfig(serialize_type=SerializeType.JSON, reconnect_backoff_initial_millis=0),
-            credentials=credentials,
+            **self.keywords,
         )
 
     async def close(self) -> None:

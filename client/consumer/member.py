@@ -29,6 +29,7 @@ from aiorocketmq.client.consumer.types import ConsumeFromWhere, MessageModel, ha
 from aiorocketmq.client.core.errors import MQClientError, MQConnectionError
 from aiorocketmq.client.core.instance import ClientInstance, ConsumerHandle, local_ip
 from aiorocketmq.client.core.requests import Answer, Notice
+from aiorocketmq.client.core.security import NONE, Security
 from aiorocketmq.remoting.log import get_logger
 from aiorocketmq.remoting.protocol.codes import SerializeType
 
@@ -80,6 +81,7 @@ class MemberSettings:
     orderly: bool = False
     poll_interval: float = 30.0  # s, the instance's route refresh (its first user's)
     heartbeat_interval: float = 30.0  # s
+    security: Security = NONE  # credentials and TLS (part of the instance's key)
 
 
 def offset_store(instance: ClientInstance, group: str, settings: MemberSettings) -> OffsetStore:
@@ -131,6 +133,7 @@ class GroupMember:
         inst = ClientInstance.acquire(
             namesrv_addrs, s.instance_name, s.serialize_type,
             poll_interval=s.poll_interval, heartbeat_interval=s.heartbeat_interval,
+            security=s.security,
         )  # fmt: skip
         member = cls(inst, group, settings, start_pull, stop_pulls)
         try:

@@ -8,9 +8,9 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TypedDict
 
 from aiorocketmq.client.core.message import MessageQueue
+from aiorocketmq.client.core.security import SecurityOptions, SecuritySettings
 from aiorocketmq.remoting.protocol.codes import SerializeType
 from aiorocketmq.remoting.protocol.message import MessageExt, Prop
 from aiorocketmq.remoting.protocol.msgid import offset_msg_id, pack_host
@@ -97,8 +97,9 @@ def parse_consume_timestamp(text: str) -> int:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ConsumerOptions:
-    """DefaultMQPushConsumer's settings with their Java defaults."""
+class ConsumerOptions(SecurityOptions):
+    """DefaultMQPushConsumer's settings with their Java defaults, and the security keywords
+    every client takes (SecurityOptions; the secrets are left out of ``repr``)."""
 
     message_model: MessageModel = MessageModel.CLUSTERING
     consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
@@ -129,7 +130,7 @@ class ConsumerOptions:
     offset_store_dir: str = ""  # broadcasting: <dir>/<client id>/<group>/offsets.json
 
 
-class PushOptions(TypedDict, total=False):
+class PushOptions(SecuritySettings, total=False):
     """PushConsumer's keyword arguments: ConsumerOptions's fields (the defaults are there)."""
 
     message_model: MessageModel

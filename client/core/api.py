@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from aiorocketmq.client.core.errors import MQBrokerError, translate
+from aiorocketmq.client.core.security import Security, Tls
 from aiorocketmq.remoting.channel import Channel
 from aiorocketmq.remoting.client import DEFAULT_TIMEOUT, Listener, RemotingClient
 from aiorocketmq.remoting.config import ClientConfig
@@ -48,7 +49,6 @@ from aiorocketmq.remoting.protocol.heartbeat import (
 )
 from aiorocketmq.remoting.protocol.message import MessageExt, decode_records, encode_properties
 from aiorocketmq.remoting.protocol.route import TopicRouteData
-from aiorocketmq.remoting.protocol.signature import Credentials
 
 __all__ = [
     "AUTO_CREATE_TOPIC",
@@ -122,11 +122,20 @@ class Remote:
 
     @classmethod
     def open(
-        cls, config: ClientConfig | None = None, *, credentials: Credentials | None = None
+        cls,
+        config: ClientConfig | None = None,
+        *,
+        access_key: str | None = None,
+        secret_key: str | None = None,
+        security_token: str | None = None,
+        tls: Tls = None,
     ) -> Remote:
-        """A Remote over a new RemotingClient (connections open on first use), signing every
-        request with ``credentials`` when given."""
-        return cls(RemotingClient(config, credentials=credentials))
+        """A Remote over a new RemotingClient (connections open on first use). The security
+        keywords are the client classes': ``access_key``/``secret_key`` (and
+        ``security_token``) sign every request (ACL 1.0); ``tls=True`` is TLS verifying
+        nothing (Apache's client default), or pass an ``ssl.SSLContext``."""
+        sec = Security.from_keywords(access_key, secret_key, security_token, tls)
+        return cls(RemotingClient(config, credentials=sec.credentials, tls=sec.tls))
 
     async def invoke(
         self, addr: str, request: RemotingCommand, timeout: float = DEFAULT_TIMEOUT

@@ -27,6 +27,7 @@ from aiorocketmq.client.core.errors import (
 )
 from aiorocketmq.client.core.publish import PublishInfo
 from aiorocketmq.client.core.requests import Answer, CheckNotice, ClientRequests, Notice
+from aiorocketmq.client.core.security import NONE, Security
 from aiorocketmq.remoting.client import RemotingClient
 from aiorocketmq.remoting.config import ClientConfig
 from aiorocketmq.remoting.log import get_logger
@@ -70,9 +71,15 @@ def local_ip() -> str:
 
 
 class ClientInstance:
-    """Create through ``ClientInstance.acquire``; each user calls ``release`` when done."""
+    """Create through ``ClientInstance.acquire``; each user calls ``release`` when done.
 
-    # one per event loop, name-server list, instance name and header type
+    Every request goes out through ``remoting`` (the RemotingClient behind the SDK's edge),
+    which signs it with the instance's credentials and speaks TLS with its context
+    (``security``); answers to what brokers ask (``requests``) are not signed, as Java's
+    AclClientRPCHook signs only what the client sends as a request."""
+
+    # one per event loop, name-server list, instance name, header type and security (the
+    # credentials and TLS context: clients that sign differently never share connections)
     _shared: ClassVar[dict[tuple[object, ...], ClientInstance]] = {}
 
     def __init__(
@@ -83,14 +90,21 @@ class ClientInstance:
         *,
         poll_interval: float = 30.0,
         heartbeat_interval: float = 30.0,
+        security: Security = NONE,
     ) -> None:
         self.namesrv_addrs = namesrv_addrs
+        self.security = security
         name = instance_name if instance_name != "DEFAULT" else f"{os.getpid()}#{time.time_ns()}"
         self.client_id = f"{local_ip()}@{name}"  # ClientConfig.buildMQClientId
         self.requests = ClientRequests()  # what brokers ask this process (consumers plug in)
         # the SDK's edge (api.Remote): remoting failures come out as MQClientError subclasses
         self.remoting = api.Remote(
-            RemotingClient(ClientConfig(serialize_type=serialize_type), self.requests.routes())
+            RemotingClient(
+                ClientConfig(serialize_type=serialize_type),
+                self.requests.routes(),
+                credentials=security.credentials,
+                tls=security.tls,
+            )
         )
         self.publish: dict[str, PublishInfo] = {}
         self.producer_groups: set[str] = set()
@@ -116,15 +130,17 @@ class ClientInstance:
         *,
         poll_interval: float = 30.0,
         heartbeat_interval: float = 30.0,
+        security: Security = NONE,
     ) -> ClientInstance:
         """The process's instance for these settings (its first user's intervals apply)."""
         loop = asyncio.get_running_loop()
-        key = (loop, tuple(namesrv_addrs), instance_name, serialize_type)
+        key = (loop, tuple(namesrv_addrs), instance_name, serialize_type, *security.key())
         inst = cls._shared.get(key)
         if inst is None:
             inst = cls(
                 namesrv_addrs, instance_name, serialize_type,
                 poll_interval=poll_interval, heartbeat_interval=heartbeat_interval,
+                security=security,
             )  # fmt: skip
             cls._shared[key] = inst
             inst._key = key

@@ -5,14 +5,16 @@ them: ``Producer(..., send_msg_timout=3000)`` is an error, not a TypeError at ru
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TypedDict
 
+from aiorocketmq.client.core.security import SecurityOptions, SecuritySettings
 from aiorocketmq.remoting.protocol.codes import SerializeType
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ProducerOptions:
-    """DefaultMQProducer's settings, with its names in snake case and its defaults."""
+class ProducerOptions(SecurityOptions):
+    """DefaultMQProducer's settings, with its names in snake case and its defaults; and
+    the security keywords every client takes (SecurityOptions: ``access_key``,
+    ``secret_key``, ``security_token``, ``tls``; the secrets are left out of ``repr``)."""
 
     send_msg_timeout: int = 3000  # ms, one budget for every try of a send
     retry_times_when_send_failed: int = 2
@@ -29,7 +31,7 @@ class ProducerOptions:
     serialize_type: SerializeType = SerializeType.JSON  # every RocketMQ 4.x broker reads it
 
 
-class ProducerSettings(TypedDict, total=False):
+class ProducerSettings(SecuritySettings, total=False):
     """ProducerOptions' fields as keywords (``**settings: Unpack[ProducerSettings]``)."""
 
     send_msg_timeout: int

@@ -11,6 +11,7 @@ Not compiled, on purpose (issue 30): this is the face ``help(Producer)`` and
 from __future__ import annotations
 
 import math
+import ssl
 from collections.abc import Sequence
 
 from aiorocketmq.client.core.message import Message, MessageQueue, SendResult
@@ -37,7 +38,16 @@ class Producer(ProducerCore):
     ours: ``create_topic_on_every_master`` (a topic auto-created by its first send is created
     on every master of TBW102's route). Use ``async with``, or ``start()`` and
     ``shutdown()``. Failures raise MQClientError subclasses (``retriable`` says whether
-    another try may succeed)."""
+    another try may succeed).
+
+    A secured cluster (every client class takes these four): ``access_key`` and
+    ``secret_key`` sign every request (ACL 1.0, Apache's ``AclClientRPCHook`` with
+    ``SessionCredentials``), with ``security_token`` signed along when given; the secret
+    never appears in logs, ``repr`` or errors. ``tls=True`` speaks TLS to the name servers
+    and brokers **without verifying their certificates or names**, as Apache's client does
+    by default (``useTLS``); pass an ``ssl.SSLContext`` (``aiorocketmq.tls_context(ca_file)``)
+    to verify them. Clients with different credentials or TLS settings never share
+    connections."""
 
     def __init__(
         self,
@@ -55,6 +65,10 @@ class Producer(ProducerCore):
         default_topic_queue_nums: int = 4,
         instance_name: str = "DEFAULT",
         serialize_type: SerializeType = SerializeType.JSON,
+        access_key: str | None = None,
+        secret_key: str | None = None,
+        security_token: str | None = None,
+        tls: bool | ssl.SSLContext | None = None,
     ) -> None:
         options = ProducerOptions(
             send_msg_timeout=send_msg_timeout,
@@ -68,6 +82,10 @@ class Producer(ProducerCore):
             default_topic_queue_nums=default_topic_queue_nums,
             instance_name=instance_name,
             serialize_type=serialize_type,
+            access_key=access_key,
+            secret_key=secret_key,
+            security_token=security_token,
+            tls=tls,
         )
         super().__init__(group, namesrv_addr, options)
 

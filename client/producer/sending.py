@@ -25,6 +25,7 @@ from aiorocketmq.client.core.fault import LatencyFaults
 from aiorocketmq.client.core.instance import ClientInstance, namesrv_list
 from aiorocketmq.client.core.message import Message, MessageQueue, SendResult
 from aiorocketmq.client.core.publish import PublishInfo
+from aiorocketmq.client.core.security import Security
 from aiorocketmq.client.core.validate import check_message
 from aiorocketmq.client.producer.options import ProducerOptions
 from aiorocketmq.remoting.errors import RemotingError
@@ -69,6 +70,7 @@ class ProducerCore:
         self._retry_not_ok = options.retry_another_broker_when_not_store_ok
         self._create_everywhere = options.create_topic_on_every_master
         self._namesrv = namesrv_list(namesrv_addr)
+        self._security = Security.of(options)  # checked now: a bad pair fails the constructor
         self._instance: ClientInstance | None = None
         self._ids = UniqKeyGenerator()
         self.faults = LatencyFaults()
@@ -80,8 +82,9 @@ class ProducerCore:
         if self._instance is not None:
             return
         self._instance = ClientInstance.acquire(
-            self._namesrv, self.options.instance_name, self.options.serialize_type
-        )
+            self._namesrv, self.options.instance_name, self.options.serialize_type,
+            security=self._security,
+        )  # fmt: skip
         self._instance.register_producer(self.group)
 
     async def _shutdown(self) -> None:

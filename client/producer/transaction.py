@@ -45,6 +45,7 @@ from aiorocketmq.remoting.protocol.headers.transaction import (
 )
 from aiorocketmq.remoting.protocol.message import MessageExt, Prop
 from aiorocketmq.remoting.protocol.msgid import parse_offset_msg_id
+from aiorocketmq.remoting.protocol.signature import sign
 
 log = get_logger(__name__)
 
@@ -253,6 +254,11 @@ class TransactionProducer(Producer):
         request = end_request(end, remark)
         try:
             if ch.is_open:
+                # a request of ours on the broker's connection, past the RemotingClient that
+                # signs: signed here (Java sends it through the client, AclClientRPCHook too)
+                credentials = self.instance.security.credentials
+                if credentials is not None:
+                    sign(request, credentials)
                 await ch.oneway(request, END_TIMEOUT)
             else:  # parseChannelRemoteAddr + endTransactionOneway: reconnects if need be
                 await self.instance.remoting.invoke_oneway(ch.peer, request, END_TIMEOUT)

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from aiorocketmq.client.admin.access import Access
 from aiorocketmq.client.admin.cli import build_parser
 from aiorocketmq.client.admin.output import Output
 from aiorocketmq.client.admin.registry import COMMANDS
@@ -38,7 +39,10 @@ def acl_cluster(tmp_path: Path) -> Iterator[tuple[Cluster, BrokerProc, Path]]:
 async def mqadmin(cluster: Cluster, credentials: Credentials | None, *argv: str) -> Output:
     """``mqadmin argv... -n <name server>``, its session signing with ``credentials``."""
     args = build_parser().parse_args([*argv, "-n", cluster.namesrv_addr])
-    session = Session([cluster.namesrv_addr], credentials=credentials)
+    access = Access()
+    if credentials is not None:
+        access = Access(credentials.access_key, credentials.secret_key)
+    session = Session([cluster.namesrv_addr], access=access)
     try:
         return await COMMANDS[args.command].run(session, args)
     finally:

@@ -51,10 +51,20 @@ def interpolate(value: Any, env: Mapping[str, str]) -> Any:
     return value
 
 
-def load(env: Mapping[str, str] | None = None) -> dict[str, Any]:
+def load(env: Mapping[str, str] | None = None, *overlays: Path) -> dict[str, Any]:
     """The compose file as ``docker compose config`` sees it with ``env`` (default: none set,
-    so every ``${VAR:-default}`` takes its default)."""
-    return dict(interpolate(yaml.safe_load(COMPOSE.read_text()), env or {}))
+    so every ``${VAR:-default}`` takes its default), and the ``overlays`` after it (``-f``):
+    a service's keys replace the file's (a healthcheck's are merged), top-level ones add."""
+    config = dict(interpolate(yaml.safe_load(COMPOSE.read_text()), env or {}))
+    for path in overlays:
+        more = interpolate(yaml.safe_load(path.read_text()), env or {})
+        for name, svc in more.pop("services", {}).items():
+            base = config["services"][name]
+            for key, value in svc.items():
+                base[key] = {**base.get(key, {}), **value} if key == "healthcheck" else value
+        for key, value in more.items():
+            config[key] = {**config.get(key, {}), **value}
+    return config
 
 
 def start_order(services: Mapping[str, Any]) -> list[str]:
@@ -95,8 +105,10 @@ def python_argv(command: list[str]) -> list[str] | None:
 class Project:
     """The compose services as processes, data under ``tmp``."""
 
-    def __init__(self, tmp: Path) -> None:
-        self.config = load()
+    def __init__(
+        self, tmp: Path, overlays: tuple[Path, ...] = (), env: Mapping[str, str] | None = None
+    ) -> None:
+        self.config = load(env, *overlays)
         self.services: dict[str, Any] = self.config["services"]
         self.tmp = tmp
         self.procs: dict[str, ServerProcess] = {}
@@ -113,6 +125,9 @@ class Project:
                 assert source in self.config["volumes"], f"{service}: undeclared volume {source}"
                 found[target] = self.tmp / source
                 found[target].mkdir(exist_ok=True)
+        for name in self.services[service].get("secrets", []):  # file secrets: bind mounts
+            source = Path(self.config["secrets"][name]["file"])
+            found[f"/run/secrets/{name}"] = (COMPOSE.parent / source).resolve()
         return found
 
     def local(self, text: str, mounts: Mapping[str, Path]) -> str:

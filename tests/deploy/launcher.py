@@ -139,7 +139,8 @@ def kill_survivors(pids: list[int]) -> None:
     """SIGKILL, by PID, every server of ours still alive (its command line says it is ours)."""
     for pid in pids:
         with contextlib.suppress(OSError):
-            if not gone(pid) and b"deploy/conf/" in Path(f"/proc/{pid}/cmdline").read_bytes():
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            if not gone(pid) and (b"deploy/conf/" in cmdline or b"/acl/" in cmdline):  # --acl
                 os.kill(pid, signal.SIGKILL)
 
 

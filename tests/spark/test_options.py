@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from aiorocketmq.spark.access import Access
 from aiorocketmq.spark.options import (
     READ_OPTIONS,
     WRITE_OPTIONS,
@@ -20,6 +21,9 @@ from aiorocketmq.spark.options import (
 )
 
 NS = {"nameserver": "127.0.0.1:9876"}
+# issue 32: the source's and the sink's credentials and TLS (tests/spark/test_access_options.py)
+SECURITY = ["accessKey", "secretKey", "securityToken", "tls", "tls.caFile", "tls.certFile",
+            "tls.keyFile", "tls.keyPassword", "tls.checkHostname"]  # fmt: skip
 BASE = NS | {"topic": "t"}
 
 
@@ -342,10 +346,15 @@ def test_the_option_tables_are_the_issues() -> None:
         "pullTimeoutMs",
         "group",
         "includeProperties",
+        *SECURITY,
     ]
-    fields = set(ReadOptions.__dataclass_fields__)
-    assert {spec.field for spec in READ_OPTIONS.values()} == fields
-    assert {spec.field for spec in WRITE_OPTIONS.values()} == set(WriteOptions.__dataclass_fields__)
+    # every option is a field: of the options, or of their ``access`` (credentials and TLS)
+    access = {READ_OPTIONS[name].field for name in SECURITY}
+    assert access == set(Access.__dataclass_fields__)
+    fields = set(ReadOptions.__dataclass_fields__) - {"access"}
+    assert {spec.field for spec in READ_OPTIONS.values()} - access == fields
+    fields = set(WriteOptions.__dataclass_fields__) - {"access"}
+    assert {spec.field for spec in WRITE_OPTIONS.values()} - access == fields
 
 
 # -- sink --------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import re
 import pytest
 
 from aiorocketmq.spark.options import WRITE_OPTIONS, WriteOptions, write_options
+from tests.spark.test_options import SECURITY
 
 NS = {"nameserver": "127.0.0.1:9876"}
 
@@ -27,7 +28,7 @@ def test_write_options() -> None:
     )
     assert w == WriteOptions("h:1", "out", "pg", 5000, 64)
     assert sorted(WRITE_OPTIONS) == sorted(
-        ["nameServer", "topic", "producerGroup", "sendTimeoutMs", "batchSize"]
+        ["nameServer", "topic", "producerGroup", "sendTimeoutMs", "batchSize", *SECURITY]
     )
 
 

@@ -41,6 +41,7 @@ from aiorocketmq.client.core import api
 from aiorocketmq.client.core.errors import MQClientError, MQConnectionError
 from aiorocketmq.client.core.instance import ClientInstance, namesrv_list
 from aiorocketmq.client.core.message import MessageQueue
+from aiorocketmq.client.core.security import Security
 from aiorocketmq.client.core.validate import check_group
 from aiorocketmq.remoting.log import get_logger
 from aiorocketmq.remoting.protocol.heartbeat import ConsumerData, SubscriptionData
@@ -60,7 +61,10 @@ NOTHING_TO_READ = "Nothing to poll: subscribe to a topic or assign queues first.
 class PullConsumer:
     """DefaultLitePullConsumer: ``poll()`` returns what background pulls of the subscribed
     (rebalanced with the group) or assigned queues found; options are LitePullOptions's
-    fields, keyword-only, with Java's names and defaults."""
+    fields, keyword-only, with Java's names and defaults, and the security keywords every
+    client takes: ``access_key``/``secret_key`` (and ``security_token``) sign every request
+    (ACL 1.0); ``tls=True`` is TLS verifying nothing, as Apache's client by default, or pass
+    an ``ssl.SSLContext`` (see ``Producer``)."""
 
     def __init__(
         self, group: str, namesrv_addr: str | None = None, **options: Unpack[PullOptions]
@@ -71,6 +75,7 @@ class PullConsumer:
         if o.allocate_strategy not in STRATEGIES:
             choices = sorted(STRATEGIES)
             raise ValueError(f"allocate_strategy {o.allocate_strategy!r}: one of {choices}")
+        self._security = Security.of(o)  # checked now, as the other options
         self._namesrv = namesrv_list(namesrv_addr)
         self._mode = Mode.NONE
         self._expressions: dict[str, str] = {}  # subscribe
@@ -161,7 +166,7 @@ class PullConsumer:
             instance_name=o.instance_name, serialize_type=o.serialize_type,
             message_model=o.message_model, offset_store_dir=o.offset_store_dir,
             allocate_strategy=o.allocate_strategy, consume_from_where=o.consume_from_where,
-            consume_timestamp=o.consume_timestamp,
+            consume_timestamp=o.consume_timestamp, security=self._security,
         )  # fmt: skip
         member = await GroupMember.open(
             self.group, self._namesrv, settings, self._queue_taken, self._stop_pulls

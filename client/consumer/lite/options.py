@@ -4,9 +4,9 @@ delays of DefaultLitePullConsumerImpl's pull tasks."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TypedDict
 
 from aiorocketmq.client.consumer.types import ConsumeFromWhere, MessageModel
+from aiorocketmq.client.core.security import SecurityOptions, SecuritySettings
 from aiorocketmq.remoting.protocol.codes import SerializeType
 
 MIN_AUTO_COMMIT_INTERVAL_MILLIS = 1000  # DefaultLitePullConsumer.MIN_AUTOCOMMIT_INTERVAL_MILLIS
@@ -21,8 +21,9 @@ FLAG_LITE_PULL = 0x10  # PullSysFlag.FLAG_LITE_PULL_MESSAGE
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class LitePullOptions:
-    """Times are in milliseconds, sizes in MiB, as in Java."""
+class LitePullOptions(SecurityOptions):
+    """Times are in milliseconds, sizes in MiB, as in Java; and the security keywords
+    every client takes (SecurityOptions; the secrets are left out of ``repr``)."""
 
     message_model: MessageModel = MessageModel.CLUSTERING
     consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
@@ -64,7 +65,7 @@ class LitePullOptions:
             )
 
 
-class PullOptions(TypedDict, total=False):
+class PullOptions(SecuritySettings, total=False):
     """PullConsumer's keyword arguments: LitePullOptions's fields (the defaults are there)."""
 
     message_model: MessageModel

@@ -41,6 +41,7 @@ from aiorocketmq.client.consumer.types import (
 from aiorocketmq.client.core.errors import MQClientError, MQConnectionError
 from aiorocketmq.client.core.instance import ClientInstance, namesrv_list
 from aiorocketmq.client.core.message import MessageQueue
+from aiorocketmq.client.core.security import Security
 from aiorocketmq.client.core.validate import check_group
 from aiorocketmq.remoting.log import get_logger
 from aiorocketmq.remoting.protocol.heartbeat import ConsumerData, SubscriptionData
@@ -64,7 +65,11 @@ class _Running:
 class PushConsumer:
     """DefaultMQPushConsumer: joins ``group``, takes its share of the subscribed topics'
     queues, pulls them and hands the messages to a listener (or ``async for``); options are
-    ConsumerOptions's fields, keyword-only, with Java's names and defaults."""
+    ConsumerOptions's fields, keyword-only, with Java's names and defaults, and the
+    security keywords every client takes: ``access_key``/``secret_key`` (and
+    ``security_token``) sign every request (ACL 1.0); ``tls=True`` is TLS verifying
+    nothing, as Apache's client by default, or pass an ``ssl.SSLContext`` (see
+    ``Producer``)."""
 
     def __init__(
         self, group: str, namesrv_addr: str | None = None, **options: Unpack[PushOptions]
@@ -72,6 +77,7 @@ class PushConsumer:
         check_group(group)
         self.group = group
         self.options = ConsumerOptions(**options)
+        self._security = Security.of(self.options)  # checked now, as the other options
         self._namesrv = namesrv_list(namesrv_addr)
         self._expressions: dict[str, str] = {}
         self._listener: ConcurrentListener | OrderlyListener | None = None
@@ -132,7 +138,7 @@ class PushConsumer:
             allocate_strategy=o.allocate_strategy, consume_from_where=o.consume_from_where,
             consume_timestamp=o.consume_timestamp, orderly=self.orderly,
             poll_interval=o.poll_name_server_interval / 1000,
-            heartbeat_interval=o.heartbeat_broker_interval / 1000,
+            heartbeat_interval=o.heartbeat_broker_interval / 1000, security=self._security,
         )  # fmt: skip
         member = await GroupMember.open(
             self.group, self._namesrv, settings, self._start_pull, self._stop_pulls

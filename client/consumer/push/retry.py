@@ -92,6 +92,8 @@ class Returns:
             self._producer = Producer(
                 INNER_PRODUCER_GROUP, namesrv_addr=";".join(self.instance.namesrv_addrs),
                 instance_name=o.instance_name, serialize_type=o.serialize_type,
+                access_key=o.access_key, secret_key=o.secret_key,
+                security_token=o.security_token, tls=o.tls,
             )  # fmt: skip
             await self._producer.start()
         return self._producer

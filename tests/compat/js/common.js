@@ -18,3 +18,6 @@ exports.flags = argv => Object.fromEntries(argv.filter(a => a.startsWith('--'))
 exports.emit = obj => process.stdout.write(JSON.stringify(obj) + '\n');
 
 exports.watchdog = ms => setTimeout(() => { console.error('FAIL: timed out'); process.exit(1); }, ms);
+
+// --accessKey=AK --secretKey=SK: ali-ons signs every request (its own OnsChannel=ALIYUN too)
+exports.acl = opts => (opts.accessKey ? { accessKey: opts.accessKey, secretKey: opts.secretKey } : {});

@@ -1,12 +1,12 @@
 'use strict';
 // Usage: node consume.js NAMESRV TOPIC GROUP [--expect=N] [--idle-ms=MS] [--max-ms=MS]
-//          [--fail=BODY,BODY] [--from=first|last]
+//          [--fail=BODY,BODY] [--from=first|last] [--accessKey=AK --secretKey=SK]
 // A clustering push consumer of TOPIC (all tags). Prints one JSON line per delivery. Throws
 // once for each body listed in --fail (so it is redelivered through %RETRY%). Exits when
 // --expect distinct bodies arrived (after --idle-ms more, to catch duplicates), or after
 // --idle-ms without a new message once one arrived, or at --max-ms.
 const { Consumer } = require('ali-ons');
-const { options, flags, emit } = require('./common');
+const { options, flags, emit, acl } = require('./common');
 
 const [nameSrv, topic, group] = process.argv.slice(2);
 const opts = flags(process.argv.slice(5));
@@ -25,6 +25,7 @@ setTimeout(() => finish(expect && seen.size < expect ? 1 : 0), Number(opts['max-
 
 const consumer = new Consumer({
   ...options(nameSrv),
+  ...acl(opts),
   consumerGroup: group,
   consumeFromWhere: opts.from === 'last' ? 'CONSUME_FROM_LAST_OFFSET' : 'CONSUME_FROM_FIRST_OFFSET',
   brokerSuspendMaxTimeMillis: 2000,

@@ -1,9 +1,9 @@
 'use strict';
-// Usage: node produce.js NAMESRV TOPIC COUNT [--interval=MS] [--run=ID]
+// Usage: node produce.js NAMESRV TOPIC COUNT [--interval=MS] [--run=ID] [--accessKey=AK --secretKey=SK]
 // Sends COUNT messages (tags tag0..tag2, two keys, a user property) and prints one JSON line
 // per message: its body and the send result (or the error). Exit 0 when all were attempted.
 const { Producer, Message } = require('ali-ons');
-const { options, flags, emit, watchdog } = require('./common');
+const { options, flags, emit, watchdog, acl } = require('./common');
 
 const [nameSrv, topic, countArg] = process.argv.slice(2);
 const opts = flags(process.argv.slice(5));
@@ -11,7 +11,7 @@ const run = opts.run || `r${process.pid}`;
 const dog = watchdog(Number(opts.timeout || 120000));
 
 async function main() {
-  const producer = new Producer({ ...options(nameSrv), producerGroup: `compat_pg_${run}` });
+  const producer = new Producer({ ...options(nameSrv), ...acl(opts), producerGroup: `compat_pg_${run}` });
   await producer.ready();
   emit({ ready: true });
   for (let i = 0; i < Number(countArg); i++) {
