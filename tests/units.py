@@ -12,6 +12,7 @@ import pytest
 
 SHARED_DIRS = ("tests/admin/", "tests/spark/")
 SHARED_MODULES = (
+    "tests/broker/test_acl.py",
     "tests/broker/test_metrics.py",
     "tests/broker/test_names.py",
     "tests/remoting/test_bad_input.py",

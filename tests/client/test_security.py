@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
 
 import aiorocketmq
 from aiorocketmq import (
@@ -295,8 +296,21 @@ def plain(tmp_path: Path) -> Iterator[Cluster]:
         yield c
 
 
+@pytest.fixture
+def stdlib_logging() -> Iterator[None]:
+    """The SDK's log calls go to the standard ``logging`` module, as in a program that did not
+    configure structlog (remoting/log.py), whatever an earlier test of this worker configured;
+    that configuration is put back afterwards."""
+    before = structlog.get_config()
+    structlog.reset_defaults()
+    try:
+        yield
+    finally:
+        structlog.configure(**before)
+
+
 async def test_the_secret_is_in_no_repr_log_or_error(
-    plain: Cluster, caplog: pytest.LogCaptureFixture
+    plain: Cluster, caplog: pytest.LogCaptureFixture, stdlib_logging: None
 ) -> None:
     """A signed producer and consumer at DEBUG, and failures (an unreachable name server, a
     refusal): neither the secret nor the token in any log record, repr or error message."""
