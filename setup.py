@@ -80,6 +80,10 @@ COMPILED = [
     "client/producer/sending.py",
     "client/core/publish.py",
     "client/core/validate.py",
+    "remoting/protocol/signature.py",
+    "remoting/acl/guard.py",
+    "remoting/acl/validator.py",
+    "remoting/acl/resources.py",
 ]
 # the shared library, aiorocketmq/compiled__mypyc.<abi>.so: inside the one import root
 GROUP = "aiorocketmq.compiled"

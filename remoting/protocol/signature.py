@@ -54,18 +54,23 @@ def _java_order(key: str) -> bytes:
     return key.encode("utf-16-be")  # Java compares UTF-16 code units
 
 
-def content(
-    ext: Mapping[str, str], body: bytes | None, skip: Collection[str] = CLIENT_SKIP
-) -> bytes:
-    """The signed bytes: ext values ordered by key (Java String order), skipping ``skip``,
-    UTF-8, then ``body``."""
+def _text(ext: Mapping[str, str], skip: Collection[str]) -> bytes:
+    """The ext values ordered by key (Java String order), skipping ``skip``, UTF-8."""
     keys = sorted(ext)
     if not "".join(keys).isascii():  # code points and UTF-16 units order differently
         keys.sort(key=_java_order)
     for key in skip:
         if key in ext:
             keys.remove(key)
-    text = "".join(map(ext.__getitem__, keys)).encode()
+    return "".join(map(ext.__getitem__, keys)).encode()
+
+
+def content(
+    ext: Mapping[str, str], body: bytes | None, skip: Collection[str] = CLIENT_SKIP
+) -> bytes:
+    """The signed bytes: ext values ordered by key (Java String order), skipping ``skip``,
+    UTF-8, then ``body``."""
+    text = _text(ext, skip)
     return text + body if body else text
 
 
@@ -83,14 +88,21 @@ def _pads(secret_key: str) -> tuple[hashlib._Hash, hashlib._Hash]:
     return inner, outer
 
 
-def signature(secret_key: str, data: bytes) -> str:
-    """Base64(HMAC-SHA1(secret_key, data)) (AclSigner.calSignature)."""
+def _mac(secret_key: str, text: bytes, body: bytes | None) -> bytes:
+    """HMAC-SHA1 of ``text`` then ``body``, each hashed where it is (no copy of the body)."""
     inner, outer = _pads(secret_key)
     h = inner.copy()
-    h.update(data)
+    h.update(text)
+    if body:
+        h.update(body)
     o = outer.copy()
     o.update(h.digest())
-    return base64.b64encode(o.digest()).decode("ascii")
+    return o.digest()
+
+
+def signature(secret_key: str, data: bytes) -> str:
+    """Base64(HMAC-SHA1(secret_key, data)) (AclSigner.calSignature)."""
+    return base64.b64encode(_mac(secret_key, data, None)).decode("ascii")
 
 
 def sign(cmd: RemotingCommand, credentials: Credentials) -> None:
@@ -100,7 +112,8 @@ def sign(cmd: RemotingCommand, credentials: Credentials) -> None:
     ext[ACCESS_KEY] = credentials.access_key
     if credentials.security_token:
         ext[SECURITY_TOKEN] = credentials.security_token
-    ext[SIGNATURE] = signature(credentials.secret_key, content(ext, cmd.body))
+    mac = _mac(credentials.secret_key, _text(ext, CLIENT_SKIP), cmd.body)
+    ext[SIGNATURE] = base64.b64encode(mac).decode("ascii")
 
 
 def verify(ext: Mapping[str, str], body: bytes | None, secret_key: str) -> bool:
@@ -109,7 +122,5 @@ def verify(ext: Mapping[str, str], body: bytes | None, secret_key: str) -> bool:
     sent = ext.get(SIGNATURE)
     if sent is None:
         return False
-    mac = hmac.new(secret_key.encode(), content(ext, None, SERVER_SKIP), hashlib.sha1)
-    if body:
-        mac.update(body)  # the body hashed where it is: never copied behind the text
-    return hmac.compare_digest(sent.encode(), base64.b64encode(mac.digest()))
+    expected = base64.b64encode(_mac(secret_key, _text(ext, SERVER_SKIP), body))
+    return hmac.compare_digest(sent.encode(), expected)
