@@ -59,10 +59,7 @@ def _text(ext: Mapping[str, str], skip: Collection[str]) -> bytes:
     keys = sorted(ext)
     if not "".join(keys).isascii():  # code points and UTF-16 units order differently
         keys.sort(key=_java_order)
-    for key in skip:
-        if key in ext:
-            keys.remove(key)
-    return "".join(map(ext.__getitem__, keys)).encode()
+    return "".join([ext[k] for k in keys if k not in skip]).encode()
 
 
 def content(

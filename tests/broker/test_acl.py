@@ -262,6 +262,7 @@ async def test_refusals_are_counted_and_logged_once_per_client_a_minute(
         before, name, reason="unknown_access_key"
     )
     assert counted == 20
+    proc.wait_for("acl_refused", 60)  # its log comes through a pipe: waited for, not read at once
     lines = [e for e in proc.events if e.get("event") == "acl_refused"]
     lines = [e for e in lines if e.get("access_key") == "repeat0001"]
     assert len(lines) == 1, lines

@@ -153,8 +153,9 @@ async def test_a_broker_registers_with_a_tls_only_name_server(
             await route(plain, tls_cluster.namesrv_addr, "TlsTopic")
     finally:
         await plain.close()
-    refused = [e for e in tls_cluster.ns.events if e.get("event") == "connection_refused"]
-    assert refused and "enforcing" in refused[0]["reason"]
+    # the name server's log line comes through its pipe: waited for, not read at once
+    refused = tls_cluster.ns.wait_for("connection_refused", 60)
+    assert "enforcing" in refused["reason"]
 
 
 async def test_an_enforcing_broker_stores_nothing_a_plaintext_client_sends(
@@ -178,8 +179,7 @@ async def test_an_enforcing_broker_stores_nothing_a_plaintext_client_sends(
         assert sent.code == ResponseCode.SUCCESS, sent.remark
         assert await stored(tls_client, broker.addr) > 0
         assert broker.proc is not None
-        refused = [e for e in broker.proc.events if e.get("event") == "connection_refused"]
-        assert refused, "the refusal is logged"
+        assert broker.proc.wait_for("connection_refused", 60), "the refusal is logged"
 
 
 @pytest.mark.slow

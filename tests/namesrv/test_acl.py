@@ -126,6 +126,7 @@ async def test_the_writes_need_a_signature_and_the_reads_stay_open(guarded: Clus
     assert got.ext_fields["value"] == "misc-b:4"
     samples = await scrape(guarded.ns.metrics_port())
     assert value(samples, "rocketmq_acl_auth_failures_total", reason="no_access_key") == len(writes)
+    guarded.ns.wait_for("acl_refused", 60)  # its log comes through a pipe: waited for
     lines = [e for e in guarded.ns.events if e.get("event") == "acl_refused"]
     assert len(lines) == 1, lines  # one client (127.0.0.1, no key): one line a minute
 

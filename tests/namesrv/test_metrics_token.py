@@ -56,6 +56,7 @@ async def test_metrics_need_the_token_from_the_file(tmp_path: Path) -> None:
         assert (await http(port, lower))[0] == 200  # header name and scheme: any case
         status, _, body = await http(port, get("/other", TOKEN))
         assert status == 404, body
+        ns.wait_for("metrics_unauthorized", 60)  # its log comes through a pipe: waited for
         refusals = [e for e in ns.events if e.get("event") == "metrics_unauthorized"]
         assert len(refusals) == 1, refusals  # eight refusals from one host: logged once
         assert refusals[0]["client"] == "127.0.0.1"
