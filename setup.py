@@ -72,6 +72,7 @@ COMPILED = [
     "broker/store/replay.py",
     "broker/store/replica.py",
     "broker/store/segment.py",
+    "broker/store/props.py",
     "remoting/client.py",
     "remoting/deadlines.py",
     "remoting/slots.py",

@@ -57,6 +57,7 @@ class BrokerConfig:
         "transaction_check_interval": (1, None),
         "metrics_port": (-1, 65535),
         "acl_file_watch_interval": (100, None),
+        "filter_data_clean_time_span": (0, None),
     }
 
     broker_cluster_name: str = "DefaultCluster"
@@ -97,6 +98,13 @@ class BrokerConfig:
     ha_transfer_batch_size: int = 32 * 1024  # bytes per master -> slave frame
     ha_slave_fallbehind_max: int = 256 * 1024 * 1024  # SYNC_MASTER: further behind = no slave
     slave_read_enable: bool = False  # the master may send consumers of cold data to a slave
+    # SQL92 filtering (broker.filter): off by default, as 4.9.8 -- a SQL92 subscription is
+    # then refused (pull and CHECK_CLIENT_CONFIG answer SYSTEM_ERROR)
+    enable_property_filter: bool = False
+    # evaluate a %RETRY% message with its group's filter of the RETRY_TOPIC property's topic
+    # (ExpressionForRetryMessageFilter); off: retries always pass
+    filter_support_retry: bool = False
+    filter_data_clean_time_span: int = 24 * 3600 * 1000  # ms a dead filter is kept
     slave_sync_interval: int = 10_000  # ours (Java's constant): a slave copies metadata, ms
     # ours: /metrics in Prometheus text format on this port (on metricsHost); unset =
     # listenPort + 1000 (remoting.metrics_port), 0 = any free port, -1 = off; a port that

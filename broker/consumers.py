@@ -1,5 +1,6 @@
 """Consumers: the broker's consumer-facing state and its upkeep -- client registry, offsets,
-orderly locks, parked pulls, delayed delivery -- and the notices sent to clients."""
+orderly locks, parked pulls, delayed delivery, SQL92 filters -- and the notices sent to
+clients."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import structlog
 from aiorocketmq.broker.config import BrokerConfig
 from aiorocketmq.broker.configfile import ConfigFile
 from aiorocketmq.broker.context import BrokerContext
+from aiorocketmq.broker.filter.compiled import Compiled
+from aiorocketmq.broker.filter.registry import ConsumerFilters
 from aiorocketmq.broker.locks import RebalanceLocks
 from aiorocketmq.broker.longpoll import PullHold
 from aiorocketmq.broker.offsets import ConsumerOffsets
@@ -22,6 +25,8 @@ from aiorocketmq.remoting.protocol.command import RemotingCommand
 
 log = structlog.get_logger(__name__)
 
+FILTER_PERSIST_SECONDS = 10.0  # BrokerController: consumerFilterManager.persist() every 10 s
+
 
 class Consumers:
     def __init__(self, ctx: BrokerContext, files: dict[str, ConfigFile]) -> None:
@@ -32,11 +37,16 @@ class Consumers:
         self.locks = RebalanceLocks(cfg.rebalance_lock_max_live_time / 1000)
         self.hold = PullHold(ctx.store.max_offset)
         self.schedule = ScheduleService(ctx.store, files["delayOffset.json"])
+        self.filters = ConsumerFilters(files["consumerFilter.json"], Compiled())
+        # DefaultConsumerIdsChangeListener: REGISTER / UNREGISTER -> ConsumerFilterManager
+        self.registry.on_register = self.filters.register
+        self.registry.on_group_gone = self.filters.unregister
         ctx.store.add_dispatch_listener(self.hold.arrived)
 
     def load(self) -> None:
         self.offsets.load()
         self.schedule.load()
+        self.filters.load()
 
     # ------------------------------------------------------------ notices
 
@@ -86,6 +96,11 @@ class Consumers:
     async def persist_delay_offsets(self) -> None:
         await self.schedule.persist()
 
+    async def persist_filters(self) -> None:
+        """ConsumerFilterManager.persist (every 10 s): long-dead filters dropped, then saved."""
+        self.filters.clean(self.ctx.config.filter_data_clean_time_span)
+        await self.filters.persist()
+
     def jobs(self, cfg: BrokerConfig) -> list[tuple[float, str, Callable[[], Awaitable[None]]]]:
         check = 5.0 if cfg.long_polling_enable else cfg.short_polling_time_mills / 1000
         return [
@@ -95,6 +110,7 @@ class Consumers:
              self.persist_delay_offsets),
             (cfg.client_channel_scan_interval / 1000, "scan_not_active_channel",
              self.expire_clients),
+            (FILTER_PERSIST_SECONDS, "persist_consumer_filters", self.persist_filters),
             (check, "check_parked_pulls", self.check_parked),
         ]  # fmt: skip
 
@@ -106,3 +122,5 @@ class Consumers:
         """At stop, once requests are drained: save offsets and delay progress."""
         self.offsets.persist_now()
         self.schedule.persist_now()
+        self.filters.clean(self.ctx.config.filter_data_clean_time_span)  # as every save
+        self.filters.persist_now()

@@ -4,6 +4,8 @@ A pull that finds nothing and may be held is parked -- no task, no bulkhead slot
 topic and queue. It is re-run (without the right to park again) as soon as a matching message
 is dispatched, when the periodic check (5 s; 1 s with short polling) finds the queue grown, or
 at its own deadline. A closed channel's parked pulls are dropped; at stop all are answered.
+A filtered pull woken by messages it does not match is parked again (``repark``) from past
+them, under its first deadline.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ class ParkedPull:
     offset: int  # the queue offset it waits for
     codes: frozenset[int] | None  # tag codes it accepts, None = all
     id: int = 0
+    deadline: float = 0.0  # loop time
+    final: bool = False  # woken by its deadline or the stop: answered whatever it finds
 
 
 class PullHold:
@@ -50,8 +54,20 @@ class PullHold:
         pull.id = next(self._ids)
         self.by_id[pull.id] = pull
         self.parked.setdefault((pull.topic, pull.queue_id), {})[pull.id] = pull
-        deadline = asyncio.get_running_loop().time() + timeout
-        self._deadlines.add(deadline, pull.id, 0, timeout)
+        pull.deadline = asyncio.get_running_loop().time() + timeout
+        self._deadlines.add(pull.deadline, pull.id, 0, timeout)
+        return True
+
+    def repark(self, pull: ParkedPull, offset: int) -> bool:
+        """Hold a woken ``pull`` again, now waiting for ``offset``, until its first deadline;
+        False when the hold is full or the pull's channel is gone."""
+        if len(self.by_id) >= self.limit or pull.channel.closed.done():
+            return False
+        pull.offset = offset
+        self.by_id[pull.id] = pull
+        self.parked.setdefault((pull.topic, pull.queue_id), {})[pull.id] = pull
+        left = pull.deadline - asyncio.get_running_loop().time()
+        self._deadlines.add(pull.deadline, pull.id, 0, max(0.0, left))
         return True
 
     def _take(self, pull: ParkedPull) -> None:
@@ -87,6 +103,7 @@ class PullHold:
         for pull_id, _code, _timeout in due:
             pull = self.by_id.get(pull_id)
             if pull is not None:
+                pull.final = True
                 self._run(pull)  # answered with whatever is there now (usually not found)
 
     def channel_closed(self, channel: Channel) -> None:
@@ -96,6 +113,7 @@ class PullHold:
     def wake_all(self) -> None:
         """At stop: answer every parked pull so consumers move on."""
         for pull in list(self.by_id.values()):
+            pull.final = True
             self._run(pull)
         self._deadlines.close()
 

@@ -4,7 +4,7 @@ sends the NOTIFY_CONSUMER_IDS_CHANGED requests this reports."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
 from aiorocketmq.remoting.protocol.heartbeat import ConsumerData, SubscriptionData
@@ -32,11 +32,19 @@ class ConsumerGroup:
         return sorted({c.client_id for c in self.clients.values()})
 
 
+def _ignore(*_args: object) -> None:
+    return None
+
+
 class ClientRegistry:
     def __init__(self, expire_seconds: float = 120.0) -> None:
         self.expire_seconds = expire_seconds
         self.consumers: dict[str, ConsumerGroup] = {}
         self.producers: dict[str, dict[Hashable, ClientInfo]] = {}
+        # ConsumerGroupEvent.REGISTER (every consumer heartbeat, with its subscriptions) and
+        # UNREGISTER (a group's last client gone): the broker's filter registry listens
+        self.on_register: Callable[[str, list[SubscriptionData]], None] = _ignore
+        self.on_group_gone: Callable[[str], None] = _ignore
 
     def register_consumer(self, data: ConsumerData, channel: Hashable, info: ClientInfo) -> bool:
         """A consumer's heartbeat; True when the group's membership or subscriptions changed."""
@@ -48,7 +56,9 @@ class ClientRegistry:
         group.consume_type = data.consume_type
         group.message_model = data.message_model
         group.consume_from_where = data.consume_from_where
-        return self._update_subscriptions(group, data.subscriptions) or changed
+        changed = self._update_subscriptions(group, data.subscriptions) or changed
+        self.on_register(data.group_name, data.subscriptions)
+        return changed
 
     @staticmethod
     def _update_subscriptions(group: ConsumerGroup, subs: list[SubscriptionData]) -> bool:
@@ -93,6 +103,7 @@ class ClientRegistry:
             return False
         if not group.clients:
             del self.consumers[name]
+            self.on_group_gone(name)
         return True
 
     def channel_closed(self, channel: Hashable) -> list[str]:

@@ -58,6 +58,7 @@ def routes(p: Processors) -> Routes:
         C.UPDATE_CONSUMER_OFFSET: Route(p.client.update_offset),
         C.LOCK_BATCH_MQ: Route(p.client.lock_batch),
         C.UNLOCK_BATCH_MQ: Route(p.client.unlock_batch),
+        C.CHECK_CLIENT_CONFIG: Route(p.client.check_client_config),
         C.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: Route(p.groups.update_group),
         C.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: Route(p.groups.all_groups),
         C.DELETE_SUBSCRIPTIONGROUP: Route(p.groups.delete_group),

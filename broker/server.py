@@ -241,7 +241,7 @@ class Broker(Service):
         directory = config_path(self.store_config)
         return {
             name: ConfigFile(directory / name)
-            for name in ("consumerOffset.json", "delayOffset.json")
+            for name in ("consumerOffset.json", "delayOffset.json", "consumerFilter.json")
         }
 
     def _processors(self) -> Processors:
@@ -251,6 +251,7 @@ class Broker(Service):
             c.registry,
             c.offsets,
             c.hold,
+            c.filters,
             long_polling=cfg.long_polling_enable,
             short_polling_ms=cfg.short_polling_time_mills,
         )
@@ -258,7 +259,8 @@ class Broker(Service):
         return Processors(
             send=SendProcessor(ctx, self.transactions),
             pull=pull,
-            client=ClientProcessor(ctx, c.registry, c.offsets, c.locks, c.notify_ids_changed),
+            client=ClientProcessor(ctx, c.registry, c.offsets, c.locks, c.notify_ids_changed,
+                                   c.filters.compiled),
             admin=AdminProcessor(ctx),
             groups=GroupAdminProcessor(ctx, c.registry, c.offsets, c.send_oneway),
             query=QueryProcessor(ctx),

@@ -1,6 +1,7 @@
 """ClientProcessor: what consumers and producers ask of a broker besides send and pull --
 HEART_BEAT (34), UNREGISTER_CLIENT (35), GET_CONSUMER_LIST_BY_GROUP (38), offsets (14, 15),
-CONSUMER_SEND_MSG_BACK (36), LOCK_BATCH_MQ / UNLOCK_BATCH_MQ (41, 42)."""
+CONSUMER_SEND_MSG_BACK (36), LOCK_BATCH_MQ / UNLOCK_BATCH_MQ (41, 42), CHECK_CLIENT_CONFIG
+(46)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import structlog
 
 from aiorocketmq.broker.context import BrokerContext
 from aiorocketmq.broker.delay import apply_delay
+from aiorocketmq.broker.filter.compiled import Compiled, FilterError, is_tag_type
 from aiorocketmq.broker.locks import RebalanceLocks
 from aiorocketmq.broker.offsets import ConsumerOffsets
 from aiorocketmq.broker.processors.send import DLQ_PERM
@@ -36,7 +38,12 @@ from aiorocketmq.remoting.protocol.headers.consumer import (
     UnregisterClientRequestHeader,
     UpdateConsumerOffsetRequestHeader,
 )
-from aiorocketmq.remoting.protocol.heartbeat import HeartbeatData, LockBatchBody, encode_mq_set
+from aiorocketmq.remoting.protocol.heartbeat import (
+    CheckClientBody,
+    HeartbeatData,
+    LockBatchBody,
+    encode_mq_set,
+)
 from aiorocketmq.remoting.protocol.message import MessageExt, Prop, decode_record
 from aiorocketmq.remoting.protocol.route import dumps
 from aiorocketmq.remoting.protocol.topic import Perm, TopicSysFlag, dlq_topic, retry_topic
@@ -59,12 +66,14 @@ class ClientProcessor:
         offsets: ConsumerOffsets,
         locks: RebalanceLocks,
         notify: Callable[[str], None],
+        compiled: Compiled,
     ) -> None:
         self.ctx = ctx
         self.registry = registry
         self.offsets = offsets
         self.locks = locks
         self._notify = notify
+        self.compiled = compiled
         self._no_retry_topic = Throttle()
 
     # ------------------------------------------------------------ membership
@@ -187,6 +196,32 @@ class ClientProcessor:
         if refusal is not None:
             return self.ctx.refusals.refuse(req, ch, f"bad UnlockBatchRequestBody: {refusal}")
         self.locks.unlock(body.consumer_group, body.mq_set, body.client_id)
+        return ok(req)
+
+    # ------------------------------------------------------------ filters
+
+    def check_client_config(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
+        """ClientManageProcessor.checkClientConfig: can this broker filter by the consumer's
+        subscription -- a tag one always; SQL92 with enablePropertyFilter, if it compiles
+        (SUBSCRIPTION_PARSE_FAILED with the parser's message if not)."""
+        try:
+            body = CheckClientBody.decode(req.body) if req.body else None
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            return response_to(req, R.SYSTEM_ERROR, f"bad CheckClientRequestBody: {exc}")
+        sub = body.subscription if body is not None else None
+        if sub is None or is_tag_type(sub.expression_type):
+            return ok(req)
+        if not self.ctx.config.enable_property_filter:
+            remark = (
+                f"The broker does not support consumer to filter message by {sub.expression_type}"
+            )
+            return response_to(req, R.SYSTEM_ERROR, remark)
+        try:
+            self.compiled.get(sub.expression_type, sub.sub_string)
+        except FilterError as exc:
+            log.info("client_filter_unparsable", group=body.group if body else None,
+                     client=body.client_id if body else None, error=str(exc))  # fmt: skip
+            return response_to(req, R.SUBSCRIPTION_PARSE_FAILED, str(exc))
         return ok(req)
 
     # ------------------------------------------------------------ send back

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Final, NamedTuple
 
 from aiorocketmq.broker.store.highwater import HighWater
+from aiorocketmq.broker.store.props import record_properties
 from aiorocketmq.broker.store.segment import Segment, SegmentQueue, SpaceCheck
 from aiorocketmq.remoting.files import fsync_dir
 from aiorocketmq.remoting.protocol.message import (
@@ -381,6 +382,22 @@ class Gather:
         self._close_run()
         self._run_seg, self._run_start, self._run_stop = self._seg, phys, phys + size
         return True
+
+    def properties(self, phys: int, size: int) -> dict[str, str] | None:
+        """The properties of the record at ``phys`` (read in place: its body is not
+        copied), checked as ``add`` checks it; None if it is not there."""
+        if not self._lo <= phys < self._hi:
+            seg = self._queue.find(phys)
+            if seg is None:
+                return None
+            self._seg, self._mm, self._lo = seg, seg.mm, seg.start
+            self._hi = min(seg.end, self._end)
+        if size < MIN_RECORD or phys + size > self._hi:
+            return None
+        stored, magic, offset = _RECORD_HEAD.unpack_from(self._mm, phys - self._lo)
+        if stored != size or offset != phys or magic not in (MAGIC_V1, MAGIC_V2):
+            return None
+        return record_properties(self._mm, phys - self._lo, size)
 
     def _close_run(self) -> None:
         seg = self._run_seg

@@ -13,7 +13,7 @@ from typing import Final
 from aiorocketmq.broker.store.commitlog import CommitLog
 from aiorocketmq.broker.store.config import StoreConfig
 from aiorocketmq.broker.store.consumequeue import BLANK_SIZE, ConsumeQueue
-from aiorocketmq.broker.store.results import GetResult, GetStatus
+from aiorocketmq.broker.store.results import GetResult, GetStatus, RecordMatch
 from aiorocketmq.remoting.protocol.message import SYSFLAG_POS, SysFlag
 
 _Q: Final = struct.Struct(">q")
@@ -41,7 +41,10 @@ class Reader:
         max_msgs: int,
         max_bytes: int | None,
         tag_codes: frozenset[int] | None,
+        match: RecordMatch | None = None,
     ) -> GetResult:
+        """getMessage: up to ``max_msgs`` records from queue ``offset`` whose tag code is in
+        ``tag_codes`` (None: any) and whose properties ``match`` accepts (None: any)."""
         if cq is None:
             return GetResult(GetStatus.NO_MATCHED_LOGIC_QUEUE, 0, 0, 0)
         low, high = cq.min_offset, cq.max_offset
@@ -55,7 +58,7 @@ class Reader:
             return GetResult(GetStatus.OFFSET_OVERFLOW_BADLY, high, low, high)
         if cq.segment_missing(offset):
             return GetResult(GetStatus.OFFSET_FOUND_NULL, cq.next_segment_offset(offset), low, high)
-        return self._scan(cq, offset, max_msgs, max_bytes, tag_codes)
+        return self._scan(cq, offset, max_msgs, max_bytes, tag_codes, match)
 
     def _scan(
         self,
@@ -64,14 +67,16 @@ class Reader:
         max_msgs: int,
         max_bytes: int | None,
         tag_codes: frozenset[int] | None,
+        match: RecordMatch | None,
     ) -> GetResult:
-        if tag_codes is None:
+        if tag_codes is None and match is None:
             found = self._at_once(cq, offset, max_msgs, max_bytes)
             if found is not None:
                 return found
         gather = self.commitlog.gather()  # unit by unit: each record checked as it is taken
+        props = gather.properties if match is not None else None
         physs, sizes, scanned, status = self._pick(
-            cq, offset, max_msgs, max_bytes, tag_codes, gather.add
+            cq, offset, max_msgs, max_bytes, tag_codes, gather.add, props, match
         )
         low, high = cq.min_offset, cq.max_offset
         if not physs:
@@ -116,9 +121,12 @@ class Reader:
         max_bytes: int | None,
         tag_codes: frozenset[int] | None,
         check: Callable[[int, int], bool],
+        props: Callable[[int, int], dict[str, str] | None] | None = None,
+        match: RecordMatch | None = None,
     ) -> tuple[list[int], list[int], int, GetStatus]:
         """The records to serve from ``offset`` (getMessage's loop): the commitlog offsets
-        and sizes of the units that pass the tag filter and ``check(phys, size)`` (is that
+        and sizes of the units that pass the tag filter, ``match`` on the record's
+        ``props(phys, size)`` (isMatchedByCommitLog) and ``check(phys, size)`` (is that
         record there), until the batch is full; units scanned; the status if none is."""
         cfg, physs, sizes = self.config, [], []
         status, total, count, scanned = GetStatus.NO_MATCHED_MESSAGE, 0, 0, 0
@@ -140,6 +148,13 @@ class Reader:
                     elif count >= most_mem or total + size > cap_mem:
                         break
                 if tag_codes is None or tags in tag_codes:
+                    if props is not None and match is not None:
+                        found = props(phys, size)  # None: not there, as check will say
+                        if found is not None and not match(found):
+                            if not count:
+                                status = GetStatus.NO_MATCHED_MESSAGE
+                            scanned += 1
+                            continue
                     if check(phys, size):
                         physs.append(phys)
                         sizes.append(size)

@@ -10,7 +10,7 @@ from aiorocketmq.broker.store.consumequeue import ConsumeQueue
 from aiorocketmq.broker.store.index import Index
 from aiorocketmq.broker.store.queues import QueueTable
 from aiorocketmq.broker.store.reader import Reader
-from aiorocketmq.broker.store.results import GetResult
+from aiorocketmq.broker.store.results import GetResult, RecordMatch
 from aiorocketmq.remoting.errors import MessageDecodeError
 from aiorocketmq.remoting.protocol.message import decode_record
 
@@ -40,9 +40,10 @@ class StoreReads:
         *,
         max_bytes: int | None = None,
         tag_codes: frozenset[int] | None = None,
+        match: RecordMatch | None = None,
     ) -> GetResult:
         cq = self.queues.get((topic, queue_id))
-        return self.reader.get(cq, offset, max_msgs, max_bytes, tag_codes)
+        return self.reader.get(cq, offset, max_msgs, max_bytes, tag_codes, match)
 
     def min_offset(self, topic: str, queue_id: int) -> int:
         cq = self.queues.get((topic, queue_id))

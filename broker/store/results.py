@@ -3,8 +3,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum
-from typing import Final, NamedTuple
+from typing import Final, NamedTuple, TypeAlias
+
+# a property filter: takes a stored message's properties, says whether to serve it
+RecordMatch: TypeAlias = Callable[[dict[str, str]], bool]
 
 
 class PutStatus(Enum):

@@ -233,3 +233,29 @@ class LockBatchBody:
 
 def encode_mq_set(key: str, queues: list[MessageQueue]) -> bytes:
     return dumps({key: [m.to_json() for m in queues]})
+
+
+@dataclass(slots=True, kw_only=True)
+class CheckClientBody:
+    """CHECK_CLIENT_CONFIG's body (CheckClientRequestBody): one subscription of a consumer."""
+
+    client_id: str
+    group: str
+    subscription: SubscriptionData | None = None
+
+    def encode(self) -> bytes:
+        obj: dict[str, Any] = {"clientId": self.client_id, "group": self.group}
+        if self.subscription is not None:
+            obj["subscriptionData"] = self.subscription.to_json()
+        return dumps(obj)
+
+    @classmethod
+    def decode(cls, body: bytes) -> Self:
+        """Raises ValueError (or KeyError / TypeError) for a malformed body."""
+        obj = as_object(fastjson.loads(body), "CheckClientRequestBody")
+        sub = obj.get("subscriptionData")
+        return cls(
+            client_id=text(obj, "clientId", ""),
+            group=text(obj, "group", ""),
+            subscription=None if sub is None else SubscriptionData.from_json(sub),
+        )

@@ -1,0 +1,41 @@
+"""The property match a pull hands the store (ExpressionMessageFilter.isMatchedByCommitLog and,
+with filterSupportRetry, ExpressionForRetryMessageFilter): None when the pull needs none, so
+a tag or unfiltered pull never reads a property."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from aiorocketmq.broker.filter.registry import ConsumerFilters
+from aiorocketmq.broker.store.results import RecordMatch
+from aiorocketmq.remoting.protocol.message import Prop
+from aiorocketmq.remoting.protocol.sql92 import Selector
+from aiorocketmq.remoting.protocol.topic import RETRY_GROUP_TOPIC_PREFIX
+
+
+def pull_match(
+    topic: str, selector: Selector | None, filters: ConsumerFilters, *, support_retry: bool
+) -> RecordMatch | None:
+    """What the store evaluates for a pull of ``topic`` whose own filter is ``selector``."""
+    if support_retry and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+        owner = topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
+        if filters.of_group(owner):
+            return RetryMatch(filters, owner).matches
+        # the group filters nothing: every retry passes, as 4.9.8 finds no filter data
+        return None
+    return selector.matches if selector is not None else None
+
+
+class RetryMatch:
+    """A %RETRY%<group> message is evaluated with the group's filter of the topic it was
+    first sent to (its RETRY_TOPIC property); without one it passes."""
+
+    __slots__ = ("filters", "group")
+
+    def __init__(self, filters: ConsumerFilters, group: str) -> None:
+        self.filters, self.group = filters, group
+
+    def matches(self, properties: Mapping[str, str]) -> bool:
+        real = properties.get(Prop.RETRY_TOPIC)
+        data = self.filters.get(real, self.group) if real else None
+        return True if data is None else data.selector.matches(properties)
