@@ -73,6 +73,7 @@ COMPILED = [
     "broker/store/replica.py",
     "broker/store/segment.py",
     "broker/store/props.py",
+    "broker/filter/memo.py",
     "remoting/client.py",
     "remoting/deadlines.py",
     "remoting/slots.py",

@@ -1,13 +1,15 @@
 """Compiled expressions (FilterFactory.get(type).compile), shared: a consumer that sends its
 subscription with every pull (ali-ons, the lite pull consumer) compiles it once, not per
-pull. Failures are kept too, so a hostile expression repeated costs one compile."""
+pull, and every consumer of one expression shares its memo (broker.filter.memo). Failures
+are kept too, so a hostile expression repeated costs one compile."""
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from typing import Final
 
-from aiorocketmq.remoting.protocol.sql92 import Selector, SelectorError, compile_selector
+from aiorocketmq.broker.filter.memo import Memo
+from aiorocketmq.remoting.protocol.sql92 import SelectorError, compile_selector
 
 SQL92: Final = "SQL92"
 CACHED_ENTRIES: Final = 512
@@ -26,11 +28,11 @@ def is_tag_type(expression_type: str | None) -> bool:
 class Compiled:
     def __init__(self, entries: int = CACHED_ENTRIES) -> None:
         self.entries = entries
-        self._cache: OrderedDict[tuple[str, str], Selector | str] = OrderedDict()
+        self._cache: OrderedDict[tuple[str, str], Memo | str] = OrderedDict()
 
-    def get(self, expression_type: str, expression: str) -> Selector:
-        """The compiled ``expression``; FilterError when it does not compile or its type is
-        not one the broker evaluates."""
+    def get(self, expression_type: str, expression: str) -> Memo:
+        """The compiled ``expression`` (``.matches(properties)``); FilterError when it does
+        not compile or its type is not one the broker evaluates."""
         key = (expression_type, expression)
         found = self._cache.get(key)
         if found is None:
@@ -46,11 +48,11 @@ class Compiled:
         return found
 
 
-def _compile(expression_type: str, expression: str) -> Selector | str:
+def _compile(expression_type: str, expression: str) -> Memo | str:
     if expression_type.upper() != SQL92:
         # compat: FilterFactory knows SQL92 only; 4.9.8 then meets a NullPointerException
         return f"The broker does not support consumer to filter message by {expression_type}"
     try:
-        return compile_selector(expression)
+        return Memo(compile_selector(expression))
     except SelectorError as exc:
         return str(exc)

@@ -4,26 +4,25 @@ a tag or unfiltered pull never reads a property."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
+from aiorocketmq.broker.filter.memo import Memo
 from aiorocketmq.broker.filter.registry import ConsumerFilters
+from aiorocketmq.broker.store.props import find_property
 from aiorocketmq.broker.store.results import RecordMatch
 from aiorocketmq.remoting.protocol.message import Prop
-from aiorocketmq.remoting.protocol.sql92 import Selector
 from aiorocketmq.remoting.protocol.topic import RETRY_GROUP_TOPIC_PREFIX
 
 
 def pull_match(
-    topic: str, selector: Selector | None, filters: ConsumerFilters, *, support_retry: bool
+    topic: str, compiled: Memo | None, filters: ConsumerFilters, *, support_retry: bool
 ) -> RecordMatch | None:
-    """What the store evaluates for a pull of ``topic`` whose own filter is ``selector``."""
+    """What the store evaluates for a pull of ``topic`` whose own filter is ``compiled``."""
     if support_retry and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
         owner = topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
         if filters.of_group(owner):
             return RetryMatch(filters, owner).matches
         # the group filters nothing: every retry passes, as 4.9.8 finds no filter data
         return None
-    return selector.matches if selector is not None else None
+    return compiled.matches if compiled is not None else None
 
 
 class RetryMatch:
@@ -35,7 +34,10 @@ class RetryMatch:
     def __init__(self, filters: ConsumerFilters, group: str) -> None:
         self.filters, self.group = filters, group
 
-    def matches(self, properties: Mapping[str, str]) -> bool:
-        real = properties.get(Prop.RETRY_TOPIC)
-        data = self.filters.get(real, self.group) if real else None
-        return True if data is None else data.selector.matches(properties)
+    def matches(self, raw: bytes) -> bool:
+        real = find_property(raw, _RETRY_TOPIC)
+        data = self.filters.get(real.decode("utf-8", "replace"), self.group) if real else None
+        return True if data is None else data.compiled.matches(raw)
+
+
+_RETRY_TOPIC = b"\x02" + Prop.RETRY_TOPIC.encode() + b"\x01"

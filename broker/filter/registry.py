@@ -18,10 +18,10 @@ import structlog
 
 from aiorocketmq.broker.configfile import ConfigFile, Snapshot
 from aiorocketmq.broker.filter.compiled import Compiled, FilterError, is_tag_type
+from aiorocketmq.broker.filter.memo import Memo
 from aiorocketmq.remoting.errors import ConfigError
 from aiorocketmq.remoting.protocol.heartbeat import SubscriptionData
 from aiorocketmq.remoting.protocol.message import now_ms
-from aiorocketmq.remoting.protocol.sql92 import Selector
 
 log = structlog.get_logger(__name__)
 
@@ -38,7 +38,7 @@ class FilterData:
     expression_type: str
     client_version: int
     born_time: int  # ms
-    selector: Selector
+    compiled: Memo  # .matches(properties)
     dead_time: int = 0  # ms; dead when >= born_time
 
     @property
@@ -123,13 +123,13 @@ class ConsumerFilters(Snapshot):
         self, topic: str, group: str, expression: str, kind: str, version: int
     ) -> FilterData | None:
         try:
-            selector = self.compiled.get(kind, expression)
+            compiled = self.compiled.get(kind, expression)
         except FilterError as exc:
             log.warning("consumer_filter_unparsable", group=group, topic=topic, error=str(exc))
             return None
         return FilterData(
             group=group, topic=topic, expression=expression, expression_type=kind,
-            client_version=version, born_time=self.clock(), selector=selector,
+            client_version=version, born_time=self.clock(), compiled=compiled,
         )  # fmt: skip
 
     def unregister(self, group: str) -> None:
@@ -183,7 +183,7 @@ class ConsumerFilters(Snapshot):
     def _load_one(self, topic: str, group: str, raw: dict[str, Any]) -> None:
         expression, kind = str(raw["expression"]), str(raw["expressionType"])
         try:
-            selector = self.compiled.get(kind, expression)
+            compiled = self.compiled.get(kind, expression)
         except FilterError as exc:
             log.warning("consumer_filter_unparsable", group=group, topic=topic, error=str(exc))
             return
@@ -193,5 +193,5 @@ class ConsumerFilters(Snapshot):
         self.by_topic.setdefault(topic, {})[group] = FilterData(
             group=group, topic=topic, expression=expression, expression_type=kind,
             client_version=int(raw.get("clientVersion", 0)), born_time=born,
-            selector=selector, dead_time=dead,
+            compiled=compiled, dead_time=dead,
         )  # fmt: skip

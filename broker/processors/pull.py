@@ -16,6 +16,7 @@ import structlog
 from aiorocketmq.broker.context import BrokerContext
 from aiorocketmq.broker.filter.compiled import FilterError, is_tag_type
 from aiorocketmq.broker.filter.matching import pull_match
+from aiorocketmq.broker.filter.memo import Memo
 from aiorocketmq.broker.filter.registry import ConsumerFilters
 from aiorocketmq.broker.longpoll import ParkedPull, PullHold
 from aiorocketmq.broker.offsets import ConsumerOffsets
@@ -32,7 +33,6 @@ from aiorocketmq.remoting.protocol.headers.consumer import (
     PullMessageResponseHeader,
 )
 from aiorocketmq.remoting.protocol.heartbeat import SubscriptionData
-from aiorocketmq.remoting.protocol.sql92 import Selector
 from aiorocketmq.remoting.protocol.topic import Perm
 
 log = structlog.get_logger(__name__)
@@ -210,11 +210,11 @@ class PullProcessor:
                 f"topicConfig.readQueueNums:[{topic.read_queue_nums}] consumer:[{ch.peer}]",
             )
         if hdr.sys_flag & SUBSCRIPTION_FLAG:
-            sub, selector = self._header_subscription(hdr)
+            sub, compiled = self._header_subscription(hdr)
         else:
-            sub, selector = self._registered(hdr, group.consume_broadcast_enable)
+            sub, compiled = self._registered(hdr, group.consume_broadcast_enable)
         match = pull_match(
-            hdr.topic, selector, self.filters, support_retry=cfg.filter_support_retry
+            hdr.topic, compiled, self.filters, support_retry=cfg.filter_support_retry
         )
         # isMatchedByConsumeQueue: tag codes for a TAG subscription only
         return (sub.codes if is_tag_type(sub.expression_type) else None), match
@@ -228,7 +228,7 @@ class PullProcessor:
 
     def _header_subscription(
         self, hdr: PullMessageRequestHeader
-    ) -> tuple[SubscriptionData, Selector | None]:
+    ) -> tuple[SubscriptionData, Memo | None]:
         """The subscription the pull carries (ali-ons, lite pull: FilterAPI.build), compiled."""
         kind = hdr.expression_type
         if not is_tag_type(kind) and not hdr.subscription:  # FilterAPI.build
@@ -243,7 +243,7 @@ class PullProcessor:
             return sub, None
         self._property_filter_on(sub)
         try:
-            selector = self.filters.compiled.get(sub.expression_type, sub.sub_string)
+            compiled = self.filters.compiled.get(sub.expression_type, sub.sub_string)
         except FilterError as exc:
             # compat: 4.9.8's ConsumerFilterManager.build returns null here and the assert
             # after it is off: a malformed expression is served every message. Refused here
@@ -251,11 +251,11 @@ class PullProcessor:
             raise Refused(
                 R.SUBSCRIPTION_PARSE_FAILED, f"parse the consumer's subscription failed: {exc}"
             ) from exc
-        return sub, selector
+        return sub, compiled
 
     def _registered(
         self, hdr: PullMessageRequestHeader, broadcast_ok: bool
-    ) -> tuple[SubscriptionData, Selector | None]:
+    ) -> tuple[SubscriptionData, Memo | None]:
         """The subscription and filter the group's heartbeats registered."""
         info = self.registry.consumers.get(hdr.consumer_group)
         if info is None:
@@ -287,4 +287,4 @@ class PullProcessor:
                 R.FILTER_DATA_NOT_LATEST, "the consumer's consumer filter data not latest"
             )
         self._property_filter_on(sub)
-        return sub, data.selector
+        return sub, data.compiled

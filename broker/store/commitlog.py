@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Final, NamedTuple
 
 from aiorocketmq.broker.store.highwater import HighWater
-from aiorocketmq.broker.store.props import record_properties
+from aiorocketmq.broker.store.props import stored_properties
 from aiorocketmq.broker.store.segment import Segment, SegmentQueue, SpaceCheck
 from aiorocketmq.remoting.files import fsync_dir
 from aiorocketmq.remoting.protocol.message import (
@@ -383,8 +383,8 @@ class Gather:
         self._run_seg, self._run_start, self._run_stop = self._seg, phys, phys + size
         return True
 
-    def properties(self, phys: int, size: int) -> dict[str, str] | None:
-        """The properties of the record at ``phys`` (read in place: its body is not
+    def properties(self, phys: int, size: int) -> bytes | None:
+        """The properties text of the record at ``phys`` (read in place: its body is not
         copied), checked as ``add`` checks it; None if it is not there."""
         if not self._lo <= phys < self._hi:
             seg = self._queue.find(phys)
@@ -394,10 +394,7 @@ class Gather:
             self._hi = min(seg.end, self._end)
         if size < MIN_RECORD or phys + size > self._hi:
             return None
-        stored, magic, offset = _RECORD_HEAD.unpack_from(self._mm, phys - self._lo)
-        if stored != size or offset != phys or magic not in (MAGIC_V1, MAGIC_V2):
-            return None
-        return record_properties(self._mm, phys - self._lo, size)
+        return stored_properties(self._mm, phys - self._lo, phys, size)
 
     def _close_run(self) -> None:
         seg = self._run_seg

@@ -121,7 +121,7 @@ class Reader:
         max_bytes: int | None,
         tag_codes: frozenset[int] | None,
         check: Callable[[int, int], bool],
-        props: Callable[[int, int], dict[str, str] | None] | None = None,
+        props: Callable[[int, int], bytes | None] | None = None,
         match: RecordMatch | None = None,
     ) -> tuple[list[int], list[int], int, GetStatus]:
         """The records to serve from ``offset`` (getMessage's loop): the commitlog offsets

@@ -7,8 +7,9 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Final, NamedTuple, TypeAlias
 
-# a property filter: takes a stored message's properties, says whether to serve it
-RecordMatch: TypeAlias = Callable[[dict[str, str]], bool]
+# a property filter: takes a stored message's properties as stored (UTF-8 name\x01value\x02
+# items, broker.store.props), says whether to serve it
+RecordMatch: TypeAlias = Callable[[bytes], bool]
 
 
 class PutStatus(Enum):

@@ -9,7 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aiorocketmq.broker.store import GetStatus
-from aiorocketmq.broker.store.props import parse_properties, record_properties
+from aiorocketmq.broker.store.properties import Properties, parse_properties
+from aiorocketmq.broker.store.props import find_property, record_properties, stored_properties
 from aiorocketmq.remoting.protocol.message import (
     MessageExt,
     SysFlag,
@@ -36,10 +37,18 @@ def test_properties_read_in_place_are_the_decoded_ones(
     """MessageDecoder.decodeProperties: whatever the hosts' kinds, body and topic."""
     flags = (SysFlag.BORNHOST_V6 if born_v6 else 0) | (SysFlag.STOREHOST_V6 if store_v6 else 0)
     msg = MessageExt(topic=topic, body=body, properties=props, sys_flag=flags,
+                     commit_log_offset=4096,
                      born_host="[::1]:5555" if born_v6 else "127.0.0.1:5555",
                      store_host="[::1]:10911" if store_v6 else "127.0.0.1:10911")  # fmt: skip
     record = b"pad" + encode_record(msg)
-    assert record_properties(record, 3, len(record) - 3) == decode_record(record, 3).properties
+    raw = record_properties(record, 3, len(record) - 3)
+    assert stored_properties(record, 3, 4096, len(record) - 3) == raw
+    assert stored_properties(record, 3, 4097, len(record) - 3) is None  # not that record
+    found = Properties(raw.decode())
+    assert dict(found) == decode_record(record, 3).properties
+    for name, value in props.items():
+        assert found.get(name) == value
+        assert find_property(raw, b"\x02" + name.encode() + b"\x01") == value.encode()
 
 
 def test_properties_text_is_split_as_java_splits_it() -> None:
@@ -59,8 +68,8 @@ async def test_get_serves_what_the_match_accepts(open_store: StoreFactory) -> No
     for i in range(10):
         await store.put(message("T", 0, b"m%d" % i, a=str(i), TAGS="even" if i % 2 else "odd"))
 
-    def big(props: dict[str, str]) -> bool:
-        return int(props.get("a", "0")) >= 7
+    def big(raw: bytes) -> bool:
+        return int(Properties(raw.decode()).get("a") or "0") >= 7
 
     hit = store.get("T", 0, 0, 32, match=big)
     assert [decode_record(r).body for r in hit.messages] == [b"m7", b"m8", b"m9"]

@@ -1,0 +1,104 @@
+"""Memo: a selector's answers remembered by the values of the properties it read.
+
+A selector's answer depends only on the values ``get`` returns for the properties it asks
+for, and which property it asks for next depends only on the values it was given so far. So
+its evaluations form a decision tree: a node names the property asked for, its branches are
+the values seen, its leaves the answers. Walking that tree for a message costs one lookup
+in the stored properties' bytes per property the selector reads (nothing is decoded), where
+evaluating costs the whole expression, conversions included; an unseen value evaluates once,
+recorded, and grows the tree.
+
+The tree is bounded (``LEAVES`` answers, values of at most ``VALUE_BYTES``), and a selector
+whose messages keep bringing values not seen before (an amount, an id) stops being memoised:
+every message is then evaluated, as without the memo.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from aiorocketmq.broker.filter.recording import Recording
+from aiorocketmq.broker.store.properties import Properties
+from aiorocketmq.broker.store.props import find_property
+from aiorocketmq.remoting.protocol.sql92 import Selector
+
+LEAVES: Final = 4096
+VALUE_BYTES: Final = 64
+TRIAL: Final = 2048  # evaluations before deciding whether the memo pays
+
+
+class Node:
+    """A property the selector asks for, and what comes next for each value it had."""
+
+    __slots__ = ("branches", "key", "name")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.key = b"\x02" + name.encode() + b"\x01"  # find_property's
+        self.branches: dict[bytes | None, Node | bool] = {}
+
+
+class Memo:
+    """``matches(raw)`` answers as ``selector.matches`` of the properties text ``raw`` (as
+    stored: ``name\\x01value\\x02`` items), remembering by property values."""
+
+    def __init__(self, selector: Selector) -> None:
+        self.selector = selector
+        self.root: Node | None = None
+        self.constant: bool | None = None  # a selector that reads no property
+        self.leaves = 0
+        self.hits = 0
+        self.misses = 0
+        self.off = False  # not worth it: every message is evaluated
+
+    def matches(self, raw: bytes) -> bool:
+        if self.constant is not None:
+            return self.constant
+        node = self.root
+        while node is not None and not self.off:
+            found = node.branches.get(find_property(raw, node.key))
+            if found is None:
+                break
+            if isinstance(found, bool):
+                self.hits += 1
+                return found
+            node = found
+        return self._evaluate(raw)
+
+    def _evaluate(self, raw: bytes) -> bool:
+        props = Properties(raw.decode("utf-8", "replace"))
+        if self.off:
+            return self.selector.matches(props)
+        self.misses += 1
+        if self.hits + self.misses >= TRIAL and self.misses * 4 > self.hits:
+            self.off, self.root = True, None  # mostly unseen values: stop remembering
+            return self.selector.matches(props)
+        recording = Recording(props, raw)
+        answer = self.selector.matches(recording)
+        if self.leaves < LEAVES:
+            self._remember(recording.asked, answer)
+        return answer
+
+    def _remember(self, asked: list[tuple[str, bytes | None]], answer: bool) -> None:
+        for _name, value in asked:
+            if value is not None and len(value) > VALUE_BYTES:
+                return
+        if not asked:
+            self.constant = answer
+            return
+        if self.root is None:
+            self.root = Node(asked[0][0])
+        node: Node | bool = self.root
+        for i, (name, value) in enumerate(asked):
+            if not isinstance(node, Node) or node.name != name:
+                self.off, self.root = True, None  # not a function of its values: never
+                return
+            nxt = node.branches.get(value)
+            if nxt is None:
+                if i + 1 < len(asked):
+                    nxt = Node(asked[i + 1][0])
+                else:
+                    nxt = answer
+                    self.leaves += 1
+                node.branches[value] = nxt
+            node = nxt
