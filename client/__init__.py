@@ -6,7 +6,8 @@ import-linter contracts keep them to it):
 - ``aiorocketmq.client`` (the same names as ``aiorocketmq``): ``Producer`` (sends with
   RocketMQ's retries and fault avoidance; DefaultMQProducer's settings as typed keywords),
   ``TransactionProducer``, ``PushConsumer`` (listeners or ``async for``), ``PullConsumer``
-  (``poll``, ``pull_raw`` for bulk readers, ``list_topics``), ``Message`` / ``MessageExt`` /
+  (``poll``, ``pull_raw`` for bulk readers, ``list_topics``), ``MessageSelector`` (a tag or
+  SQL92 subscription: ``MessageSelector.by_sql("a > 5")``), ``Message`` / ``MessageExt`` /
   ``SendResult`` and friends; errors: every one an ``MQClientError`` with ``retriable``:
   ``MQConnectionError``, ``MQTimeoutError`` (also a TimeoutError), ``MQBrokerError`` (a
   refusal's ``code``); the remoting layer's own errors never leave the SDK. ``RawPull``,
@@ -26,6 +27,7 @@ from aiorocketmq.client.consumer.lite.consumer import PullConsumer
 from aiorocketmq.client.consumer.lite.raw import Columns, PullStatus, RawPull, decode_columns
 from aiorocketmq.client.consumer.push.consumer import PushConsumer
 from aiorocketmq.client.consumer.push.iteration import Delivery
+from aiorocketmq.client.consumer.selector import ExpressionType, MessageSelector
 from aiorocketmq.client.consumer.types import (
     ConsumeConcurrentlyContext,
     ConsumeFromWhere,
@@ -74,6 +76,7 @@ __all__ = [
     "ConsumeOrderlyStatus",
     "ConsumeStatus",
     "Delivery",
+    "ExpressionType",
     "LocalTransactionState",
     "MQBrokerError",
     "MQClientError",
@@ -83,6 +86,7 @@ __all__ = [
     "MessageExt",
     "MessageModel",
     "MessageQueue",
+    "MessageSelector",
     "Producer",
     "ProducerOptions",
     "PullConsumer",

@@ -30,6 +30,7 @@ from aiorocketmq.client.consumer.lite.raw import RawPull
 from aiorocketmq.client.consumer.push.consume import is_async
 from aiorocketmq.client.consumer.push.consumer import PushConsumer as AsyncPushConsumer
 from aiorocketmq.client.consumer.push.iteration import Delivery
+from aiorocketmq.client.consumer.selector import MessageSelector
 from aiorocketmq.client.consumer.types import ConcurrentListener, OrderlyListener, PushOptions
 from aiorocketmq.client.core.api import SendStatus
 from aiorocketmq.client.core.message import Message, MessageQueue, SendResult
@@ -161,7 +162,7 @@ class PushConsumer:
     def group(self) -> str:
         return self._consumer.group
 
-    def subscribe(self, topic: str, expression: str = "*") -> None:
+    def subscribe(self, topic: str, expression: str | MessageSelector = "*") -> None:
         run(_on_loop(self._consumer.subscribe, topic, expression))
 
     @overload
@@ -262,7 +263,7 @@ class PullConsumer:
     def __exit__(self, *exc: object) -> None:
         self.shutdown()
 
-    def subscribe(self, topic: str, expression: str = "*") -> None:
+    def subscribe(self, topic: str, expression: str | MessageSelector = "*") -> None:
         run(_call(self._c.subscribe, topic, expression))
 
     def unsubscribe(self, topic: str) -> None:
@@ -320,7 +321,8 @@ class PullConsumer:
 
     def pull_raw(
         self, queue: MessageQueue, offset: int, max_nums: int | None = None,
-        timeout: float | None = None, *, expression: str = "*", suspend_ms: int = 0,
+        timeout: float | None = None, *, expression: str | MessageSelector = "*",
+        suspend_ms: int = 0,
     ) -> RawPull:  # fmt: skip
         return run(self._c.pull_raw(queue, offset, max_nums, timeout, expression=expression,
                                     suspend_ms=suspend_ms))  # fmt: skip

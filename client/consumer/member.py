@@ -18,6 +18,7 @@ registers it when its own parts exist, and ends it in ``shutdown()``:
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
@@ -26,12 +27,15 @@ from typing import Any
 from aiorocketmq.client.consumer.offsets import LocalOffsetStore, OffsetStore, RemoteOffsetStore
 from aiorocketmq.client.consumer.rebalance import Rebalance, StartPull, StopPulls
 from aiorocketmq.client.consumer.types import ConsumeFromWhere, MessageModel, half_an_hour_ago
-from aiorocketmq.client.core.errors import MQClientError, MQConnectionError
+from aiorocketmq.client.core import api
+from aiorocketmq.client.core.errors import MQBrokerError, MQClientError, MQConnectionError
 from aiorocketmq.client.core.instance import ClientInstance, ConsumerHandle, local_ip
 from aiorocketmq.client.core.requests import Answer, Notice
 from aiorocketmq.client.core.security import NONE, Security
 from aiorocketmq.remoting.log import get_logger
-from aiorocketmq.remoting.protocol.codes import SerializeType
+from aiorocketmq.remoting.protocol.codes import ResponseCode, SerializeType
+from aiorocketmq.remoting.protocol.heartbeat import SubscriptionData
+from aiorocketmq.remoting.protocol.route import MASTER_ID
 
 log = get_logger(__name__)
 
@@ -205,6 +209,32 @@ class GroupMember:
             strict = False  # a name server answered: later failures are passing ones
             if route is not None:
                 self.rebalance.route_changed(topic, route)
+
+    async def check_in_brokers(self, subscriptions: Iterable[SubscriptionData]) -> None:
+        """MQClientInstance.checkClientInBroker: each subscription that is not a tag one is
+        shown (CHECK_CLIENT_CONFIG) to one broker of its topic, which must take it; its
+        refusal is raised as MQBrokerError (code 1: enablePropertyFilter is off; 23: the
+        broker's parser's message). Before the first heartbeat, as Java does."""
+        for sub in list(subscriptions):
+            if sub.expression_type == "TAG":
+                continue
+            route = self.rebalance.routes.get(sub.topic)
+            if route is None or not route.broker_datas:
+                continue  # compat: Java checks only a topic it has a broker for
+            addrs = random.choice(route.broker_datas).broker_addrs
+            addr = addrs.get(MASTER_ID) or (addrs[min(addrs)] if addrs else None)
+            if addr is None:
+                continue
+            request = api.check_client_config(self.instance.client_id, self.group, sub)
+            resp = await self.instance.remoting.invoke(addr, request, ROUTE_TIMEOUT)
+            if resp.code != ResponseCode.SUCCESS:
+                hint = " (set enablePropertyFilter=true on the brokers)" if resp.code == 1 else ""
+                raise MQBrokerError(
+                    resp.code,
+                    f"{resp.remark}{hint}; the {sub.expression_type} subscription of "
+                    f"{sub.topic} was {sub.sub_string!r}",
+                    addr,
+                )
 
     async def leave(self) -> None:
         """The background tasks ended, UNREGISTER_CLIENT to the brokers, the instance

@@ -42,10 +42,12 @@ from aiorocketmq.remoting.protocol.headers.consumer import (
 )
 from aiorocketmq.remoting.protocol.headers.send import SendMessageHeader, SendMessageResponseHeader
 from aiorocketmq.remoting.protocol.heartbeat import (
+    CheckClientBody,
     ConsumerData,
     HeartbeatData,
     LockBatchBody,
     MessageQueue,
+    SubscriptionData,
 )
 from aiorocketmq.remoting.protocol.message import MessageExt, decode_records, encode_properties
 from aiorocketmq.remoting.protocol.route import TopicRouteData
@@ -63,6 +65,7 @@ __all__ = [
     "SendReply",
     "SendStatus",
     "all_topics",
+    "check_client_config",
     "consumer_list",
     "create_topic",
     "get_route",
@@ -376,6 +379,12 @@ def heartbeat(
     """HEART_BEAT (34): the client's producer groups and consumer groups."""
     data = HeartbeatData(client_id=client_id, producers=list(producers), consumers=list(consumers))
     return request(C.HEART_BEAT, None, data.encode())
+
+
+def check_client_config(client_id: str, group: str, sub: SubscriptionData) -> RemotingCommand:
+    """CHECK_CLIENT_CONFIG (46): can the broker filter by ``sub`` (checkClientInBroker)."""
+    body = CheckClientBody(client_id=client_id, group=group, subscription=sub)
+    return request(C.CHECK_CLIENT_CONFIG, None, body.encode())
 
 
 def unregister_client(

@@ -17,7 +17,8 @@ from tests.cluster import Cluster, running
 
 @pytest.fixture
 def two_brokers(tmp_path: Path) -> Iterator[Cluster]:
-    with running(tmp_path, ("broker-a", "broker-b")) as cluster:
+    """With enablePropertyFilter, as the README's SQL92 example asks of a cluster."""
+    with running(tmp_path, ("broker-a", "broker-b"), {"enablePropertyFilter": "true"}) as cluster:
         yield cluster
 
 

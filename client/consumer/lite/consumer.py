@@ -37,8 +37,9 @@ from aiorocketmq.client.consumer.member import GroupMember, MemberSettings
 from aiorocketmq.client.consumer.offsets import OffsetStore
 from aiorocketmq.client.consumer.process_queue import ProcessQueue
 from aiorocketmq.client.consumer.rebalance import Rebalance, subscribe_queues
+from aiorocketmq.client.consumer.selector import MessageSelector, selector_of
 from aiorocketmq.client.core import api
-from aiorocketmq.client.core.errors import MQClientError, MQConnectionError
+from aiorocketmq.client.core.errors import MQClientError
 from aiorocketmq.client.core.instance import ClientInstance, namesrv_list
 from aiorocketmq.client.core.message import MessageQueue
 from aiorocketmq.client.core.security import Security
@@ -78,7 +79,7 @@ class PullConsumer:
         self._security = Security.of(o)  # checked now, as the other options
         self._namesrv = namesrv_list(namesrv_addr)
         self._mode = Mode.NONE
-        self._expressions: dict[str, str] = {}  # subscribe
+        self._expressions: dict[str, MessageSelector] = {}  # subscribe
         self._assign_subs: dict[str, SubscriptionData] = {}  # setSubExpressionForAssign
         self._queue_listeners: dict[str, QueueListener] = {}
         self._known_queues: dict[str, set[MessageQueue]] = {}
@@ -90,13 +91,16 @@ class PullConsumer:
 
     # ------------------------------------------------------------ what to read
 
-    def subscribe(self, topic: str, expression: str = "*") -> None:
-        """The group shares the topic's queues (rebalanced); ``"*"`` or ``"TagA || TagB"``."""
+    def subscribe(self, topic: str, expression: str | MessageSelector = "*") -> None:
+        """The group shares the topic's queues (rebalanced); ``"*"``, ``"TagA || TagB"`` or
+        a selector (``MessageSelector.by_sql("a > 5")``: filtered by the brokers, exactly;
+        checked with them at start)."""
         if not topic:
             raise ValueError("Topic can not be null or empty.")
         self._set_mode(Mode.SUBSCRIBE)
-        sub = SubscriptionData.build(topic, expression, "TAG", time.time_ns() // 1_000_000)
-        self._expressions[topic] = sub.sub_string
+        selector = selector_of(expression)
+        sub = selector.subscription(topic, time.time_ns() // 1_000_000)
+        self._expressions[topic] = selector
         if self._member is not None:
             self._member.rebalance.subscriptions[topic] = sub
             self._member.tasks.spawn(self._after_subscription_change())
@@ -172,10 +176,8 @@ class PullConsumer:
             self.group, self._namesrv, settings, self._queue_taken, self._stop_pulls
         )
         version = time.time_ns() // 1_000_000
-        for topic, expression in self._expressions.items():
-            member.rebalance.subscriptions[topic] = SubscriptionData.build(
-                topic, expression, "TAG", version
-            )
+        for topic, selector in self._expressions.items():
+            member.rebalance.subscriptions[topic] = selector.subscription(topic, version)
         requests = LiteRequests(member, o)
         self._member, self.tasks.instance = member, member.instance
         try:  # MQClientInstance.registerConsumer
@@ -186,7 +188,7 @@ class PullConsumer:
             raise
         try:
             await self._after_running(member)
-        except MQConnectionError:
+        except MQClientError:  # no name server answered; a broker refused the subscription
             await self.shutdown()
             raise
         spawn = member.tasks.spawn
@@ -200,6 +202,7 @@ class PullConsumer:
         """operateAfterRunning: routes, a heartbeat, then the first queues pulled."""
         if self._mode is Mode.SUBSCRIBE:
             await member.fetch_routes(list(member.rebalance.subscriptions), strict=True)
+            await member.check_in_brokers(member.rebalance.subscriptions.values())
             await member.join()
             await self.do_rebalance()
         else:
@@ -277,13 +280,14 @@ class PullConsumer:
         max_nums: int | None = None,
         timeout: float | None = None,
         *,
-        expression: str = "*",
+        expression: str | MessageSelector = "*",
         suspend_ms: int = 0,
     ) -> RawPull:
         """One pull of ``queue`` at ``offset``, its records as the broker sent them, for bulk
-        readers (no background pull, nothing committed). ``expression`` is matched by the
-        broker on tag hash codes only: ``RawPull.messages(expression=...)`` or
-        ``lite_raw.keep_tags`` filter exactly. ``suspend_ms`` > 0 lets the broker hold the
+        readers (no background pull, nothing committed). A tag ``expression`` is matched by
+        the broker on tag hash codes only: ``RawPull.messages(expression=...)`` or
+        ``lite_raw.keep_tags`` filter exactly; an SQL92 selector is matched by the broker
+        exactly (nothing to re-check). ``suspend_ms`` > 0 lets the broker hold the
         pull that long for a message to arrive; ``timeout`` (seconds) bounds the request
         (default ``consumer_pull_timeout_millis`` plus the suspension)."""
         self._started()
@@ -292,7 +296,7 @@ class PullConsumer:
         nums = self.options.pull_batch_size if max_nums is None else max_nums
         if nums <= 0:
             raise MQClientError("maxNums <= 0")
-        sub = SubscriptionData.build(queue.topic, expression)
+        sub = selector_of(expression).subscription(queue.topic)
         flag = api.FLAG_SUBSCRIPTION | FLAG_LITE_PULL | (api.FLAG_SUSPEND if suspend_ms else 0)
         if timeout is None:
             timeout = (self.options.consumer_pull_timeout_millis + suspend_ms) / 1000

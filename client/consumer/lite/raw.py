@@ -4,7 +4,8 @@ they came (the CommitLog layout, records back to back), so a reader that builds 
 
 The broker filters by tag *hash code* only (two tags may share a hash): a raw reader that
 needs exact tag filtering keeps the records ``keep_tags`` keeps, or decodes with
-``RawPull.messages(expression=...)``, which filters as the consumers do.
+``RawPull.messages(expression=...)``, which filters as the consumers do. An SQL92 selector
+is evaluated by the broker exactly: nothing is left to filter.
 """
 
 from __future__ import annotations
@@ -13,11 +14,11 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from aiorocketmq.client.consumer.selector import MessageSelector, selector_of
 from aiorocketmq.client.core import api
 from aiorocketmq.client.core.api import PullStatus
 from aiorocketmq.client.core.message import MessageQueue
 from aiorocketmq.remoting.protocol.columns import Columns, decode_columns
-from aiorocketmq.remoting.protocol.heartbeat import SubscriptionData
 from aiorocketmq.remoting.protocol.message import (
     BORNHOST_POS,
     MAGIC_V2,
@@ -58,7 +59,9 @@ class RawPull:
     body: bytes
     suggest_which_broker_id: int = 0
 
-    def messages(self, *, expression: str = "*", inflate: bool = True) -> list[MessageExt]:
+    def messages(
+        self, *, expression: str | MessageSelector = "*", inflate: bool = True
+    ) -> list[MessageExt]:
         """Decoded (zlib bodies inflated), ``broker_name`` set, exactly the tags of
         ``expression`` kept (PullAPIWrapper.processPullResult)."""
         if not self.body:
@@ -107,7 +110,7 @@ def record_tags(body: bytes, pos: int) -> str | None:
     return props[start : stop if stop >= 0 else len(props)].decode()
 
 
-def keep_tags(body: bytes, expression: str) -> bytes:
+def keep_tags(body: bytes, expression: str | MessageSelector) -> bytes:
     """The records of ``body`` whose tag is in ``expression`` ("TagA || TagB"; "*" keeps
     all), byte for byte, in order: the exact filter the broker's hash match leaves to us."""
     tags = _tag_set(expression)
@@ -118,8 +121,9 @@ def keep_tags(body: bytes, expression: str) -> bytes:
     return b"".join(kept)
 
 
-def _tag_set(expression: str) -> frozenset[str] | None:
-    sub = SubscriptionData.build("", expression)
+def _tag_set(expression: str | MessageSelector) -> frozenset[str] | None:
+    """The tags to keep (PullAPIWrapper re-filters a tag subscription only); None: all."""
+    sub = selector_of(expression).subscription("")
     return frozenset(sub.tags_set) if sub.tags_set else None
 
 

@@ -2,7 +2,7 @@
 polling; seed 004: ordered consumption).
 
     consumer = PushConsumer("my_group", namesrv_addr="127.0.0.1:9876")
-    consumer.subscribe("Topic", "TagA || TagB")
+    consumer.subscribe("Topic", "TagA || TagB")        # or MessageSelector.by_sql("a > 5")
     consumer.register_message_listener(on_messages)   # async def (msgs, context) -> status
     async with consumer:
         ...
@@ -27,6 +27,7 @@ from aiorocketmq.client.consumer.push.pulling import Puller
 from aiorocketmq.client.consumer.push.requests import PushRequests
 from aiorocketmq.client.consumer.push.retry import Returns
 from aiorocketmq.client.consumer.rebalance import Rebalance
+from aiorocketmq.client.consumer.selector import MessageSelector, selector_of
 from aiorocketmq.client.consumer.types import (
     LOCK_RENEW_INTERVAL,
     ConcurrentListener,
@@ -38,13 +39,13 @@ from aiorocketmq.client.consumer.types import (
     PushOptions,
     retry_topic,
 )
-from aiorocketmq.client.core.errors import MQClientError, MQConnectionError
+from aiorocketmq.client.core.errors import MQClientError
 from aiorocketmq.client.core.instance import ClientInstance, namesrv_list
 from aiorocketmq.client.core.message import MessageQueue
 from aiorocketmq.client.core.security import Security
 from aiorocketmq.client.core.validate import check_group
 from aiorocketmq.remoting.log import get_logger
-from aiorocketmq.remoting.protocol.heartbeat import ConsumerData, SubscriptionData
+from aiorocketmq.remoting.protocol.heartbeat import ConsumerData
 from aiorocketmq.remoting.protocol.route import TopicRouteData
 from aiorocketmq.remoting.tasks import every
 
@@ -79,7 +80,7 @@ class PushConsumer:
         self.options = ConsumerOptions(**options)
         self._security = Security.of(self.options)  # checked now, as the other options
         self._namesrv = namesrv_list(namesrv_addr)
-        self._expressions: dict[str, str] = {}
+        self._expressions: dict[str, MessageSelector] = {}
         self._listener: ConcurrentListener | OrderlyListener | None = None
         self.orderly = False
         self._inbox: Inbox | None = None
@@ -87,10 +88,12 @@ class PushConsumer:
 
     # ------------------------------------------------------------ configuration
 
-    def subscribe(self, topic: str, expression: str = "*") -> None:
-        """``"*"`` for every message, or tags: ``"TagA || TagB"``. Takes effect at once when
-        started (the brokers hear of it with the next heartbeat, sent now)."""
-        self._expressions[topic] = expression or "*"
+    def subscribe(self, topic: str, expression: str | MessageSelector = "*") -> None:
+        """``"*"`` for every message, tags (``"TagA || TagB"``), or a selector:
+        ``MessageSelector.by_sql("a > 5")`` is filtered by the brokers, exactly (the consumer
+        does not re-check). Takes effect at once when started (the brokers hear of it with
+        the next heartbeat, sent now); an SQL92 one is checked with the brokers at start."""
+        self._expressions[topic] = selector_of(expression)
         if self._run is not None:
             self._apply_subscriptions()
             self._run.member.tasks.spawn(self._after_subscription_change())
@@ -167,7 +170,8 @@ class PushConsumer:
             raise
         try:
             await member.fetch_routes(list(rb.subscriptions), strict=True)
-        except MQConnectionError:
+            await member.check_in_brokers(rb.subscriptions.values())  # checkClientInBroker
+        except MQClientError:
             await self.shutdown()
             raise
         await member.join()
@@ -281,11 +285,15 @@ class PushConsumer:
         subs = self.rebalance.subscriptions
         wanted = dict(self._expressions)
         if self.options.message_model is MessageModel.CLUSTERING:
-            wanted.setdefault(retry_topic(self.group), "*")
-        for topic, expr in wanted.items():
+            wanted.setdefault(retry_topic(self.group), MessageSelector.by_tag())
+        for topic, selector in wanted.items():
             old = subs.get(topic)
-            if old is None or old.sub_string != (expr.strip() or "*"):
-                subs[topic] = SubscriptionData.build(topic, expr, "TAG", version)
+            if (
+                old is None
+                or old.sub_string != selector.expression.strip()
+                or old.expression_type != selector.expression_type
+            ):
+                subs[topic] = selector.subscription(topic, version)
 
     async def _after_subscription_change(self) -> None:
         """Routes of the subscribed topics, a heartbeat, then a rebalance (as start() does)."""
