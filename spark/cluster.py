@@ -214,8 +214,7 @@ async def _window(
     n, timeout = opts.pull_batch_size, opts.pull_timeout_ms / 1000
     starts = [at for at in range(offset, end, n)][:PULLS_IN_FLIGHT]
     calls = [
-        c.pull_raw(mq, at, min(n, end - at), timeout, expression=opts.sub_expression)
-        for at in starts
+        c.pull_raw(mq, at, min(n, end - at), timeout, expression=opts.selector) for at in starts
     ]
     answers = await asyncio.gather(*calls, return_exceptions=True)
     return list(zip(starts, answers, strict=True))
@@ -227,7 +226,7 @@ def _take(
     """One answer's rows into ``cols``; the next offset, or None to stop (data not there)."""
     if raw.status is PullStatus.FOUND:
         seen = cols.scanned
-        decode_columns(raw.body, cols, tags=_tag_set(opts.sub_expression),
+        decode_columns(raw.body, cols, tags=_tag_set(opts),
                        include_properties=opts.include_properties, stop_at=end)  # fmt: skip
         if cols.scanned > seen and cols.last_offset < offset:
             raise MQClientError(f"{mq}: the broker answered offsets before {offset}")
@@ -253,8 +252,12 @@ def _lost(opts: ReadOptions, what: str) -> None:
         )
 
 
-def _tag_set(expression: str) -> frozenset[str] | None:
-    text = expression.strip()
+def _tag_set(opts: ReadOptions) -> frozenset[str] | None:
+    """The tags kept exactly (the broker matches their hash codes); None: every record the
+    broker sent (all of them, or what an SQL92 expression matched, which is exact)."""
+    if opts.expression_type != "TAG":
+        return None
+    text = opts.sub_expression.strip()
     if not text or text == "*":
         return None
     return frozenset(t.strip() for t in text.split("||") if t.strip())

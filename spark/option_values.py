@@ -101,6 +101,14 @@ def non_blank(name: str, raw: str) -> str:
     return raw.strip()
 
 
+def expression_type(name: str, raw: str) -> str:
+    """TAG or SQL92 (any case): how subExpression is read (Java's ExpressionType)."""
+    kind = raw.strip().upper()
+    if kind not in ("TAG", "SQL92"):
+        raise ValueError(f"{name} must be TAG or SQL92, got {raw!r}")
+    return kind
+
+
 def secret(name: str, raw: str) -> str:
     """A secret, as given (never quoted back)."""
     if not raw.strip():

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
+from aiorocketmq.client import MessageSelector
 from aiorocketmq.spark import option_values as v
 from aiorocketmq.spark.access import SECRETS, Access, access
 from aiorocketmq.spark.offsets import LATEST, Offsets
@@ -35,6 +36,7 @@ class ReadOptions:
     pattern: str | None = None
     assign: dict[str, dict[str, tuple[int, ...]]] | None = None
     sub_expression: str = "*"
+    expression_type: str = "TAG"  # or SQL92: sub_expression is then evaluated by the brokers
     starting_offsets: str | Offsets = "latest"  # "earliest", "latest" or JSON offsets
     starting_timestamp: int | None = None  # ms
     ending_offsets: str | Offsets = "latest"  # batch only: "latest" or JSON offsets
@@ -49,6 +51,13 @@ class ReadOptions:
     group: str | None = None
     include_properties: bool = True
     access: Access = field(default_factory=Access)  # credentials, TLS (SECURITY_OPTIONS)
+
+    @property
+    def selector(self) -> MessageSelector:
+        """What each pull carries: subExpression read as expressionType says."""
+        if self.expression_type == "SQL92":
+            return MessageSelector.by_sql(self.sub_expression)
+        return MessageSelector.by_tag(self.sub_expression)
 
 
 @dataclass(frozen=True)
@@ -91,6 +100,7 @@ READ_OPTIONS: dict[str, _Spec] = {
     "subscribePattern": _Spec("pattern", v.pattern),
     "assign": _Spec("assign", v.assign),
     "subExpression": _Spec("sub_expression", v.non_blank),
+    "expressionType": _Spec("expression_type", v.expression_type),
     "startingOffsets": _Spec("starting_offsets", v.starting_offsets),
     "startingTimestamp": _Spec("starting_timestamp", v.timestamp),
     "endingOffsets": _Spec("ending_offsets", v.ending_offsets, "batch"),
@@ -135,6 +145,8 @@ def read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
         given["startingOffsets"] = "latest" if streaming else "earliest"
     _check_offsets(given, streaming=streaming)
     _check_limits(given)
+    if given.get("expressionType") == "SQL92" and "subExpression" not in given:
+        raise ValueError("expressionType SQL92 needs subExpression: the SQL92 expression")
     fields = {READ_OPTIONS[name].field: value for name, value in given.items()}
     return ReadOptions(**cast(dict[str, Any], fields), access=secured)
 

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from aiorocketmq.client import MessageSelector
 from aiorocketmq.spark.access import Access
 from aiorocketmq.spark.options import (
     READ_OPTIONS,
@@ -149,6 +150,11 @@ def test_subscriptions() -> None:
         (NS | {"assign": '{"t": {"b": [-1]}}'}, "; t/'b' maps to [-1]"),
         (NS | {"assign": '{"t": {"b": [true]}}'}, "assign must be JSON"),
         (BASE | {"subexpression": "  "}, "subExpression must not be blank"),
+        (BASE | {"expressiontype": "sql"}, "expressionType must be TAG or SQL92, got 'sql'"),
+        (
+            BASE | {"expressiontype": "SQL92"},
+            "expressionType SQL92 needs subExpression: the SQL92 expression",
+        ),
         (BASE | {"startingoffsets": "first"}, "startingOffsets must be earliest, latest or JSON"),
         (BASE | {"startingoffsets": "{"}, "startingOffsets is not valid JSON"),
         (
@@ -314,6 +320,16 @@ def test_max_trigger_delay_durations(text: str, ms: int) -> None:
     assert read(minOffsetsPerTrigger="1", maxTriggerDelay=text).max_trigger_delay_ms == ms
 
 
+def test_expression_type_makes_the_subscription_sql92() -> None:
+    """expressionType (TAG by default, or SQL92, any case): how subExpression is read; the
+    pulls carry it as a MessageSelector."""
+    assert read().selector == MessageSelector.by_tag("*")
+    assert read(subExpression="TagA").selector == MessageSelector.by_tag("TagA")
+    sql = read(subExpression="a > 5 AND b = 'x'", expressionType="sql92")
+    assert sql.expression_type == "SQL92"
+    assert sql.selector == MessageSelector.by_sql("a > 5 AND b = 'x'")
+
+
 @given(st.sampled_from(sorted(READ_OPTIONS)), st.randoms())
 def test_any_case_of_a_key_is_the_same_option(name: str, rnd: random.Random) -> None:
     """§2: a key in any mix of cases reaches the same option (its bad value is reported)."""
@@ -333,6 +349,7 @@ def test_the_option_tables_are_the_issues() -> None:
         "subscribePattern",
         "assign",
         "subExpression",
+        "expressionType",
         "startingOffsets",
         "startingTimestamp",
         "endingOffsets",
