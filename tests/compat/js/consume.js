@@ -1,7 +1,8 @@
 'use strict';
 // Usage: node consume.js NAMESRV TOPIC GROUP [--expect=N] [--idle-ms=MS] [--max-ms=MS]
-//          [--fail=BODY,BODY] [--from=first|last] [--accessKey=AK --secretKey=SK]
-// A clustering push consumer of TOPIC (all tags). Prints one JSON line per delivery. Throws
+//          [--fail=BODY,BODY] [--from=first|last] [--accessKey=AK --secretKey=SK] [--sql=EXPR]
+// A clustering push consumer of TOPIC (all tags; with --sql, the SQL92 expression EXPR, which
+// ali-ons sends in every pull). Prints one JSON line per delivery. Throws
 // once for each body listed in --fail (so it is redelivered through %RETRY%). Exits when
 // --expect distinct bodies arrived (after --idle-ms more, to catch duplicates), or after
 // --idle-ms without a new message once one arrived, or at --max-ms.
@@ -33,7 +34,8 @@ const consumer = new Consumer({
 });
 consumer.on('error', err => process.stderr.write(`consumer event: ${err.message}\n`)); // often benign
 
-consumer.subscribe(topic, '*', async msg => {
+const selector = opts.sql ? { expressionType: 'SQL92', subString: opts.sql } : '*';
+consumer.subscribe(topic, selector, async msg => {
   const body = msg.body.toString();
   emit({ body, topic: msg.topic, msgId: msg.msgId, tags: msg.tags, keys: msg.keys,
     props: msg.properties, queueId: msg.queueId, queueOffset: Number(msg.queueOffset),
