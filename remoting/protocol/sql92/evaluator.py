@@ -8,6 +8,7 @@ compat: ComparisonExpression, LogicExpression, UnaryExpression (5.3.3) evaluate(
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Mapping
 from typing import Final, TypeAlias
 
@@ -19,6 +20,14 @@ Properties: TypeAlias = Mapping[str, str]
 Eval: TypeAlias = Callable[[Properties], object]
 
 _NUMBERS: Final = (jt.K_INT, jt.K_LONG, jt.K_DOUBLE)
+_TESTS: Final = {
+    nd.EQ: operator.eq,
+    nd.GT: operator.gt,
+    nd.GE: operator.ge,
+    nd.LT: operator.lt,
+    nd.LE: operator.le,
+}
+_SWAPPED: Final = {nd.EQ: nd.EQ, nd.GT: nd.LT, nd.GE: nd.LE, nd.LT: nd.GT, nd.LE: nd.GE}
 
 
 def build(node: nd.Node) -> Eval:
@@ -249,7 +258,8 @@ def _property_vs_constant(op: str, name: str, constant: object, kind: int, prop_
 
         return equal_boolean
     parse = jt.parse_int if kind == jt.K_INT else jt.parse_long if kind == jt.K_LONG else None
-    flip = not prop_left
+    # ``5 < a`` is ``a > 5``
+    test = _TESTS[op if prop_left else _SWAPPED[op]]
     if parse is not None:
         assert isinstance(constant, int)
         number = constant
@@ -258,20 +268,21 @@ def _property_vs_constant(op: str, name: str, constant: object, kind: int, prop_
             value = props.get(name)
             if value is None:
                 return missing
-            parsed = parse(value)
-            sign = (parsed > number) - (parsed < number)
-            return _order(op, -sign if flip else sign)
+            return test(parse(value), number)
 
         return compare_integer
     assert isinstance(constant, float)
-    real = constant
+    real = constant  # never 0.0 nor NaN: Double.compare is the plain comparison but for NaN
+    nan_result = _order(op, -1 if not prop_left else 1)
 
     def compare_double(props: Properties) -> object:
         value = props.get(name)
         if value is None:
             return missing
-        sign = jt.compare_double(jt.parse_double(value), real)
-        return _order(op, -sign if flip else sign)
+        parsed = jt.parse_double(value)
+        if parsed != parsed:
+            return nan_result
+        return test(parsed, real)
 
     return compare_double
 

@@ -36,6 +36,8 @@ _DOUBLE = re.compile(
     re.ASCII,
 )
 
+_PLAIN_DOUBLE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
 
 class EvalError(Exception):
     """Java threw while evaluating (a number that does not parse, a bad cast); the text is
@@ -48,6 +50,8 @@ def _input_error(text: str) -> EvalError:
 
 def parse_int(text: str) -> int:
     """``Integer.valueOf(text)``; EvalError where Java throws NumberFormatException."""
+    if len(text) < 10 and text.isascii() and text.isdigit():
+        return int(text)  # the common case: a few ASCII digits, always in range
     if _INTEGER.fullmatch(text) is None:
         raise _input_error(text)
     value = int(text)
@@ -58,6 +62,8 @@ def parse_int(text: str) -> int:
 
 def parse_long(text: str) -> int:
     """``Long.valueOf(text)``."""
+    if len(text) < 19 and text.isascii() and text.isdigit():
+        return int(text)
     if _INTEGER.fullmatch(text) is None:
         raise _input_error(text)
     value = int(text)
@@ -68,6 +74,8 @@ def parse_long(text: str) -> int:
 
 def parse_double(text: str) -> float:
     """``Double.valueOf(text)``: trims characters up to U+0020 first, as String.trim."""
+    if _PLAIN_DOUBLE.fullmatch(text) is not None:
+        return float(text)  # the common case: Python reads these digits as Java does
     start = 0
     end = len(text)
     while start < end and text[start] <= " ":

@@ -74,6 +74,10 @@ _TOKEN = re.compile(
 )
 
 
+# the kind of each group of _TOKEN but the words (4) and the operators (6)
+_GROUP_KINDS: Final = (0, 0, FLOAT, DECIMAL, 0, STRING)
+
+
 class Token:
     """One token: its kind, its text and where it starts in the selector."""
 
@@ -104,20 +108,16 @@ class Lexer:
             if match is None:
                 raise self._lexical_error(pos)
             self.pos = match.end()
-            group = match.lastgroup
-            image = match.group()
-            if group == "skip":
+            group = match.lastindex or 0
+            if group == 1:
                 continue
-            if group == "word":
+            image = match.group()
+            if group == 4:
                 kind = KEYWORDS.get(image.lower(), ID) if len(image) <= 10 else ID
-            elif group == "decimal":
-                kind = DECIMAL
-            elif group == "float":
-                kind = FLOAT
-            elif group == "string":
-                kind = STRING
-            else:
+            elif group == 6:
                 kind = _OPERATORS[image]
+            else:
+                kind = _GROUP_KINDS[group]
             return Token(kind, image, pos)
 
     def _lexical_error(self, pos: int) -> SelectorError:

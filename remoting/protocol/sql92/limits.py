@@ -16,5 +16,5 @@ MAX_EXPRESSION_LENGTH: Final = 16384
 MAX_DEPTH: Final = 32
 # expression nodes (properties, constants, operators); an IN list counts as one
 MAX_NODES: Final = 512
-# strings in one IN ( ... ) list
-MAX_IN_LIST: Final = 4096
+# strings in the IN ( ... ) lists, all lists together
+MAX_IN_LIST: Final = 1024

@@ -71,16 +71,16 @@ class Node:
         self.op = op
         self.values: list[str] = values if values is not None else []
         self.negated = negated
-        depth: int = 1
+        self.depth: int = 1
         for child in children:
-            if child.depth + 1 > depth:
-                depth = child.depth + 1
-        if depth > MAX_DEPTH:
-            raise SelectorError(
-                f"SQL92 selector nested deeper than {MAX_DEPTH} levels "
-                f"(parentheses, NOT, signs, = chains): the limit is sql92.MAX_DEPTH"
-            )
-        self.depth: int = depth
+            self.deepen(child.depth + 1)
+
+    def deepen(self, depth: int) -> None:
+        """Raises the node's depth to ``depth``, refusing a tree deeper than MAX_DEPTH."""
+        if depth > self.depth:
+            if depth > MAX_DEPTH:
+                raise SelectorError(depth_remark())
+            self.depth = depth
 
     @property
     def is_boolean(self) -> bool:
@@ -116,6 +116,13 @@ class Node:
             return f"{self.children[0].java()} {symbol} ( {', '.join(shown)} )"
         symbol = f"NOT {self.op}" if self.negated else self.op
         return f"({symbol} {self.children[0].java()})"
+
+
+def depth_remark() -> str:
+    return (
+        f"SQL92 selector nested deeper than {MAX_DEPTH} levels "
+        "(parentheses, NOT, signs, = chains): the limit is sql92.MAX_DEPTH"
+    )
 
 
 def constant_text(value: object, kind: int) -> str:
@@ -159,7 +166,9 @@ def create_logic(tag: int, left: Node, right: Node) -> Node:
     """LogicExpression.createAND / createOR; a left operand of the same kind is extended, so
     a long chain stays one flat node (same order, same short-circuit as Java's tree)."""
     if left.tag == tag:
-        return Node(tag, [*left.children, right])
+        left.children.append(right)
+        left.deepen(right.depth + 1)
+        return left
     return Node(tag, [left, right])
 
 

@@ -53,8 +53,6 @@ LA_NOT_STARTSWITH: Final = 2
 LA_NOT_ENDSWITH: Final = 3
 LA_NOT_BETWEEN: Final = 4
 LA_NOT_IN: Final = 5
-LA_PLUS: Final = 6
-_UNBOUNDED: Final = 2**31 - 1
 _DOUBLE_MAX: Final = "1.7976931348623157E308"
 _DOUBLE_MIN: Final = "4.9E-324"
 
@@ -68,11 +66,16 @@ class Parser(Scanner):
         self.la1 = [-1] * len(LA1_SETS)
         self.expected_kind = -1
         self.nodes = 0
+        self.in_values = 0
 
     # -- JavaCC's runtime: tokens, choices, errors
 
     def peek(self) -> int:
-        return self.tok(self.token + 1).kind
+        index = self.token + 1
+        tokens = self.tokens
+        if index < len(tokens):
+            return tokens[index].kind
+        return self.tok(index).kind
 
     def consume(self, kind: int) -> Token:
         tok = self.tok(self.token + 1)
@@ -145,10 +148,7 @@ class Parser(Scanner):
     def nest(self) -> None:
         self.nesting += 1
         if self.nesting > MAX_DEPTH:
-            raise SelectorError(
-                f"SQL92 selector nested deeper than {MAX_DEPTH} levels "
-                "(parentheses, NOT, signs, = chains): the limit is sql92.MAX_DEPTH"
-            )
+            raise SelectorError(nd.depth_remark())
 
     # -- the productions
 
@@ -275,24 +275,28 @@ class Parser(Scanner):
 
     def in_list(self, choice: int) -> list[str]:
         self.consume(lx.LPAREN)
-        values = [self.string_literal()]
+        values = [self.in_value()]
         while True:
             if self.peek() != lx.COMMA:
                 self.record(choice)
                 break
             self.consume(lx.COMMA)
-            values.append(self.string_literal())
-            if len(values) > MAX_IN_LIST:
-                raise SelectorError(
-                    f"SQL92 selector has an IN list of more than {MAX_IN_LIST} strings: "
-                    "the limit is sql92.MAX_IN_LIST"
-                )
+            values.append(self.in_value())
         self.consume(lx.RPAREN)
         return values
 
+    def in_value(self) -> str:
+        self.in_values += 1
+        if self.in_values > MAX_IN_LIST:
+            raise SelectorError(
+                f"SQL92 selector has more than {MAX_IN_LIST} strings in its IN lists: "
+                "the limit is sql92.MAX_IN_LIST"
+            )
+        return self.string_literal()
+
     def unary_expression(self) -> nd.Node:
         self.nest()
-        if self.lookahead(LA_PLUS, _UNBOUNDED):
+        if self.plus_lookahead(self.gen):
             self.consume(lx.PLUS)
             node = self.unary_expression()
         else:

@@ -12,6 +12,14 @@ from aiorocketmq.remoting.protocol.sql92 import lexer as lx
 from aiorocketmq.remoting.protocol.sql92.errors import SelectorError
 from aiorocketmq.remoting.protocol.sql92.lexer import Lexer, Token
 from aiorocketmq.remoting.protocol.sql92.limits import MAX_DEPTH
+from aiorocketmq.remoting.protocol.sql92.nodes import depth_remark
+
+_PLUS = 6  # the unary plus's lookahead, jj_2_7
+_UNBOUNDED = 2**31 - 1
+_PREFIXES = frozenset({lx.PLUS, lx.MINUS, lx.NOT})
+_OPERANDS = frozenset({lx.STRING, lx.DECIMAL, lx.FLOAT, lx.TRUE, lx.FALSE, lx.NULL, lx.ID})
+_ORDERS = frozenset({lx.GT, lx.GE, lx.LT, lx.LE})
+_TEXTS = frozenset({lx.CONTAINS, lx.STARTSWITH, lx.ENDSWITH})
 
 
 class _LookaheadSuccess(Exception):
@@ -46,6 +54,9 @@ class Scanner:
         self.last_tokens = [0] * 100
         self.entries: list[list[int]] = []
         self.nesting = 0
+        # the furthest token a scan has read; s_unary's results by start (not when rescanning)
+        self.reach = -1
+        self.memo: dict[int, tuple[bool, int, int]] = {}
 
     def tok(self, index: int) -> Token:
         """The token at ``index``, read from the text when first needed."""
@@ -65,6 +76,15 @@ class Scanner:
         finally:
             self._save(index, depth, gen)
         return matched
+
+    def plus_lookahead(self, gen: int) -> bool:
+        """jj_2_7, LOOKAHEAD("+" unaryExpr()): unbounded, so it scans the whole operand; it
+        fails at once (and is remembered so) when the next token is not "+"."""
+        if self.tok(self.token + 1).kind != lx.PLUS:
+            self.la = _UNBOUNDED - 1
+            self._save(_PLUS, _UNBOUNDED, gen)
+            return False
+        return self.run_lookahead(_PLUS, _UNBOUNDED, gen)
 
     def _save(self, index: int, depth: int, gen: int) -> None:
         calls = self.calls[index]
@@ -120,19 +140,37 @@ class Scanner:
 
     def st(self, kind: int) -> bool:
         """jj_scan_token: the next scanned token is ``kind``."""
-        if self.scanpos == self.lastpos:
+        scanpos = self.scanpos
+        if scanpos == self.lastpos:
             self.la -= 1
-            self.scanpos = self.lastpos = self.scanpos + 1
+            scanpos += 1
+            self.lastpos = scanpos
         else:
-            self.scanpos += 1
-        tok = self.tok(self.scanpos)
-        if self.rescanning and self.scanpos >= self.token:
-            self._add_error_token(kind, self.scanpos - self.token)
+            scanpos += 1
+        self.scanpos = scanpos
+        if scanpos > self.reach:
+            self.reach = scanpos
+        tok = self.tok(scanpos)
+        if self.rescanning and scanpos >= self.token:
+            self._add_error_token(kind, scanpos - self.token)
         if tok.kind != kind:
             return False
-        if self.la == 0 and self.scanpos == self.lastpos:
+        if self.la == 0 and scanpos == self.lastpos:
             raise _LookaheadSuccess
         return True
+
+    def miss(self) -> bool:
+        """A jj_scan_token that fails, for its effect on how far the scan has read."""
+        if self.scanpos == self.lastpos:
+            self.la -= 1
+            self.lastpos += 1
+        if self.scanpos + 1 > self.reach:
+            self.reach = self.scanpos + 1
+        self.tok(self.scanpos + 1)
+        return False
+
+    def next_kind(self) -> int:
+        return self.tok(self.scanpos + 1).kind
 
     def _scan(self, index: int) -> bool:
         if index == 0:
@@ -152,22 +190,54 @@ class Scanner:
     # the productions, scanned (jj_3R_*)
 
     def s_unary(self) -> bool:
-        """jj_3R_7: unaryExpr."""
+        """jj_3R_7: unaryExpr. Outside a rescan, the first token picks the one alternative
+        that can match (the others fail at once, with the same effect), and a result is kept
+        per start: nested ``+`` lookaheads scan each operand once, not once per level."""
         self.nesting += 1
         if self.nesting > MAX_DEPTH:
-            raise SelectorError(
-                f"SQL92 selector nested deeper than {MAX_DEPTH} levels "
-                "(parentheses, NOT, signs, = chains): the limit is sql92.MAX_DEPTH"
-            )
+            raise SelectorError(depth_remark())
         try:
-            xsp = self.scanpos
-            for kind in (lx.PLUS, lx.MINUS, lx.NOT):
-                if self.st(kind) and self.s_unary():
-                    return True
-                self.scanpos = xsp
-            return self._primary()
+            if self.rescanning:
+                return self._unary_alternatives()
+            start = self.scanpos
+            known = self.memo.get(start)
+            if known is not None:
+                matched, end, reach = known
+                self.scanpos = end
+                if reach > self.lastpos:
+                    self.la -= reach - self.lastpos
+                    self.lastpos = reach
+                if reach > self.reach:
+                    self.reach = reach
+                return matched
+            outer = self.reach
+            self.reach = start
+            matched = self._unary_first()
+            reach = self.reach
+            self.memo[start] = (matched, self.scanpos, reach)
+            if outer > reach:
+                self.reach = outer
+            return matched
         finally:
             self.nesting -= 1
+
+    def _unary_alternatives(self) -> bool:
+        xsp = self.scanpos
+        for kind in (lx.PLUS, lx.MINUS, lx.NOT):
+            if self.st(kind) and self.s_unary():
+                return True
+            self.scanpos = xsp
+        return self._primary()
+
+    def _unary_first(self) -> bool:
+        kind = self.next_kind()
+        if kind in _PREFIXES:
+            return self.st(kind) and self.s_unary()
+        if kind in _OPERANDS:
+            return self.st(kind)
+        if kind == lx.LPAREN:
+            return self.st(lx.LPAREN) and self._or() and self.st(lx.RPAREN)
+        return self.miss()
 
     def _primary(self) -> bool:
         """jj_3R_12: a literal, a property, or a parenthesised expression."""
@@ -204,6 +274,11 @@ class Scanner:
             return False
         while True:
             xsp = self.scanpos
+            if not self.rescanning:
+                if self._equality_first():
+                    continue
+                self.scanpos = xsp
+                return True
             if self.st(lx.EQ) and self._comparison():
                 continue
             self.scanpos = xsp
@@ -218,6 +293,20 @@ class Scanner:
             self.scanpos = xsp
             return True
 
+    def _equality_first(self) -> bool:
+        kind = self.next_kind()
+        if kind == lx.EQ or kind == lx.NE:
+            return self.st(kind) and self._comparison()
+        if kind != lx.IS:
+            return self.miss()
+        self.st(lx.IS)
+        kind = self.next_kind()
+        if kind == lx.NULL:
+            return self.st(lx.NULL)
+        if kind == lx.NOT:
+            return self.st(lx.NOT) and self.st(lx.NULL)
+        return self.miss()
+
     def _comparison(self) -> bool:
         """jj_3R_30: a unary expression and its comparison operators."""
         if not self.s_unary():
@@ -230,6 +319,8 @@ class Scanner:
 
     def _comparison_step(self, xsp: int) -> bool:
         """jj_3R_32: the alternatives in the generated order."""
+        if not self.rescanning:
+            return self._comparison_first()
         for kind in (lx.GT, lx.GE, lx.LT, lx.LE):
             if self.st(kind) and self.s_unary():
                 return True
@@ -251,6 +342,28 @@ class Scanner:
             return True
         self.scanpos = xsp
         return self.st(lx.NOT) and self._in_list()
+
+    def _comparison_first(self) -> bool:
+        kind = self.next_kind()
+        if kind in _ORDERS:
+            return self.st(kind) and self.s_unary()
+        if kind in _TEXTS:
+            return self.st(kind) and self.st(lx.STRING)
+        if kind == lx.BETWEEN:
+            return self._between()
+        if kind == lx.IN:
+            return self._in_list()
+        if kind != lx.NOT:
+            return self.miss()
+        self.st(lx.NOT)
+        kind = self.next_kind()
+        if kind in _TEXTS:
+            return self.st(kind) and self.st(lx.STRING)
+        if kind == lx.BETWEEN:
+            return self._between()
+        if kind == lx.IN:
+            return self._in_list()
+        return self.miss()
 
     def _between(self) -> bool:
         return self.st(lx.BETWEEN) and self.s_unary() and self.st(lx.AND) and self.s_unary()
