@@ -12,7 +12,7 @@ from aiorocketmq.broker.filter.memo import Memo
 from aiorocketmq.remoting.protocol.sql92 import SelectorError, compile_selector
 
 SQL92: Final = "SQL92"
-CACHED_ENTRIES: Final = 512
+CACHED_ENTRIES: Final = 256
 CACHED_CHARS: Final = 16 * 1024  # longer expressions are compiled each time, never kept
 
 

@@ -8,8 +8,9 @@ in the stored properties' bytes per property the selector reads (nothing is deco
 evaluating costs the whole expression, conversions included; an unseen value evaluates once,
 recorded, and grows the tree.
 
-The tree is bounded (``LEAVES`` answers, values of at most ``VALUE_BYTES``), and a selector
-whose messages keep bringing values not seen before (an amount, an id) stops being memoised:
+The tree is bounded (``SIZE`` nodes and answers, values of at most ``VALUE_BYTES``: with
+broker.filter.compiled's 256 expressions, a few tens of MiB at worst), and a selector whose
+messages keep bringing values not seen before (an amount, an id) stops being memoised:
 every message is then evaluated, as without the memo.
 """
 
@@ -22,7 +23,7 @@ from aiorocketmq.broker.store.properties import Properties
 from aiorocketmq.broker.store.props import find_property
 from aiorocketmq.remoting.protocol.sql92 import Selector
 
-LEAVES: Final = 4096
+SIZE: Final = 1024
 VALUE_BYTES: Final = 64
 TRIAL: Final = 2048  # evaluations before deciding whether the memo pays
 
@@ -46,7 +47,7 @@ class Memo:
         self.selector = selector
         self.root: Node | None = None
         self.constant: bool | None = None  # a selector that reads no property
-        self.leaves = 0
+        self.size = 0  # nodes and answers
         self.hits = 0
         self.misses = 0
         self.off = False  # not worth it: every message is evaluated
@@ -75,7 +76,7 @@ class Memo:
             return self.selector.matches(props)
         recording = Recording(props, raw)
         answer = self.selector.matches(recording)
-        if self.leaves < LEAVES:
+        if self.size < SIZE:
             self._remember(recording.asked, answer)
         return answer
 
@@ -88,6 +89,7 @@ class Memo:
             return
         if self.root is None:
             self.root = Node(asked[0][0])
+            self.size += 1
         node: Node | bool = self.root
         for i, (name, value) in enumerate(asked):
             if not isinstance(node, Node) or node.name != name:
@@ -95,10 +97,7 @@ class Memo:
                 return
             nxt = node.branches.get(value)
             if nxt is None:
-                if i + 1 < len(asked):
-                    nxt = Node(asked[i + 1][0])
-                else:
-                    nxt = answer
-                    self.leaves += 1
+                nxt = Node(asked[i + 1][0]) if i + 1 < len(asked) else answer
                 node.branches[value] = nxt
+                self.size += 1
             node = nxt

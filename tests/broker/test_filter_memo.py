@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aiorocketmq.broker.filter.memo import TRIAL, Memo
+from aiorocketmq.broker.filter.memo import SIZE, TRIAL, Memo
 from aiorocketmq.remoting.protocol.message import encode_properties
 from aiorocketmq.remoting.protocol.sql92 import compile_selector
 
@@ -75,3 +75,14 @@ def test_few_values_are_walked_not_evaluated() -> None:
     for i in range(1000):
         memo.matches(raw(a=str(i % 10), b="xy"[i % 2], id=str(i)))
     assert not memo.off and memo.misses <= 20 and memo.hits >= 980
+
+
+def test_the_tree_is_bounded() -> None:
+    """Values never seen before, among enough repeats to keep the memo on: it stops growing
+    at SIZE and still answers right."""
+    memo = Memo(compile_selector("a = 'x' AND b > 3"))
+    for i in range(3 * SIZE):
+        for _ in range(8):
+            assert memo.matches(raw(a="x", b="5"))
+        assert not memo.matches(raw(a="x", b=f"-{i}"))
+    assert not memo.off and memo.size <= SIZE + 1

@@ -280,3 +280,42 @@ async def test_filter_data_older_than_the_pull_is_not_latest(tmp_path: Path) -> 
         )
         fine = await cli.invoke(addr, sql_pull("g", "SqlT", 0, 0, None, sys_flag=0, sub_version=40))
         assert fine.code == R.PULL_NOT_FOUND
+
+
+HOSTILE = {
+    "1 MiB of text": "a = '" + "x" * (1 << 20) + "'",
+    "deep nesting": "(" * 5000 + "a > 1" + ")" * 5000,
+    "a huge IN list": "a IN (" + ",".join(["''"] * 5000) + ")",
+    "many terms": " OR ".join(f"a={i}" for i in range(1000)),
+    "a huge IN list past the length bound": "a IN (" + ", ".join(map(repr, range(10**5))) + ")",
+}
+
+
+async def test_hostile_expressions_are_refused_and_others_stay_served(
+    broker: BrokerProc, client: RemotingClient
+) -> None:
+    """A hostile expression -- deep nesting, a huge IN list, 1 MiB of text -- is refused with
+    23 and a remark saying what was too much (in a pull and in CHECK_CLIENT_CONFIG), is never
+    registered from a heartbeat (27), and another consumer's SQL92 pulls are answered
+    meanwhile, exactly."""
+    addr = broker.addr
+    await send_matrix(client, addr, "SqlT")
+    async with RemotingClient() as other:
+
+        async def bystander() -> None:
+            for _ in range(20):
+                resp = await other.invoke(addr, sql_pull("ok", "SqlT", 0, 0, "a > 5"), 10)
+                assert bodies(resp) == EXPECTED["a > 5"]
+
+        watching = asyncio.ensure_future(bystander())
+        for i, (what, expression) in enumerate(HOSTILE.items()):
+            pulled = await client.invoke(addr, sql_pull("h", "SqlT", 0, 0, expression), 30)
+            checked = await client.invoke(addr, check_client_config("h", "SqlT", expression), 30)
+            assert pulled.code == checked.code == R.SUBSCRIPTION_PARSE_FAILED, what
+            assert checked.remark and len(checked.remark) < 1000, (what, checked.remark)
+            assert str(pulled.remark).endswith(checked.remark), what
+            beat = sql_heartbeat(f"h@{i}", f"hb{i}", "SqlT", expression, 10)
+            assert (await client.invoke(addr, beat, 30)).code == 0, what
+            pull = sql_pull(f"hb{i}", "SqlT", 0, 0, None, sys_flag=0, sub_version=10)
+            assert (await client.invoke(addr, pull)).code == R.FILTER_DATA_NOT_EXIST, what
+        await watching
