@@ -13,6 +13,7 @@ from pathlib import Path
 
 import structlog
 
+from aiorocketmq.broker import java_keys
 from aiorocketmq.broker.config import BrokerConfig
 from aiorocketmq.broker.configfile import ConfigFile
 from aiorocketmq.broker.consumers import Consumers
@@ -83,6 +84,7 @@ class Broker(Service):
         tls = tls or TlsConfig()
         # outbound (broker -> name server, slave -> master): tls.enable, as BrokerOuterAPI
         self.outbound_tls = client_context_from(tls) if tls.client_enable else None
+        self.reported = java_keys.facts(tls.client_enable)  # GET_BROKER_CONFIG's useTLS, ...
         self.port_tls = server_tls(tls)  # the VIP port too: 4.9.8's fastRemotingServer shares it
         self.ha_tls = (
             (self.port_tls.context or server_context(tls), client_context_from(tls))
@@ -235,6 +237,7 @@ class Broker(Service):
             stats=BrokerStats(),
             addr=addr,
             config_file=self.config_file,
+            reported=self.reported,
         )
 
     def _files(self) -> dict[str, ConfigFile]:
