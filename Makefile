@@ -15,7 +15,7 @@ BENCHES := $(filter-out common spark_common tx_common repl_common tls_common raw
 .PHONY: setup test lint bench run clean
 
 # the modules setup.py compiles with mypyc (its COMPILED list, one quoted path per line)
-COMPILED := $(shell sed -n 's/^ *"\([a-z_/]*\.py\)",$$/\1/p' setup.py)
+COMPILED := $(shell sed -n 's/^ *"\([a-z0-9_/]*\.py\)",$$/\1/p' setup.py)
 
 # Two steps, each saying what it does. The dependencies (again when pyproject.toml changes):
 # the first time pip downloads pyspark and friends (a few hundred MB) and shows its progress;

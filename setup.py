@@ -37,7 +37,8 @@ from setuptools.command.build_ext import build_ext
 # The modules compiled with mypyc, into one shared library (GROUP). Hot: per message on the
 # broker's send and pull paths and the SDK's send path. Not listed, on purpose:
 # - remoting/protocol/headers/: generates its code at run time.
-# - the protocol's cold modules (codes, route, heartbeat, register, group, steps, faq).
+# - the protocol's cold modules (codes, route, heartbeat, register, group, steps, faq), and
+#   sql92's errors.py (its SelectorError stays a plain exception) and limits.py.
 # - broker/store/config.py: mypyc drops the ClassVar of a slots dataclass (BOUNDS).
 # - broker/store/recovery.py: runs once at start.
 # - the other cold store modules (checkpoint, disk, highwater, retention, results).
@@ -84,6 +85,13 @@ COMPILED = [
     "remoting/acl/guard.py",
     "remoting/acl/validator.py",
     "remoting/acl/resources.py",
+    "remoting/protocol/sql92/javatypes.py",
+    "remoting/protocol/sql92/lexer.py",
+    "remoting/protocol/sql92/nodes.py",
+    "remoting/protocol/sql92/scanner.py",
+    "remoting/protocol/sql92/parser.py",
+    "remoting/protocol/sql92/evaluator.py",
+    "remoting/protocol/sql92/selector.py",
 ]
 # the shared library, aiorocketmq/compiled__mypyc.<abi>.so: inside the one import root
 GROUP = "aiorocketmq.compiled"
