@@ -163,7 +163,8 @@ class Producer(ProducerCore):
         ``body``: ``create_reply(request, body)`` sent as SEND_REPLY_MESSAGE_V2 (325), to the
         broker that stored the request when it can (that broker knows the requester), else
         as any send. The broker pushes it to the requester; a requester that is gone makes
-        it fail with MQBrokerError (code 1, "... channel of <client id> not found.")."""
+        it fail (MQClientError, caused by the broker's MQBrokerError: code 1, "push reply
+        message fail, channel of <client id> not found.")."""
         return await rr.send_reply(self, request, body, timeout_ms)
 
 
