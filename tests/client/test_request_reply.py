@@ -8,9 +8,13 @@ gets Apache's answer, and the broker serves on."""
 from __future__ import annotations
 
 import asyncio
+import re
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -231,3 +235,19 @@ async def test_a_reply_goes_to_the_broker_of_its_request(cluster: Cluster) -> No
                 assert got.body == b"re:%d" % i
         after = await cli.invoke(b, api.queue_request(C.GET_MAX_OFFSET, REPLY_TOPIC, 0))
     assert api.parse_offset(after, b) == api.parse_offset(before, b)
+
+
+def test_the_readme_example_runs_as_written(cluster: Cluster) -> None:
+    """README "Python request-reply": its example runs as written (only the name-server
+    address is this cluster's) and prints the reply."""
+    root = Path(__file__).resolve().parents[2]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Python request-reply", 1)[1].split("\n## ", 1)[0]
+    [code] = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert '"127.0.0.1:9876"' in code
+    asyncio.run(create_everywhere(cluster, "ExampleTopic"))
+    code = code.replace('"127.0.0.1:9876"', repr(cluster.namesrv_addr))
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True,
+                          text=True, timeout=90)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "b'price of AAPL'" in done.stdout, done.stdout
