@@ -69,6 +69,7 @@ class BrokerConfig:
     broker_permission: int = 6
     region_id: str = "DefaultRegion"
     trace_on: bool = True
+    store_reply_message_enable: bool = True  # a request's reply is stored in its reply topic too
     auto_create_topic_enable: bool = True
     auto_create_subscription_group: bool = True
     cluster_topic_enable: bool = True

@@ -30,6 +30,7 @@ from aiorocketmq.broker.processors.endtx import EndTransactionProcessor
 from aiorocketmq.broker.processors.groups import GroupAdminProcessor
 from aiorocketmq.broker.processors.pull import PullProcessor
 from aiorocketmq.broker.processors.query import QueryProcessor
+from aiorocketmq.broker.processors.reply import ReplyProcessor
 from aiorocketmq.broker.processors.runtime import RuntimeProcessor
 from aiorocketmq.broker.processors.send import SendProcessor
 from aiorocketmq.broker.registration import Registrar
@@ -258,8 +259,10 @@ class Broker(Service):
             short_polling_ms=cfg.short_polling_time_mills,
         )
         c.hold.wake = pull.wake
+        send = SendProcessor(ctx, self.transactions)
         return Processors(
-            send=SendProcessor(ctx, self.transactions),
+            send=send,
+            reply=ReplyProcessor(ctx, send, c.registry),
             pull=pull,
             client=ClientProcessor(ctx, c.registry, c.offsets, c.locks, c.notify_ids_changed),
             admin=AdminProcessor(ctx),

@@ -59,7 +59,7 @@ LIVE_KEYS: Final = frozenset({
     # BrokerConfig, read through BrokerContext.config by each request and registration
     "brokerPermission", "regionId", "traceOn", "startAcceptSendRequestTimeStamp",
     "rejectTransactionMessage", "transactionTimeOut", "transactionCheckMax",
-    "transactionCheckInterval", "slaveReadEnable",
+    "transactionCheckInterval", "slaveReadEnable", "storeReplyMessageEnable",
     # StoreConfig, read by the running store at each put, read or retention round
     "maxMessageSize", "syncFlushTimeout", "fileReservedTime", "deleteWhen",
     "diskMaxUsedSpaceRatio", "maxTransferBytesOnMessageInMemory",

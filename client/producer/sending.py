@@ -31,7 +31,12 @@ from aiorocketmq.client.producer.options import ProducerOptions
 from aiorocketmq.remoting.errors import RemotingError
 from aiorocketmq.remoting.protocol.batch import BatchItem, encode_batch
 from aiorocketmq.remoting.protocol.command import RemotingCommand
-from aiorocketmq.remoting.protocol.message import Prop, SysFlag, encode_properties
+from aiorocketmq.remoting.protocol.message import (
+    REPLY_MESSAGE_FLAG,
+    Prop,
+    SysFlag,
+    encode_properties,
+)
 from aiorocketmq.remoting.protocol.msgid import UniqKeyGenerator
 from aiorocketmq.remoting.protocol.topic import RETRY_GROUP_TOPIC_PREFIX as RETRY_PREFIX
 
@@ -49,6 +54,7 @@ class _Prepared:
     batch: bool = False
     reconsume_times: int | None = None
     max_reconsume_times: int | None = None
+    reply: bool = False  # a request's reply (MSG_TYPE=reply): sent as 325
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # compiled (setup.py); Producer's base
@@ -251,7 +257,7 @@ class ProducerCore:
             mq.topic, p.body, group=self.group, properties=p.properties, queue_id=mq.queue_id,
             sys_flag=p.sys_flag, flag=p.flag, batch=p.batch, reconsume_times=p.reconsume_times,
             max_reconsume_times=p.max_reconsume_times,
-            default_topic_queue_nums=self._queue_nums,
+            default_topic_queue_nums=self._queue_nums, reply=p.reply,
         )  # fmt: skip
 
     # ------------------------------------------------------------ sendKernelImpl's preparation
@@ -276,8 +282,10 @@ class ProducerCore:
         if msg.topic.startswith(RETRY_PREFIX):  # sendKernelImpl: these travel in the header
             times = _int_or_none(props.pop(Prop.RECONSUME_TIME, None))
             max_times = _int_or_none(props.pop(Prop.MAX_RECONSUME_TIMES, None))
+        reply = props.get(Prop.MSG_TYPE) == REPLY_MESSAGE_FLAG
         return _Prepared(msg.topic, body, encode_properties(props), sys_flag, msg.flag, uniq,
-                         reconsume_times=times, max_reconsume_times=max_times)  # fmt: skip
+                         reconsume_times=times, max_reconsume_times=max_times,
+                         reply=reply)  # fmt: skip
 
     def _prepare_batch(self, msgs: Sequence[Message]) -> _Prepared:
         if not msgs:
