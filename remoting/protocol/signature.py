@@ -147,11 +147,14 @@ def sign(cmd: RemotingCommand, credentials: Credentials) -> None:
     ext[SIGNATURE] = b2a_base64(mac, newline=False).decode("ascii")
 
 
-def verify(ext: dict[str, str], body: bytes | None, secret_key: str) -> bool:
+def verify(
+    ext: dict[str, str], body: bytes | None, secret_key: str, skip: frozenset[str] = SERVER_SKIP
+) -> bool:
     """Whether the request's ``Signature`` is the one ``secret_key`` gives, over the content a
-    4.9.8 broker rebuilds (``SERVER_SKIP``); compared in constant time."""
+    4.9.8 broker rebuilds (``SERVER_SKIP``; ``CLIENT_SKIP``: the content a client signed);
+    compared in constant time."""
     sent = ext.get(SIGNATURE)
     if sent is None:
         return False
-    expected = b2a_base64(_mac(secret_key, _text(ext, SERVER_SKIP), body), newline=False)
+    expected = b2a_base64(_mac(secret_key, _text(ext, skip), body), newline=False)
     return hmac.compare_digest(sent.encode(), expected)
