@@ -38,9 +38,10 @@ def span_listener() -> SpanBridge | None:
 class SpanBridge:
     """Called with each record a dispatcher sends (TraceDispatcher.listeners)."""
 
-    def __init__(self, api: Any) -> None:
-        self._api = api
-        self._tracer = api.get_tracer("aiorocketmq")
+    def __init__(self, api: Any, provider: Any = None) -> None:
+        """``api`` is ``opentelemetry.trace``; ``provider`` a TracerProvider (default: the
+        global one, as the program sets it, even later)."""
+        self._tracer = (provider or api).get_tracer("aiorocketmq")
         self._kind = api.SpanKind
         self._error = api.Status(api.StatusCode.ERROR)
         self._started: OrderedDict[str, int] = OrderedDict()  # request id -> SubBefore ms

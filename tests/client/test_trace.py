@@ -328,3 +328,35 @@ async def test_a_customized_trace_topic(cluster: Cluster) -> None:
         sent = await p.send(Message(topic, b"custom"))
     await traces(cluster, sent.msg_id, "Pub", topic=trace_topic)
     assert await raw_records(cluster, sent.msg_id) == []  # nothing in RMQ_SYS_TRACE_TOPIC
+
+
+async def test_records_are_opentelemetry_spans_too(cluster: Cluster) -> None:
+    """Ours (the otel extra): with opentelemetry-api installed, a traced client's records are
+    also spans of the tracer provider the program set, To_<topic> and From_<topic>."""
+    sdk_trace = pytest.importorskip("opentelemetry.sdk.trace")
+    in_memory = pytest.importorskip("opentelemetry.sdk.trace.export.in_memory_span_exporter")
+    from opentelemetry import trace as otel
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    provider = otel.get_tracer_provider()
+    if not isinstance(provider, sdk_trace.TracerProvider):
+        provider = sdk_trace.TracerProvider()
+        otel.set_tracer_provider(provider)  # once a process: later tests add a processor
+    exporter = in_memory.InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    topic = unique("TraceSpans")
+    await create_everywhere(cluster, topic)
+    got: list[MessageExt] = []
+    async with Producer(unique("span_pg"), namesrv_addr=cluster.namesrv_addr, trace=True) as p:
+        sent = await p.send(Message(topic, b"span"))
+        async with traced_consumer(cluster, unique("span_cg"), topic, got):
+            await wait_until(lambda: len(got) == 1, timeout=30)
+
+            def names() -> set[str]:
+                return {
+                    s.name
+                    for s in exporter.get_finished_spans()
+                    if (s.attributes or {}).get("messaging.message.id") == sent.msg_id
+                }
+
+            await wait_until(lambda: names() == {f"To_{topic}", f"From_{topic}"}, timeout=30)
