@@ -360,3 +360,20 @@ async def test_records_are_opentelemetry_spans_too(cluster: Cluster) -> None:
                 }
 
             await wait_until(lambda: names() == {f"To_{topic}", f"From_{topic}"}, timeout=30)
+
+
+async def test_mqadmin_send_message_with_trace(cluster: Cluster) -> None:
+    """SendMessageCommand's ``-m true`` (msgTraceEnable): the tool's producer is traced; its
+    Pub record is written before the command exits."""
+    topic = unique("TraceTool")
+    await create_everywhere(cluster, topic)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "aiorocketmq.client.admin", "sendMessage", "-n",
+        cluster.namesrv_addr, "-t", topic, "-p", "from the tool", "-m", "true", "--json",
+        cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await proc.communicate()
+    assert proc.returncode == 0, err
+    msg_id = json.loads(out)["msgId"]
+    views = await traces(cluster, msg_id, "Pub")
+    assert views[0]["topic"] == topic
