@@ -3,9 +3,11 @@ internal producer of its own (AsyncTraceDispatcher of 4.9.8).
 
 Records wait in a bounded queue (1,024, Java's traceContextQueue); a record arriving at a
 full queue is dropped and counted (``dropped``), never waited for, so a slow or missing
-trace topic never slows the traced client. One task takes them, encodes them and sends a
-batch when its text reaches 118,000 characters (the trace producer's 128,000-byte message
-limit less 10,000, as Java) or half a second after its first record (waitTimeThresholdMil).
+trace topic never slows the traced client. One task, woken by the first record after an
+idle spell, takes them every 100 ms (pollingTimeMil: not one wake-up per record), encodes
+them and sends a batch when its text reaches 118,000 characters (the trace producer's
+128,000-byte message limit less 10,000, as Java) or half a second after its first record
+(waitTimeThresholdMil).
 A batch that cannot be sent is counted (``failed``) and warned about at most once a minute;
 the traced client never sees it.
 
@@ -42,6 +44,7 @@ QUEUE_SIZE: Final = 1024  # AsyncTraceDispatcher.traceContextQueue
 MAX_MESSAGE_SIZE: Final = 128_000  # the trace producer's maxMessageSize
 BATCH_TEXT: Final = MAX_MESSAGE_SIZE - 10_000  # TraceDataSegment: send once this full
 WINDOW: Final = 0.5  # s: a batch leaves this long after its first record at the latest
+POLL: Final = 0.1  # s between takes from the queue while busy (pollingTimeMil)
 SEND_TIMEOUT_MS: Final = 5000
 STOP_TIMEOUT: Final = 5.0  # s: shutdown sends what is queued, for at most this long
 WARN_EVERY: Final = 60.0  # s between warnings about failed batches
@@ -131,33 +134,38 @@ class TraceDispatcher:
         await self.producer._shutdown()
 
     async def _run(self) -> None:
+        """AsyncRunnable: idle until a record comes, then every POLL take what is queued into
+        the batch (encoded), sending it when full or WINDOW after its first record."""
         loop = asyncio.get_running_loop()
-        while not (self._closing and not self.contexts):
-            await self._wake.wait()
-            first = loop.time()
-            texts: list[str] = []
-            keys: set[str] = set()
-            size = 0
-            while True:
-                self._wake.clear()
-                while self.contexts:
-                    ctx = self.contexts.popleft()
-                    text, ctx_keys = encode(ctx)
-                    for listener in self.listeners:
-                        listener(ctx)
-                    texts.append(text)
-                    keys |= ctx_keys
-                    size += len(text)
-                    if size >= BATCH_TEXT:
-                        await self._send(texts, keys)
-                        texts, keys, size = [], set(), 0
-                remaining = first + WINDOW - loop.time()
-                if not texts or remaining <= 0 or self._closing:
-                    break
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), remaining)
-            if texts:
+        texts: list[str] = []
+        keys: set[str] = set()
+        size, first = 0, 0.0
+        while True:
+            if not self.contexts and not texts:
+                if self._closing:
+                    return
+                self._wake.clear()  # appends set it again: one wake-up per idle spell
+                if not self.contexts:
+                    await self._wake.wait()
+                continue
+            if not self._closing:
+                await asyncio.sleep(POLL)
+            while self.contexts:
+                ctx = self.contexts.popleft()
+                text, ctx_keys = encode(ctx)
+                for listener in self.listeners:
+                    listener(ctx)
+                if not texts:
+                    first = loop.time()
+                texts.append(text)
+                keys |= ctx_keys
+                size += len(text)
+                if size >= BATCH_TEXT:
+                    await self._send(texts, keys)
+                    texts, keys, size = [], set(), 0
+            if texts and (self._closing or loop.time() - first >= WINDOW):
                 await self._send(texts, keys)
+                texts, keys, size = [], set(), 0
 
     async def _send(self, texts: list[str], keys: set[str]) -> None:
         """AsyncDataSendTask: one trace message, its keys every traced id and key."""
