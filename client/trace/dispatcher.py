@@ -5,9 +5,9 @@ Records wait in a bounded queue (1,024, Java's traceContextQueue); a record arri
 full queue is dropped and counted (``dropped``), never waited for, so a slow or missing
 trace topic never slows the traced client. One task, woken by the first record after an
 idle spell, takes them every 100 ms (pollingTimeMil: not one wake-up per record), encodes
-them and sends a batch when its text reaches 118,000 characters (the trace producer's
-128,000-byte message limit less 10,000, as Java) or half a second after its first record
-(waitTimeThresholdMil).
+them and sends a batch (up to 4 at once, beside the draining, as Java's send executor) when
+its text reaches 118,000 characters (the trace producer's 128,000-byte message limit less
+10,000, as Java) or half a second after its first record (waitTimeThresholdMil).
 A batch that cannot be sent is counted (``failed``) and warned about at most once a minute;
 the traced client never sees it.
 
@@ -46,6 +46,7 @@ BATCH_TEXT: Final = MAX_MESSAGE_SIZE - 10_000  # TraceDataSegment: send once thi
 WINDOW: Final = 0.5  # s: a batch leaves this long after its first record at the latest
 POLL: Final = 0.1  # s between takes from the queue while busy (pollingTimeMil)
 SEND_TIMEOUT_MS: Final = 5000
+SENDS_IN_FLIGHT: Final = 4  # batches being sent at once (Java: an executor of 10-20 threads)
 STOP_TIMEOUT: Final = 5.0  # s: shutdown sends what is queued, for at most this long
 WARN_EVERY: Final = 60.0  # s between warnings about failed batches
 GROUP_PREFIX: Final = "_INNER_TRACE_PRODUCER"  # TraceConstants.GROUP_NAME_PREFIX
@@ -100,6 +101,7 @@ class TraceDispatcher:
         self.producer = ProducerCore(self.group, addr, options)
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._sending: set[asyncio.Task[None]] = set()
         self._closing = False
         self._warned_at = -WARN_EVERY
 
@@ -128,9 +130,10 @@ class TraceDispatcher:
         self._wake.set()
         done, _ = await asyncio.wait([task], timeout=STOP_TIMEOUT)
         if not done:
-            task.cancel()
+            for pending in (task, *self._sending):
+                pending.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await task
+                await asyncio.gather(task, *self._sending)
         await self.producer._shutdown()
 
     async def _run(self) -> None:
@@ -161,11 +164,22 @@ class TraceDispatcher:
                 keys |= ctx_keys
                 size += len(text)
                 if size >= BATCH_TEXT:
-                    await self._send(texts, keys)
+                    await self._dispatch(texts, keys)
                     texts, keys, size = [], set(), 0
             if texts and (self._closing or loop.time() - first >= WINDOW):
-                await self._send(texts, keys)
+                await self._dispatch(texts, keys)
                 texts, keys, size = [], set(), 0
+            if self._closing and not self.contexts and not texts:
+                await asyncio.gather(*self._sending)
+
+    async def _dispatch(self, texts: list[str], keys: set[str]) -> None:
+        """Send a batch beside the queue's draining (AsyncDataSendTask on traceExecutor),
+        at most SENDS_IN_FLIGHT at once: past that, wait for one to end."""
+        while len(self._sending) >= SENDS_IN_FLIGHT:
+            await asyncio.wait(self._sending, return_when=asyncio.FIRST_COMPLETED)
+        task = asyncio.get_running_loop().create_task(self._send(texts, keys))
+        self._sending.add(task)
+        task.add_done_callback(self._sending.discard)
 
     async def _send(self, texts: list[str], keys: set[str]) -> None:
         """AsyncDataSendTask: one trace message, its keys every traced id and key."""
