@@ -214,6 +214,7 @@ class Broker(Service):
             default_queue_nums=cfg.default_topic_queue_nums,
             cluster_topic=cfg.cluster_topic_enable,
             broker_topic=cfg.broker_topic_enable,
+            trace_topic=cfg.msg_trace_topic_name if cfg.trace_topic_enable else None,
         )
         topics = TopicTable(
             ConfigFile(config_dir / "topics.json"),

@@ -18,6 +18,8 @@ from aiorocketmq.client.core.message import Message, MessageQueue, SendResult
 from aiorocketmq.client.producer import request as rr
 from aiorocketmq.client.producer.options import ProducerOptions
 from aiorocketmq.client.producer.sending import ProducerCore, Selector
+from aiorocketmq.client.trace import tracing
+from aiorocketmq.client.trace.hooks import SendTrace
 from aiorocketmq.remoting.protocol.codes import SerializeType
 from aiorocketmq.remoting.protocol.message import MessageExt
 from aiorocketmq.remoting.protocol.msgid import java_hash
@@ -51,7 +53,15 @@ class Producer(ProducerCore):
     and brokers **without verifying their certificates or names**, as Apache's client does
     by default (``useTLS``); pass an ``ssl.SSLContext`` (``aiorocketmq.tls_context(ca_file)``)
     to verify them. Clients with different credentials or TLS settings never share
-    connections."""
+    connections.
+
+    ``trace=True`` (Java's ``enableMsgTrace``) writes a Pub record of each send, and an
+    EndTransaction record of each transaction's end, to ``trace_topic`` (Java's
+    ``customizedTraceTopic``; default RMQ_SYS_TRACE_TOPIC) in 4.9.8's format, in batches, by
+    an internal producer: ``mqadmin queryMsgTraceById`` reads them. A full trace queue drops
+    records (``trace_dispatcher.dropped``) rather than slow a send; a trace failure never
+    fails one. With ``opentelemetry-api`` installed, each record is an OpenTelemetry span
+    too."""
 
     def __init__(
         self,
@@ -73,6 +83,8 @@ class Producer(ProducerCore):
         secret_key: str | None = None,
         security_token: str | None = None,
         tls: bool | ssl.SSLContext | None = None,
+        trace: bool = False,
+        trace_topic: str = "",
     ) -> None:
         options = ProducerOptions(
             send_msg_timeout=send_msg_timeout,
@@ -90,17 +102,29 @@ class Producer(ProducerCore):
             secret_key=secret_key,
             security_token=security_token,
             tls=tls,
+            trace=trace,
+            trace_topic=trace_topic,
         )
         super().__init__(group, namesrv_addr, options)
+        self.trace_dispatcher = tracing(group, "PRODUCE", self._namesrv, options)
+        self._send_trace: SendTrace | None = None
+        if self.trace_dispatcher is not None:
+            self._send_trace = SendTrace(self.trace_dispatcher, group)
+            self._trace = self._send_trace
 
     async def start(self) -> None:
         """Join the process's client instance (connections, routes, heartbeats); idempotent."""
         await self._start()
+        if self.trace_dispatcher is not None:
+            await self.trace_dispatcher.start()
 
     async def shutdown(self) -> None:
         """Let sends under way finish (up to ``send_msg_timeout``), then UNREGISTER_CLIENT to
-        the brokers; the connections close with the instance's last user."""
+        the brokers; the connections close with the instance's last user. A traced
+        producer then sends the trace records still queued."""
         await self._shutdown()
+        if self.trace_dispatcher is not None:
+            await self.trace_dispatcher.stop()
 
     async def __aenter__(self) -> Producer:
         await self.start()
