@@ -16,9 +16,8 @@ The rest are shown too, so a tool or an operator that reads a key of 4.9.8 finds
 - ``facts``: keys whose value we know from elsewhere (``useTLS``: ``tls.enable``;
   ``rocketmqHome``: ROCKETMQ_HOME, or the directory standing in for it).
 
-A key that becomes a setting of ours (traceTopicEnable, msgTraceTopicName, enablePropertyFilter,
-filterSupportRetry, storeReplyMessageEnable are expected to) shows its real value: settings
-win over this table (BrokerSettings.text), so an entry left here is harmless.
+A key that becomes a setting of ours shows its real value: settings win over this table
+(BrokerSettings.text), so an entry left here is harmless; remove it when the setting lands.
 """
 
 from __future__ import annotations
@@ -84,17 +83,14 @@ _FIXED: Final = {
     "highSpeedMode": "false",
     "isolateLogEnable": "false",
     "maxErrorRateOfBloomFilter": "20",
-    "msgTraceTopicName": "RMQ_SYS_TRACE_TOPIC",  # message trace (i33-trace)
     "notifyConsumerIdsChangedEnable": "true",
     "offsetCheckInSlave": "false",
     "pullThreadPoolQueueCapacity": "100000",
     "putThreadPoolQueueCapacity": "10000",
     "queryThreadPoolQueueCapacity": "20000",
     "replyThreadPoolQueueCapacity": "10000",
-    "storeReplyMessageEnable": "true",  # request-reply (i33-reply may make it a setting)
     "sendThreadPoolQueueCapacity": "10000",
     "slaveTimeout": "3000",
-    "traceTopicEnable": "false",  # message trace (i33-trace)
     "waitTimeMillsInHeartbeatQueue": "31000",
     "waitTimeMillsInPullQueue": "5000",
     "waitTimeMillsInTransactionQueue": "3000",
