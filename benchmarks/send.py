@@ -22,6 +22,12 @@ one plain, one with ``aclEnable`` (an admin account in its ``plain_acl.yml``, no
 address, so every request is verified); send@64 unsigned to the plain one and signed
 (HMAC-SHA1 over the sorted ext fields and the body, as AclClientRPCHook) to the ACL one,
 alternating in each round, msgpack and JSON headers. Target: signed >= 0.9x unsigned.
+
+Trace shape (issue 33; ``--shapes trace`` runs it alone): a name server and an ASYNC_FLUSH
+broker with ``traceTopicEnable``; the SDK's Producer (JSON headers) sends at 1 and 64 in
+flight with ``trace=False`` and ``trace=True`` (a Pub record per send, written in batches
+by the internal producer to RMQ_SYS_TRACE_TOPIC on the same broker), alternating in each
+round; the ratio traced / untraced, and the records dropped (a full trace queue).
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from pathlib import Path
 
 import uvloop
 
+from aiorocketmq.client import Message, Producer
 from aiorocketmq.client.core import api
 from aiorocketmq.remoting.client import RemotingClient
 from aiorocketmq.remoting.config import ClientConfig
@@ -258,12 +265,67 @@ def report_acl(med: dict[str, Sample]) -> dict[str, float]:
     return ratios
 
 
+TRACE_DEPTHS = (1, 64)
+
+
+async def measure_sdk(namesrv: str, depth: int, trace: bool, warm: float, s: float) -> Sample:
+    """The SDK Producer's send at ``depth`` in flight; traced or not. A traced run also
+    reports the records its dispatcher dropped (as a Sample's ops)."""
+    async with Producer("bench_trace_pg", namesrv_addr=namesrv, trace=trace) as producer:
+        msg = Message(TOPIC, BODY, tags="TagA", keys="k")
+        sample = await drive(lambda: producer.send(msg), depth, warm, s)
+        dispatcher = producer.trace_dispatcher
+        if dispatcher is not None:
+            _dropped.append(dispatcher.dropped)
+        return sample
+
+
+_dropped: list[int] = []
+
+
+def trace_cases(args: argparse.Namespace, warm: float) -> dict[str, list[Sample]]:
+    """SDK send@1 / send@64, untraced and traced, alternating, against one broker."""
+    out: dict[str, list[Sample]] = {}
+    with listening_process(["-m", "aiorocketmq.namesrv", "--listen-port", "0"]) as ns:
+        namesrv = f"127.0.0.1:{ns.port}"
+        with bench_broker("ASYNC_FLUSH", f"namesrvAddr={namesrv}", "traceTopicEnable=true") as b:
+            uvloop.run(create_topic(f"127.0.0.1:{b.port}"))
+            for _ in range(args.repeat):
+                for depth in TRACE_DEPTHS:
+                    for label, trace in (("off", False), ("on", True)):
+                        sample = uvloop.run(measure_sdk(namesrv, depth, trace, warm, args.seconds))
+                        out.setdefault(f"TRACE:{label}:send@{depth}", []).append(sample)
+    return out
+
+
+def report_trace(med: dict[str, Sample]) -> dict[str, float]:
+    print(f"\n{'trace shape (SDK, JSON)':<30}{'msgs/s':>10}{'p50 us':>10}{'p99 us':>10}")
+    ratios = {}
+    for depth in TRACE_DEPTHS:
+        for label in ("off", "on"):
+            s = med[f"TRACE:{label}:send@{depth}"]
+            print(f"{'trace ' + label + f' send@{depth}':<30}{s.ops:>10,.0f}{s.p50_us:>10.1f}"
+                  f"{s.p99_us:>10.1f}")  # fmt: skip
+        key = f"trace_on/off_send@{depth}"
+        ratios[key] = med[f"TRACE:on:send@{depth}"].ops / med[f"TRACE:off:send@{depth}"].ops
+        print(f"trace on / off send@{depth}: {ratios[key]:.2f}")
+    print(f"trace records dropped (a full queue), most in one run: {max(_dropped, default=0)}")
+    return ratios
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--shapes", choices=("all", "acl"), default="all",
-                        help="acl: only the ACL shape (signed against unsigned)")  # fmt: skip
+    parser.add_argument("--shapes", choices=("all", "acl", "trace"), default="all",
+                        help="acl: only the ACL shape (signed against unsigned); trace: only "
+                             "the trace shape (the SDK traced against untraced)")  # fmt: skip
     args, warm = parse_args(__doc__ or "", parser)
     quiet_logging()
+    if args.shapes == "trace":
+        med = {k: median_sample(v) for k, v in trace_cases(args, warm).items()}
+        ratios = report_trace(med)
+        print(json.dumps({"bench": "send", "shapes": "trace", "cases": _cases_json(med),
+                          "ratios": {k: round(v, 3) for k, v in ratios.items()}}))  # fmt: skip
+        return 0
     if args.shapes == "acl":
         med = {k: median_sample(v) for k, v in acl_cases(args, warm).items()}
         ratios = report_acl(med)
@@ -280,6 +342,7 @@ def main() -> int:
         samples.update(broker_cases(flush, args, warm))
     samples.update(tls_cases(args, warm))
     samples.update(acl_cases(args, warm))
+    samples.update(trace_cases(args, warm))
     report({k: median_sample(v) for k, v in samples.items()})
     return 0
 
@@ -334,6 +397,7 @@ def report(med: dict[str, Sample]) -> None:
               f"{s.p50_us:>10.1f}{s.p99_us:>10.1f}{cpu:>12.1f}")  # fmt: skip
     print(f"TLS / plaintext send@64: {ratios['tls/plain_send@64']:.2f} (target >= 0.60)")
     ratios.update(report_acl(med))
+    ratios.update(report_trace(med))
     line = {
         "bench": "send",
         "cases": _cases_json(med),

@@ -68,8 +68,14 @@ class BrokerConfig:
     namesrv_addr: str = ""  # "host:port;host:port"; -n and NAMESRV_ADDR also set it
     broker_role: BrokerRole = BrokerRole.ASYNC_MASTER
     broker_permission: int = 6
+    # message trace (BrokerConfig of 4.9.8): regionId and traceOn go back in every send's
+    # answer (MSG_REGION, TRACE_ON: a traced producer writes no Pub record when "false");
+    # traceTopicEnable creates msgTraceTopicName at start (1 queue, perm 6, a system topic)
     region_id: str = "DefaultRegion"
     trace_on: bool = True
+    trace_topic_enable: bool = False
+    msg_trace_topic_name: str = "RMQ_SYS_TRACE_TOPIC"
+    store_reply_message_enable: bool = True  # a request's reply is stored in its reply topic too
     auto_create_topic_enable: bool = True
     auto_create_subscription_group: bool = True
     cluster_topic_enable: bool = True

@@ -41,3 +41,5 @@ class BrokerContext:
     topic_registered: Callable[[], Awaitable[None]] = _nothing_pending
     # answers (and rate-limited warnings) for requests refused at the edge
     refusals: EdgeRefusals = field(default_factory=EdgeRefusals)
+    # 4.9.8 keys GET_BROKER_CONFIG shows whose value is known from elsewhere (java_keys.facts)
+    reported: dict[str, str] = field(default_factory=dict)

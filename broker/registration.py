@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Callable, Sequence
+from typing import Final
 
 import structlog
 
@@ -31,9 +32,15 @@ from aiorocketmq.broker.namesrv_api import BrokerIdentity, NamesrvAPI
 from aiorocketmq.broker.topics import TopicTable
 from aiorocketmq.remoting.protocol.message import now_ms
 from aiorocketmq.remoting.protocol.register import DataVersion, TopicConfigWrapper
-from aiorocketmq.remoting.protocol.topic import Perm, TopicConfig
+from aiorocketmq.remoting.protocol.topic import TRANS_OP_HALF_TOPIC, Perm, TopicConfig
 
 log = structlog.get_logger(__name__)
+
+# compat: TransactionalMessageBridge writes RMQ_SYS_TRANS_OP_HALF_TOPIC straight into the store,
+# never through TopicConfigManager, so 4.9.8's table never holds it and no name server routes
+# it (DefaultMessageStore.cleanUnusedTopic spares its queues by name for that reason). Ours
+# keeps it in the broker's table (pulls and admin requests read it) and leaves it out here.
+NOT_REGISTERED: Final = frozenset({TRANS_OP_HALF_TOPIC})
 
 
 class Registrar:
@@ -112,16 +119,25 @@ class Registrar:
         topics = self.topics
         if topics.data_version == self._increment_version:
             topics.data_version = topics.data_version.next(now_ms())
-        wrapper = advertised(topics.wrapper(), self._permission())
+        wrapper = advertised(unrouted(topics.wrapper()), self._permission())
         accepted = await self.namesrv.register_all(self._identity(), wrapper)
         log.debug("broker_registered", namesrv=accepted, of=len(self.namesrv.addrs),
                   topics=len(wrapper.topic_config_table))  # fmt: skip
 
     async def _register_increment(self, names: set[str]) -> None:
         topics = self.topics
-        table = {name: config for name in names if (config := topics.get(name)) is not None}
+        table = {
+            name: config
+            for name in names - NOT_REGISTERED
+            if (config := topics.get(name)) is not None
+        }
         if not table:
             return
+        if topics.data_version == self._increment_version:
+            # the last increment carried it: it was read while the next change, this one,
+            # was being written (the version moves before the journal write). Sent again, it
+            # would be skipped by every name server (same version): bump it
+            topics.data_version = topics.data_version.next(now_ms())
         version = self._increment_version = topics.data_version
         wrapper = TopicConfigWrapper(topic_config_table=table, data_version=version)
         accepted = await self.namesrv.register_all(
@@ -136,6 +152,15 @@ class Registrar:
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
+
+
+def unrouted(wrapper: TopicConfigWrapper) -> TopicConfigWrapper:
+    """``wrapper`` without the topics 4.9.8 never registers (NOT_REGISTERED)."""
+    table = wrapper.topic_config_table
+    if not NOT_REGISTERED & table.keys():
+        return wrapper
+    kept = {name: config for name, config in table.items() if name not in NOT_REGISTERED}
+    return dataclasses.replace(wrapper, topic_config_table=kept)
 
 
 def advertised(wrapper: TopicConfigWrapper, broker_permission: int) -> TopicConfigWrapper:

@@ -45,6 +45,10 @@ class ClientRegistry:
         # UNREGISTER (a group's last client gone): the broker's filter registry listens
         self.on_register: Callable[[str, list[SubscriptionData]], None] = _ignore
         self.on_group_gone: Callable[[str], None] = _ignore
+        # client id -> its channel, from every heartbeat (ProducerManager.clientChannelTable,
+        # which holds producers only; ours takes consumers' heartbeats too)
+        self._by_id: dict[str, Hashable] = {}
+        self._ids_of: dict[Hashable, set[str]] = {}  # the reverse: a channel's client ids
 
     def register_consumer(self, data: ConsumerData, channel: Hashable, info: ClientInfo) -> bool:
         """A consumer's heartbeat; True when the group's membership or subscriptions changed."""
@@ -53,6 +57,7 @@ class ClientRegistry:
             group = self.consumers[data.group_name] = ConsumerGroup(data.group_name)
         changed = channel not in group.clients
         group.clients[channel] = info
+        self._name(info.client_id, channel)
         group.consume_type = data.consume_type
         group.message_model = data.message_model
         group.consume_from_where = data.consume_from_where
@@ -81,6 +86,21 @@ class ClientRegistry:
 
     def register_producer(self, group: str, channel: Hashable, info: ClientInfo) -> None:
         self.producers.setdefault(group, {})[channel] = info
+        self._name(info.client_id, channel)
+
+    def _name(self, client_id: str, channel: Hashable) -> None:
+        old = self._by_id.get(client_id)
+        if old == channel:
+            return
+        if old is not None:  # the id moved to a new connection (a reconnected client)
+            self._ids_of[old].discard(client_id)
+        self._by_id[client_id] = channel
+        self._ids_of.setdefault(channel, set()).add(client_id)
+
+    def find_client(self, client_id: str) -> Hashable | None:
+        """ProducerManager.findChannel: the channel of the client whose last heartbeat (as a
+        producer or, ours, a consumer) named ``client_id``; None if none is live."""
+        return self._by_id.get(client_id)
 
     def unregister(
         self, channel: Hashable, consumer_group: str | None, producer_group: str | None
@@ -88,9 +108,19 @@ class ClientRegistry:
         """UNREGISTER_CLIENT: returns the consumer groups whose membership changed."""
         if producer_group:
             self._drop_producer(producer_group, channel)
-        if consumer_group and self._drop_consumer(consumer_group, channel):
-            return [consumer_group]
-        return []
+        changed = bool(consumer_group) and self._drop_consumer(consumer_group or "", channel)
+        if not self._registered(channel):
+            self._forget(channel)
+        return [consumer_group] if changed and consumer_group else []
+
+    def _registered(self, channel: Hashable) -> bool:
+        return any(channel in members for members in self.producers.values()) or any(
+            channel in group.clients for group in self.consumers.values()
+        )
+
+    def _forget(self, channel: Hashable) -> None:
+        for client_id in self._ids_of.pop(channel, ()):
+            del self._by_id[client_id]
 
     def _drop_producer(self, group: str, channel: Hashable) -> None:
         members = self.producers.get(group)
@@ -110,6 +140,7 @@ class ClientRegistry:
         """Forget a channel everywhere; returns the consumer groups that lost a member."""
         for group in list(self.producers):
             self._drop_producer(group, channel)
+        self._forget(channel)
         return [name for name in list(self.consumers) if self._drop_consumer(name, channel)]
 
     def expire(self, now: float) -> tuple[list[Hashable], list[str]]:

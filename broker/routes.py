@@ -13,6 +13,7 @@ from aiorocketmq.broker.processors.endtx import EndTransactionProcessor
 from aiorocketmq.broker.processors.groups import GroupAdminProcessor
 from aiorocketmq.broker.processors.pull import PullProcessor
 from aiorocketmq.broker.processors.query import QueryProcessor
+from aiorocketmq.broker.processors.reply import ReplyProcessor
 from aiorocketmq.broker.processors.runtime import RuntimeProcessor
 from aiorocketmq.broker.processors.send import SendProcessor
 from aiorocketmq.broker.slave_sync import SyncProcessor
@@ -28,6 +29,7 @@ SEND_BUSY = (
 @dataclass(frozen=True, slots=True)
 class Processors:
     send: SendProcessor
+    reply: ReplyProcessor
     pull: PullProcessor
     client: ClientProcessor
     admin: AdminProcessor
@@ -45,6 +47,9 @@ def routes(p: Processors) -> Routes:
         C.SEND_MESSAGE: Route(p.send.send, group="send", batch=p.send.send_many),
         C.SEND_MESSAGE_V2: Route(p.send.send, group="send", batch=p.send.send_many),
         C.SEND_BATCH_MESSAGE: Route(p.send.send_batch, group="send"),
+        # its own group, as Java's replyMessageExecutor: a push waits on the requester
+        C.SEND_REPLY_MESSAGE: Route(p.reply.reply, group="reply"),
+        C.SEND_REPLY_MESSAGE_V2: Route(p.reply.reply, group="reply"),
         C.CONSUMER_SEND_MSG_BACK: Route(p.client.send_back, group="send"),
         C.END_TRANSACTION: Route(p.endtx.end),
         C.RESUME_CHECK_HALF_MESSAGE: Route(p.endtx.resume_check),

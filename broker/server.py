@@ -13,6 +13,7 @@ from pathlib import Path
 
 import structlog
 
+from aiorocketmq.broker import java_keys
 from aiorocketmq.broker.config import BrokerConfig
 from aiorocketmq.broker.configfile import ConfigFile
 from aiorocketmq.broker.consumers import Consumers
@@ -29,6 +30,7 @@ from aiorocketmq.broker.processors.endtx import EndTransactionProcessor
 from aiorocketmq.broker.processors.groups import GroupAdminProcessor
 from aiorocketmq.broker.processors.pull import PullProcessor
 from aiorocketmq.broker.processors.query import QueryProcessor
+from aiorocketmq.broker.processors.reply import ReplyProcessor
 from aiorocketmq.broker.processors.runtime import RuntimeProcessor
 from aiorocketmq.broker.processors.send import SendProcessor
 from aiorocketmq.broker.registration import Registrar
@@ -83,6 +85,7 @@ class Broker(Service):
         tls = tls or TlsConfig()
         # outbound (broker -> name server, slave -> master): tls.enable, as BrokerOuterAPI
         self.outbound_tls = client_context_from(tls) if tls.client_enable else None
+        self.reported = java_keys.facts(tls.client_enable)  # GET_BROKER_CONFIG's useTLS, ...
         self.port_tls = server_tls(tls)  # the VIP port too: 4.9.8's fastRemotingServer shares it
         self.ha_tls = (
             (self.port_tls.context or server_context(tls), client_context_from(tls))
@@ -211,6 +214,7 @@ class Broker(Service):
             default_queue_nums=cfg.default_topic_queue_nums,
             cluster_topic=cfg.cluster_topic_enable,
             broker_topic=cfg.broker_topic_enable,
+            trace_topic=cfg.msg_trace_topic_name if cfg.trace_topic_enable else None,
         )
         topics = TopicTable(
             ConfigFile(config_dir / "topics.json"),
@@ -235,6 +239,7 @@ class Broker(Service):
             stats=BrokerStats(),
             addr=addr,
             config_file=self.config_file,
+            reported=self.reported,
         )
 
     def _files(self) -> dict[str, ConfigFile]:
@@ -256,8 +261,10 @@ class Broker(Service):
             short_polling_ms=cfg.short_polling_time_mills,
         )
         c.hold.wake = pull.wake
+        send = SendProcessor(ctx, self.transactions)
         return Processors(
-            send=SendProcessor(ctx, self.transactions),
+            send=send,
+            reply=ReplyProcessor(ctx, send, c.registry),
             pull=pull,
             client=ClientProcessor(ctx, c.registry, c.offsets, c.locks, c.notify_ids_changed,
                                    c.filters.compiled),

@@ -3,7 +3,8 @@ it and GET_BROKER_CONFIG (26) shows it (AdminBrokerProcessor.updateBrokerConfig 
 getBrokerConfig over org.apache.rocketmq.common.Configuration).
 
 The keys are those of BrokerConfig, StoreConfig and ServerConfig, the objects one broker.conf
-feeds. An update:
+feeds; GET_BROKER_CONFIG also shows the keys of 4.9.8 we have no setting for
+(broker.java_keys), so its answer holds every key 4.9.8's does. An update:
 
 - refuses the whole request with NO_PERMISSION when it names a black-listed key, or a key no
   request may change (broker.runtime_keys.REFUSED: paths, layout, identity, addresses,
@@ -27,7 +28,7 @@ from typing import Final
 
 import structlog
 
-from aiorocketmq.broker import runtime_keys
+from aiorocketmq.broker import java_keys, runtime_keys
 from aiorocketmq.broker.config import BrokerConfig
 from aiorocketmq.broker.context import BrokerContext
 from aiorocketmq.broker.store.config import StoreConfig
@@ -58,7 +59,7 @@ LIVE_KEYS: Final = frozenset({
     # BrokerConfig, read through BrokerContext.config by each request and registration
     "brokerPermission", "regionId", "traceOn", "startAcceptSendRequestTimeStamp",
     "rejectTransactionMessage", "transactionTimeOut", "transactionCheckMax",
-    "transactionCheckInterval", "slaveReadEnable",
+    "transactionCheckInterval", "slaveReadEnable", "storeReplyMessageEnable",
     # StoreConfig, read by the running store at each put, read or retention round
     "maxMessageSize", "syncFlushTimeout", "fileReservedTime", "deleteWhen",
     "diskMaxUsedSpaceRatio", "maxTransferBytesOnMessageInMemory",
@@ -107,6 +108,8 @@ class BrokerSettings:
         self.ctx = ctx
         self.pending: dict[str, str] = {}  # accepted since start, taking effect at the next
         self._lock = asyncio.Lock()  # updateBrokerConfig is synchronized
+        # 4.9.8's keys without a setting here, with the values 26 shows for them
+        self._java = {**java_keys.informational(), **ctx.reported}
 
     def _running(self) -> dict[str, str]:
         ctx = self.ctx
@@ -115,7 +118,7 @@ class BrokerSettings:
     def text(self) -> str:
         """GET_BROKER_CONFIG's body: every key, with the values accepted last (Java's
         ``getAllConfigsFormatString`` shows a field's new value even before a restart)."""
-        values = {**self._running(), **self.pending}
+        values = {**self._java, **self._running(), **self.pending}
         if values.get(SECRET_KEY):  # ours: the inner credentials' secret is never shown
             values[SECRET_KEY] = HIDDEN
         return dump_values(values)

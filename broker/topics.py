@@ -45,10 +45,10 @@ def system_topics(
     default_queue_nums: int,
     cluster_topic: bool = True,
     broker_topic: bool = True,
+    trace_topic: str | None = None,
 ) -> dict[str, TopicConfig]:
-    """The topics every broker hosts from birth (TopicConfigManager's constructor).
-    RMQ_SYS_TRACE_TOPIC, which Java adds when ``traceTopicEnable``, is not: we have no such
-    key (fidelity D15)."""
+    """The topics every broker hosts from birth (TopicConfigManager's constructor), with
+    ``trace_topic`` (msgTraceTopicName, when ``traceTopicEnable``: 1 queue, perm 6)."""
     rw = Perm.READ | Perm.WRITE
     topics = [
         TopicConfig(topic_name=SELF_TEST_TOPIC, read_queue_nums=1, write_queue_nums=1),
@@ -68,6 +68,8 @@ def system_topics(
         TopicConfig(topic_name=BENCHMARK_TOPIC, read_queue_nums=1024, write_queue_nums=1024),
         TopicConfig(topic_name=reply_topic(cluster), read_queue_nums=1, write_queue_nums=1),
     ]
+    if trace_topic:
+        topics.append(TopicConfig(topic_name=trace_topic, read_queue_nums=1, write_queue_nums=1))
     if auto_create:
         topics.append(
             TopicConfig(

@@ -8,10 +8,12 @@ import-linter contracts keep them to it):
   ``TransactionProducer``, ``PushConsumer`` (listeners or ``async for``), ``PullConsumer``
   (``poll``, ``pull_raw`` for bulk readers, ``list_topics``), ``MessageSelector`` (a tag or
   SQL92 subscription: ``MessageSelector.by_sql("a > 5")``), ``Message`` / ``MessageExt`` /
-  ``SendResult`` and friends; errors: every one an ``MQClientError`` with ``retriable``:
-  ``MQConnectionError``, ``MQTimeoutError`` (also a TimeoutError), ``MQBrokerError`` (a
-  refusal's ``code``); the remoting layer's own errors never leave the SDK. ``RawPull``,
-  ``PullStatus``, ``Columns`` and ``decode_columns`` read raw pulls column by column.
+  ``SendResult`` and friends; ``create_reply`` (request-reply: ``Producer.request`` asks,
+  a consumer answers); errors: every one an ``MQClientError`` with ``retriable``:
+  ``MQConnectionError``, ``MQTimeoutError`` (also a TimeoutError; ``MQRequestTimeoutError``
+  a request's reply that never came), ``MQBrokerError`` (a refusal's ``code``); the
+  remoting layer's own errors never leave the SDK. ``RawPull``, ``PullStatus``, ``Columns``
+  and ``decode_columns`` read raw pulls column by column.
   Every client class takes ``access_key``/``secret_key`` (ACL 1.0 signatures) and ``tls``;
   ``tls_context`` builds a verifying ``ssl.SSLContext`` for it from PEM files.
 - ``aiorocketmq.client.api``: the request layer (Java's MQClientAPIImpl): builders for every
@@ -40,12 +42,14 @@ from aiorocketmq.client.core.errors import (
     MQBrokerError,
     MQClientError,
     MQConnectionError,
+    MQRequestTimeoutError,
     MQTimeoutError,
 )
 from aiorocketmq.client.core.message import Message, MessageQueue, SendResult, SendStatus
 from aiorocketmq.client.core.security import tls_context
 from aiorocketmq.client.producer.options import ProducerOptions
 from aiorocketmq.client.producer.producer import Producer, select_by_hash
+from aiorocketmq.client.producer.request import create_reply
 from aiorocketmq.client.producer.transaction import TransactionProducer
 from aiorocketmq.client.producer.transaction_types import (
     LocalTransactionState,
@@ -81,6 +85,7 @@ __all__ = [
     "MQBrokerError",
     "MQClientError",
     "MQConnectionError",
+    "MQRequestTimeoutError",
     "MQTimeoutError",
     "Message",
     "MessageExt",
@@ -98,6 +103,7 @@ __all__ = [
     "TransactionListener",
     "TransactionProducer",
     "TransactionSendResult",
+    "create_reply",
     "decode_columns",
     "select_by_hash",
     "tls_context",

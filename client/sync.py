@@ -112,6 +112,19 @@ class Producer:
     def send_batch(self, msgs: Sequence[Message]) -> SendResult:
         return run(self._producer.send_batch(msgs))
 
+    def request(
+        self, msg: Message, timeout_ms: int = 3000, *, selector: Selector | None = None,
+        arg: object = None, queue: MessageQueue | None = None,
+    ) -> MessageExt:  # fmt: skip
+        """Send ``msg`` as a request and wait for its reply (``Producer.request``)."""
+        return run(self._producer.request(msg, timeout_ms, selector=selector, arg=arg, queue=queue))
+
+    def send_reply(
+        self, request: MessageExt, body: bytes, *, timeout_ms: int | None = None
+    ) -> SendResult:
+        """Answer a request a consumer received (``Producer.send_reply``)."""
+        return run(self._producer.send_reply(request, body, timeout_ms=timeout_ms))
+
 
 class TransactionProducer(Producer):
     """The async TransactionProducer, blocking. A plain ``execute_local_transaction`` runs

@@ -49,7 +49,10 @@ class AdminProcessor:
         bad = check_topic_name(topic)
         if bad is not None:
             return bad
-        if is_system_topic(topic, cfg.broker_cluster_name, cfg.broker_name):
+        # compat: TopicConfigManager adds msgTraceTopicName to the system topics when
+        # traceTopicEnable (TopicValidator.addSystemTopic)
+        trace = cfg.trace_topic_enable and topic == cfg.msg_trace_topic_name
+        if trace or is_system_topic(topic, cfg.broker_cluster_name, cfg.broker_name):
             return f"The topic[{topic}] is conflict with system topic."
         return None
 

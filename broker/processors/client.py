@@ -90,6 +90,7 @@ class ClientProcessor:
         language = _language(req.language)
         info = ClientInfo(data.client_id, ch.peer, language, req.version, time.monotonic())
         retry_topics = []
+        changed = []
         # registered before anything is awaited: a connection that closes meanwhile takes
         # its registrations with it (they would outlive it by 120 s if made afterwards)
         for consumer in data.consumers:
@@ -100,11 +101,17 @@ class ClientProcessor:
             if self.registry.register_consumer(consumer, ch, info):
                 log.info("consumer_group_changed", group=consumer.group_name, client=data.client_id)
                 if group is None or group.notify_consumer_ids_changed_enable:
-                    self._notify(consumer.group_name)
+                    changed.append(consumer.group_name)
         for producer in data.producers:
             self.registry.register_producer(producer, ch, info)
         for topic, queues in retry_topics:  # routed before we answer (first rebalance)
             await self.ctx.topics.create_plain(topic, queues, Perm.READ | Perm.WRITE)
+        # compat: ClientManageProcessor.heartBeat -- createTopicInSendMessageBackMethod has
+        # registered the retry topic with the name servers before registerConsumer tells the
+        # group: the rebalance a notice starts finds %RETRY%<group> routed, so a first
+        # RECONSUME_LATER is pulled at once, not after the next 20 s rebalance
+        for group_name in changed:
+            self._notify(group_name)
         return ok(req)
 
     def _retriable(self, group: str, ch: Channel) -> bool:

@@ -51,7 +51,7 @@ def _instance() -> str:
     opt(
         "m",
         "msgTraceEnable",
-        "Message Trace Enable, Default: false (accepted; message traces are not written)",
+        "Message Trace Enable, Default: false (true: a Pub trace record is written)",
     ),
 )
 async def send_message(session: Session, args: Namespace) -> Output:
@@ -72,6 +72,7 @@ async def send_message(session: Session, args: Namespace) -> Output:
         str(api.now_ms()),
         ";".join(session.namesrv_addrs),
         instance_name=_instance(),
+        trace=(args.msgTraceEnable or "").strip().lower() == "true",
         **session.keywords,
     ) as producer:
         sent = await producer.send(msg, queue=queue)

@@ -26,6 +26,7 @@ MODULES = (
     "aiorocketmq.client.admin.cmd_offset",
     "aiorocketmq.client.admin.cmd_message",
     "aiorocketmq.client.admin.cmd_query",
+    "aiorocketmq.client.admin.cmd_trace",
     "aiorocketmq.client.admin.cmd_acl",
 )
 

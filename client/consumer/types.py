@@ -128,6 +128,10 @@ class ConsumerOptions(SecurityOptions):
     poll_name_server_interval: int = 30_000  # ms, ClientConfig: route refresh
     heartbeat_broker_interval: int = 30_000  # ms, ClientConfig
     offset_store_dir: str = ""  # broadcasting: <dir>/<client id>/<group>/offsets.json
+    # message trace (the enableMsgTrace / customizedTraceTopic constructor arguments):
+    # Java's trace records to ``trace_topic`` ("" = RMQ_SYS_TRACE_TOPIC), client/trace
+    trace: bool = False
+    trace_topic: str = ""
 
 
 class PushOptions(SecuritySettings, total=False):
@@ -159,6 +163,8 @@ class PushOptions(SecuritySettings, total=False):
     poll_name_server_interval: int
     heartbeat_broker_interval: int
     offset_store_dir: str
+    trace: bool
+    trace_topic: str
 
 
 PULL_DELAY_WHEN_FLOW_CONTROL = 0.05  # s, DefaultMQPushConsumerImpl

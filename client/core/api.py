@@ -201,9 +201,12 @@ def send_message(
     unit_mode: bool = False,
     batch: bool = False,
     v2: bool = True,
+    reply: bool = False,
 ) -> RemotingCommand:
     """SEND_MESSAGE_V2 (310, one-letter keys, what 4.9.8 producers send) or SEND_MESSAGE (10);
-    with ``batch``, SEND_BATCH_MESSAGE (320) of a body made by ``encode_batch``."""
+    with ``batch``, SEND_BATCH_MESSAGE (320) of a body made by ``encode_batch``; with
+    ``reply``, a request's reply: SEND_REPLY_MESSAGE_V2 (325) or SEND_REPLY_MESSAGE (324)
+    (MQClientAPIImpl.sendMessage: a message whose MSG_TYPE is "reply")."""
     props = properties if isinstance(properties, str) else encode_properties(dict(properties))
     born = str(time.time_ns() // 1_000_000 if born_timestamp is None else born_timestamp)
     if not (v2 or batch):
@@ -221,7 +224,8 @@ def send_message(
             unit_mode=unit_mode,
             max_reconsume_times=max_reconsume_times,
         )
-        return RemotingCommand.request(C.SEND_MESSAGE, header.to_ext(), body)
+        code = C.SEND_REPLY_MESSAGE if reply else C.SEND_MESSAGE
+        return RemotingCommand.request(code, header.to_ext(), body)
     # SendMessageRequestHeaderV2's one-letter keys, built directly: this is every send's cost
     ext = {
         "a": group,
@@ -240,6 +244,8 @@ def send_message(
     if max_reconsume_times is not None:
         ext["l"] = str(max_reconsume_times)
     code = C.SEND_BATCH_MESSAGE if batch else C.SEND_MESSAGE_V2
+    if reply:
+        code = C.SEND_REPLY_MESSAGE_V2
     return RemotingCommand.request(code, ext, body)
 
 

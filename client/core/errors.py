@@ -1,6 +1,7 @@
 """The SDK's errors, all MQClientError: MQConnectionError and MQTimeoutError for the
-network, MQBrokerError for a broker's refusal, with ``retriable`` driving the producer's
-retries (DefaultMQProducer.retryResponseCodes in 4.9.8)."""
+network (MQRequestTimeoutError: a request's reply that never came), MQBrokerError for a
+broker's refusal, with ``retriable`` driving the producer's retries
+(DefaultMQProducer.retryResponseCodes in 4.9.8)."""
 
 from __future__ import annotations
 
@@ -46,6 +47,17 @@ class MQTimeoutError(MQClientError, TimeoutError):
     """No answer within the call's timeout (RemotingTimeoutException); also a TimeoutError."""
 
     retriable = True
+
+
+class MQRequestTimeoutError(MQTimeoutError):
+    """``Producer.request`` sent its request but no reply came within its timeout
+    (RequestTimeoutException, ClientErrorCode.REQUEST_TIMEOUT_EXCEPTION 10006); ``topic`` and
+    ``correlation_id`` name the request. Also a TimeoutError."""
+
+    def __init__(self, text: str, topic: str, correlation_id: str) -> None:
+        super().__init__(text)
+        self.topic = topic
+        self.correlation_id = correlation_id
 
 
 class MQBrokerError(MQClientError):

@@ -117,6 +117,9 @@ class ClientInstance:
         self._ns_index = 0
         # ours: brokers whose connection dropped, avoided by every producer at once (until)
         self.down: dict[str, float] = {}
+        # brokers that took a heartbeat on their current connection: they can push to us
+        # (a request's reply, 326, finds us by the client id of our heartbeats)
+        self.heard_by: set[str] = set()
         self._probes: dict[str, asyncio.Task[None]] = {}
         self.remoting.add_close_listener(self._connection_lost)
         self.remoting.add_connect_listener(self._connected)
@@ -320,6 +323,30 @@ class ClientInstance:
                 await self.remoting.invoke(addr, request, 3.0)
             except MQClientError as exc:
                 log.info("heartbeat_failed", broker=addr, error=str(exc))
+            else:
+                self.heard_by.add(addr)
+
+    async def make_heard(self, timeout: float) -> None:
+        """A heartbeat, at once, to each master that has not had one on its connection
+        (DefaultMQProducerImpl.prepareSendRequest's sendHeartbeatToAllBrokerWithLock): a
+        broker pushes a request's reply only to a client whose heartbeat it has."""
+        missing = [a for a in self.masters() if a not in self.heard_by and not self.is_down(a)]
+        if not missing:
+            return
+        consumers = [c.consumer_data() for c in list(self.consumers.values())]
+        request = api.heartbeat(
+            self.client_id, producers=sorted(self.producer_groups), consumers=consumers
+        )
+
+        async def beat(addr: str) -> None:
+            try:
+                await self.remoting.invoke(addr, request, timeout)
+            except MQClientError as exc:
+                log.info("heartbeat_failed", broker=addr, error=str(exc))
+            else:
+                self.heard_by.add(addr)
+
+        await asyncio.gather(*(beat(a) for a in sorted(missing)))
 
     # ------------------------------------------------------------ who uses the instance
 
@@ -406,6 +433,7 @@ class ClientInstance:
     def _connection_lost(self, addr: str) -> None:
         """A broker's connection dropped: avoid it now (Java keeps choosing it until the next
         route refresh), and probe it, since an idle close by a healthy broker drops too."""
+        self.heard_by.discard(addr)  # a new connection is unknown to the broker until a beat
         if addr not in self.masters():
             return
         self.down[addr] = time.monotonic() + DOWN_AVOID_SECONDS

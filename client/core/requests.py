@@ -1,4 +1,4 @@
-"""Requests brokers send to a client (Java's ClientRemotingProcessor).
+"""Requests brokers send to a client (Java's ClientRemotingProcessor), replies (326) too.
 
 The consumers (issue 15) and the transaction producer (issue 17) plug into ``hooks``; until
 one of the process's consumers or producers answers for a group, the answers are Java's
@@ -12,6 +12,7 @@ import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from aiorocketmq.client.core.replies import Replies
 from aiorocketmq.remoting.channel import Channel
 from aiorocketmq.remoting.dispatch import Route, Routes
 from aiorocketmq.remoting.log import get_logger
@@ -32,12 +33,14 @@ CheckNotice = Callable[[RemotingCommand, MessageExt, Channel], None]
 class ClientRequests:
     """What the process answers for each group: ``consumer_ids_changed[group]`` (40),
     ``reset_offset[group]`` (220), ``answers[(code, group)]`` (221, 307, 309) and
-    ``check_transaction[producer group]`` (39)."""
+    ``check_transaction[producer group]`` (39); ``replies`` takes the replies to the
+    instance's requests (326)."""
 
     consumer_ids_changed: dict[str, Callable[[], None]] = field(default_factory=dict)
     reset_offset: dict[str, Notice] = field(default_factory=dict)
     answers: dict[tuple[int, str], Answer] = field(default_factory=dict)
     check_transaction: dict[str, CheckNotice] = field(default_factory=dict)
+    replies: Replies = field(default_factory=Replies)
 
     def plug_consumer(
         self,
@@ -68,6 +71,7 @@ class ClientRequests:
             C.GET_CONSUMER_STATUS_FROM_CLIENT: Route(self._consumer_call),
             C.GET_CONSUMER_RUNNING_INFO: Route(self._consumer_call),
             C.CONSUME_MESSAGE_DIRECTLY: Route(self._consumer_call),
+            C.PUSH_REPLY_MESSAGE_TO_CLIENT: Route(self.replies.push),
         }
 
     def _ids_changed(self, req: RemotingCommand, ch: Channel) -> None:

@@ -18,7 +18,9 @@ import ssl
 from dataclasses import dataclass, field
 from typing import TypedDict
 
+from aiorocketmq.remoting.errors import ConfigError
 from aiorocketmq.remoting.protocol.signature import Credentials
+from aiorocketmq.remoting.tls_context import client_context
 
 Tls = bool | ssl.SSLContext | None  # the ``tls=`` keyword
 
@@ -73,20 +75,16 @@ def tls_context(
     address must be in the certificate's subjectAltName); without ``ca_file`` nothing is
     verified, as ``tls=True``. ``cert_file`` and ``key_file`` (certPath, keyPath,
     keyPassword): this client's certificate, for servers that ask for one
-    (``tls.server.need.client.auth``). Files that cannot be read raise OSError or
-    ssl.SSLError naming the problem."""
+    (``tls.server.need.client.auth``). Files that cannot be read or used raise OSError
+    naming the file and the problem."""
     if key_file is not None and cert_file is None:
         raise ValueError("key_file needs cert_file (the client certificate)")
-    if ca_file is None:
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
-    else:
-        ctx = ssl.create_default_context(cafile=ca_file)
-        ctx.check_hostname = check_hostname
-    if cert_file is not None:
-        ctx.load_cert_chain(cert_file, key_file, key_password)
-    return ctx
+    try:  # the servers' own client context (tls.client.*), with the SDK's defaults
+        return client_context(ca_file=ca_file, cert_file=cert_file, key_file=key_file,
+                              key_password=key_password, verify=ca_file is not None,
+                              check_hostname=check_hostname)  # fmt: skip
+    except ConfigError as exc:
+        raise OSError(str(exc)) from exc
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,10 @@ class ProducerOptions(SecurityOptions):
     default_topic_queue_nums: int = 4
     instance_name: str = "DEFAULT"
     serialize_type: SerializeType = SerializeType.JSON  # every RocketMQ 4.x broker reads it
+    # message trace (the enableMsgTrace / customizedTraceTopic constructor arguments):
+    # Java's trace records to ``trace_topic`` ("" = RMQ_SYS_TRACE_TOPIC), client/trace
+    trace: bool = False
+    trace_topic: str = ""
 
 
 class ProducerSettings(SecuritySettings, total=False):
@@ -45,3 +49,5 @@ class ProducerSettings(SecuritySettings, total=False):
     default_topic_queue_nums: int
     instance_name: str
     serialize_type: SerializeType
+    trace: bool
+    trace_topic: str

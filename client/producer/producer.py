@@ -15,9 +15,13 @@ import ssl
 from collections.abc import Sequence
 
 from aiorocketmq.client.core.message import Message, MessageQueue, SendResult
+from aiorocketmq.client.producer import request as rr
 from aiorocketmq.client.producer.options import ProducerOptions
 from aiorocketmq.client.producer.sending import ProducerCore, Selector
+from aiorocketmq.client.trace import tracing
+from aiorocketmq.client.trace.hooks import SendTrace
 from aiorocketmq.remoting.protocol.codes import SerializeType
+from aiorocketmq.remoting.protocol.message import MessageExt
 from aiorocketmq.remoting.protocol.msgid import java_hash
 
 __all__ = ["Producer", "ProducerOptions", "Selector", "select_by_hash"]
@@ -26,7 +30,9 @@ __all__ = ["Producer", "ProducerOptions", "Selector", "select_by_hash"]
 class Producer(ProducerCore):
     """Sends messages to a RocketMQ cluster (DefaultMQProducer): ``send`` waits until a
     broker stored the message, retrying on another broker; ``send_orderly`` keeps a key on
-    one queue; ``send_oneway`` only writes; ``send_batch`` sends many in one request.
+    one queue; ``send_oneway`` only writes; ``send_batch`` sends many in one request;
+    ``request`` sends a request and waits for its reply, ``send_reply`` answers one
+    (request-reply, RIP-16).
 
     ``namesrv_addr`` is "host:port[;host:port]" (else NAMESRV_ADDR). The keywords are
     DefaultMQProducer's settings in snake case, with its defaults (ProducerOptions):
@@ -47,7 +53,15 @@ class Producer(ProducerCore):
     and brokers **without verifying their certificates or names**, as Apache's client does
     by default (``useTLS``); pass an ``ssl.SSLContext`` (``aiorocketmq.tls_context(ca_file)``)
     to verify them. Clients with different credentials or TLS settings never share
-    connections."""
+    connections.
+
+    ``trace=True`` (Java's ``enableMsgTrace``) writes a Pub record of each send, and an
+    EndTransaction record of each transaction's end, to ``trace_topic`` (Java's
+    ``customizedTraceTopic``; default RMQ_SYS_TRACE_TOPIC) in 4.9.8's format, in batches, by
+    an internal producer: ``mqadmin queryMsgTraceById`` reads them. A full trace queue drops
+    records (``trace_dispatcher.dropped``) rather than slow a send; a trace failure never
+    fails one. With ``opentelemetry-api`` installed, each record is an OpenTelemetry span
+    too."""
 
     def __init__(
         self,
@@ -69,6 +83,8 @@ class Producer(ProducerCore):
         secret_key: str | None = None,
         security_token: str | None = None,
         tls: bool | ssl.SSLContext | None = None,
+        trace: bool = False,
+        trace_topic: str = "",
     ) -> None:
         options = ProducerOptions(
             send_msg_timeout=send_msg_timeout,
@@ -86,17 +102,29 @@ class Producer(ProducerCore):
             secret_key=secret_key,
             security_token=security_token,
             tls=tls,
+            trace=trace,
+            trace_topic=trace_topic,
         )
         super().__init__(group, namesrv_addr, options)
+        self.trace_dispatcher = tracing(group, "PRODUCE", self._namesrv, options)
+        self._send_trace: SendTrace | None = None
+        if self.trace_dispatcher is not None:
+            self._send_trace = SendTrace(self.trace_dispatcher, group)
+            self._trace = self._send_trace
 
     async def start(self) -> None:
         """Join the process's client instance (connections, routes, heartbeats); idempotent."""
         await self._start()
+        if self.trace_dispatcher is not None:
+            await self.trace_dispatcher.start()
 
     async def shutdown(self) -> None:
         """Let sends under way finish (up to ``send_msg_timeout``), then UNREGISTER_CLIENT to
-        the brokers; the connections close with the instance's last user."""
+        the brokers; the connections close with the instance's last user. A traced
+        producer then sends the trace records still queued."""
         await self._shutdown()
+        if self.trace_dispatcher is not None:
+            await self.trace_dispatcher.stop()
 
     async def __aenter__(self) -> Producer:
         await self.start()
@@ -133,6 +161,35 @@ class Producer(ProducerCore):
         """One SEND_BATCH_MESSAGE of messages to one topic (MessageBatch.generateFromList):
         no delay levels, no retry topics; ``msg_id`` lists every message's id, comma-separated."""
         return await self._send_batch(msgs)
+
+    async def request(
+        self,
+        msg: Message,
+        timeout_ms: int = 3000,
+        *,
+        selector: Selector | None = None,
+        arg: object = None,
+        queue: MessageQueue | None = None,
+    ) -> MessageExt:
+        """Send ``msg`` as a request and wait for its reply, everything within ``timeout_ms``
+        (DefaultMQProducer.request): the reply, as the broker pushed it, or
+        MQRequestTimeoutError (a TimeoutError naming the topic and the correlation id) when
+        it does not come in time. ``msg`` is left unchanged (the request carries
+        CORRELATION_ID, REPLY_TO_CLIENT and TTL); ``selector``/``arg`` or ``queue`` pick the
+        queue as for ``send``. A replier answers with ``send_reply`` (or sends
+        ``create_reply(request, body)``)."""
+        return await rr.request(self, msg, timeout_ms, selector, arg, queue)
+
+    async def send_reply(
+        self, request: MessageExt, body: bytes, *, timeout_ms: int | None = None
+    ) -> SendResult:
+        """Answer ``request`` (a message a consumer received, sent by ``request``) with
+        ``body``: ``create_reply(request, body)`` sent as SEND_REPLY_MESSAGE_V2 (325), to the
+        broker that stored the request when it can (that broker knows the requester), else
+        as any send. The broker pushes it to the requester; a requester that is gone makes
+        it fail (MQClientError, caused by the broker's MQBrokerError: code 1, "push reply
+        message fail, channel of <client id> not found.")."""
+        return await rr.send_reply(self, request, body, timeout_ms)
 
 
 def select_by_hash(queues: Sequence[MessageQueue], msg: Message, arg: object) -> MessageQueue:

@@ -10,6 +10,7 @@ import contextlib
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from mypy_extensions import mypyc_attr
 
@@ -31,11 +32,26 @@ from aiorocketmq.client.producer.options import ProducerOptions
 from aiorocketmq.remoting.errors import RemotingError
 from aiorocketmq.remoting.protocol.batch import BatchItem, encode_batch
 from aiorocketmq.remoting.protocol.command import RemotingCommand
-from aiorocketmq.remoting.protocol.message import Prop, SysFlag, encode_properties
+from aiorocketmq.remoting.protocol.message import (
+    REPLY_MESSAGE_FLAG,
+    Prop,
+    SysFlag,
+    encode_properties,
+)
 from aiorocketmq.remoting.protocol.msgid import UniqKeyGenerator
 from aiorocketmq.remoting.protocol.topic import RETRY_GROUP_TOPIC_PREFIX as RETRY_PREFIX
 
 Selector = Callable[[Sequence[MessageQueue], Message, object], MessageQueue]
+
+
+class SendHook(Protocol):
+    """SendMessageHook.sendMessageAfter, for a send a broker answered (message trace:
+    client/trace/hooks.py's SendTrace); it never raises. ``cost`` in seconds."""
+
+    def sent(
+        self, topic: str, properties: str, body_size: int, result: SendResult,
+        trace_on: str | None, addr: str, cost: float,
+    ) -> None: ...  # fmt: skip
 
 
 @dataclass(slots=True)  # not frozen: built once per send, and frozen inits cost a call a field
@@ -49,6 +65,7 @@ class _Prepared:
     batch: bool = False
     reconsume_times: int | None = None
     max_reconsume_times: int | None = None
+    reply: bool = False  # a request's reply (MSG_TYPE=reply): sent as 325
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # compiled (setup.py); Producer's base
@@ -77,6 +94,7 @@ class ProducerCore:
         self._pending = 0  # sends under way: shutdown lets them finish
         self._idle = asyncio.Event()
         self._idle.set()
+        self._trace: SendHook | None = None  # set by a traced Producer (trace=True)
 
     async def _start(self) -> None:
         if self._instance is not None:
@@ -185,6 +203,8 @@ class ProducerCore:
                 last, error = mq.broker_name, exc
                 continue
             self.faults.update(mq.broker_name, (loop.time() - begin) * 1000)
+            if self._trace is not None:
+                self._hook(prepared, result, resp, addr, loop.time() - begin)
             if info.via_default and self._create_everywhere:
                 await inst.create_on_every_master(info, self._timeout_ms / 1000)
             if result.status is not api.SendStatus.SEND_OK and (self._retry_not_ok):
@@ -206,8 +226,19 @@ class ProducerCore:
         self, prepared: _Prepared, mq: MessageQueue, info: PublishInfo, deadline: float
     ) -> SendResult:
         addr, request, remaining = self._kernel(prepared, mq, info, deadline)
+        begin = asyncio.get_running_loop().time()
         resp = await self.instance.remoting.invoke(addr, request, remaining)
-        return self._result(prepared, mq, resp, addr)
+        result = self._result(prepared, mq, resp, addr)
+        if self._trace is not None:
+            self._hook(prepared, result, resp, addr, asyncio.get_running_loop().time() - begin)
+        return result
+
+    def _hook(
+        self, p: _Prepared, result: SendResult, resp: RemotingCommand, addr: str, cost: float
+    ) -> None:
+        if self._trace is not None:
+            self._trace.sent(p.topic, p.properties, len(p.body), result,
+                             resp.ext_fields.get("TRACE_ON"), addr, cost)  # fmt: skip
 
     def _kernel(
         self, prepared: _Prepared, mq: MessageQueue, info: PublishInfo, deadline: float
@@ -251,7 +282,7 @@ class ProducerCore:
             mq.topic, p.body, group=self.group, properties=p.properties, queue_id=mq.queue_id,
             sys_flag=p.sys_flag, flag=p.flag, batch=p.batch, reconsume_times=p.reconsume_times,
             max_reconsume_times=p.max_reconsume_times,
-            default_topic_queue_nums=self._queue_nums,
+            default_topic_queue_nums=self._queue_nums, reply=p.reply,
         )  # fmt: skip
 
     # ------------------------------------------------------------ sendKernelImpl's preparation
@@ -276,8 +307,10 @@ class ProducerCore:
         if msg.topic.startswith(RETRY_PREFIX):  # sendKernelImpl: these travel in the header
             times = _int_or_none(props.pop(Prop.RECONSUME_TIME, None))
             max_times = _int_or_none(props.pop(Prop.MAX_RECONSUME_TIMES, None))
+        reply = props.get(Prop.MSG_TYPE) == REPLY_MESSAGE_FLAG
         return _Prepared(msg.topic, body, encode_properties(props), sys_flag, msg.flag, uniq,
-                         reconsume_times=times, max_reconsume_times=max_times)  # fmt: skip
+                         reconsume_times=times, max_reconsume_times=max_times,
+                         reply=reply)  # fmt: skip
 
     def _prepare_batch(self, msgs: Sequence[Message]) -> _Prepared:
         if not msgs:

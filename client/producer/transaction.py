@@ -157,7 +157,7 @@ class TransactionProducer(Producer):
         elif state is not LocalTransactionState.COMMIT_MESSAGE:
             log.info("execute_local_transaction_returned", group=self.group, msg_id=sent.msg_id,
                      state=str(state), topic=half.topic)  # fmt: skip
-        await self.end_transaction(sent, state, error)
+        await self.end_transaction(sent, state, error, half)
         return transaction_result(sent, state)
 
     async def send_half(self, msg: Message) -> tuple[Message, SendResult]:
@@ -172,10 +172,12 @@ class TransactionProducer(Producer):
         return half, await self.send(half)
 
     async def end_transaction(
-        self, sent: SendResult, state: LocalTransactionState, error: BaseException | None = None
-    ) -> None:
+        self, sent: SendResult, state: LocalTransactionState, error: BaseException | None = None,
+        half: Message | None = None,
+    ) -> None:  # fmt: skip
         """endTransaction: END_TRANSACTION, oneway, to the master of the broker that stored
-        the half message. A failure is logged, not raised (the check-back settles it)."""
+        the half message. A failure is logged, not raised (the check-back settles it). A
+        traced producer records it (with ``half``, the message sent)."""
         try:
             _, commit_log_offset = parse_offset_msg_id(sent.offset_msg_id or sent.msg_id)
             header = EndTransactionRequestHeader(
@@ -191,6 +193,10 @@ class TransactionProducer(Producer):
             if error is not None:
                 remark = f"executeLocalTransactionBranch exception: {exception_text(error)}"
             addr = await self.instance.master_addr(sent.queue.broker_name, sent.queue.topic)
+            if self._send_trace is not None and half is not None:  # doExecuteEndTransactionHook
+                self._send_trace.ended(half.topic, half.wire_properties(), sent.msg_id,
+                                       sent.transaction_id or sent.msg_id, state.value, addr,
+                                       False)  # fmt: skip
             timeout = self.options.send_msg_timeout / 1000
             await self.instance.remoting.invoke_oneway(addr, end_request(header, remark), timeout)
         except (MQClientError, RemotingError, ValueError) as exc:
@@ -252,6 +258,16 @@ class TransactionProducer(Producer):
         if error is not None:
             remark = f"checkLocalTransactionState Exception: {exception_simple_desc(error)}"
         request = end_request(end, remark)
+        if self._send_trace is not None:  # processTransactionState's doExecuteEndTransactionHook
+            self._send_trace.ended(
+                msg.topic,
+                msg.properties,
+                end.msg_id or "",
+                msg.properties.get(Prop.UNIQ_KEY),
+                state.value,
+                ch.peer,
+                True,
+            )
         try:
             if ch.is_open:
                 # a request of ours on the broker's connection, past the RemotingClient that

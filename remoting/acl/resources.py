@@ -1,6 +1,8 @@
 """What each request needs, per resource (4.9.8's PlainAccessValidator.parse): topics and
 groups (a group as ``%RETRY%<group>``) with the permission wanted. Every other code is checked
-for its signature only (320, a batch send, included, as in 4.9.8). Pure.
+for its signature only (320, a batch send, included, as in 4.9.8; so are 324/325, a request's
+reply: no Apache version asks a permission of the reply topic, and a requester needs none, as
+its reply comes pushed, 326). Pure.
 """
 
 from __future__ import annotations

@@ -7,7 +7,9 @@ then PlainPermissionManager.validate and checkPerm; fidelity.md 3.5). Pure.
 4. a peer matching the account's white address passes;
 5. the signature, over every ext value but ``Signature`` and ``_UNIQUE_KEY_QUERY`` and then
    the body (4.9.8's server-side content: remoting.protocol.signature.verify), must match:
-   "Check signature failed for accessKey=<ak>";
+   "Check signature failed for accessKey=<ak>"; ours also takes a signature over
+   ``_UNIQUE_KEY_QUERY`` too (as a 4.9.8 Java client signs a query by unique key, which
+   4.9.8's broker refuses and 5.x's takes);
 6. a request that only publishes to RMQ_SYS_TRACE_TOPIC passes (message trace);
 7. an admin-only code needs ``admin: true``;
 8. each resource needs its permission, from the account's own entry for it or its default:
@@ -29,7 +31,12 @@ from aiorocketmq.remoting.acl.resources import needs
 from aiorocketmq.remoting.acl.rules import Account, Rules
 from aiorocketmq.remoting.protocol.command import RemotingCommand
 from aiorocketmq.remoting.protocol.msgid import java_hash
-from aiorocketmq.remoting.protocol.signature import ACCESS_KEY, verify
+from aiorocketmq.remoting.protocol.signature import (
+    ACCESS_KEY,
+    CLIENT_SKIP,
+    UNIQUE_KEY_QUERY,
+    verify,
+)
 from aiorocketmq.remoting.protocol.topic import RETRY_GROUP_TOPIC_PREFIX, TRACE_TOPIC
 
 
@@ -79,7 +86,11 @@ def check(rules: Rules, policy: Policy, cmd: RemotingCommand, ip: str) -> None:
     account = identify(rules, ip, ext.get(ACCESS_KEY))
     if account is None:
         return
-    if not verify(ext, cmd.body, account.secret_key):
+    if not verify(ext, cmd.body, account.secret_key) and not (
+        # ours: also the content a client signed with it (a Java client's unique-key query;
+        # 5.x's broker takes that form from clients newer than 4.9.3)
+        UNIQUE_KEY_QUERY in ext and verify(ext, cmd.body, account.secret_key, CLIENT_SKIP)
+    ):
         raise bad_signature(account.access_key)
     if wanted and wanted.get(TRACE_TOPIC) == PUB:
         return

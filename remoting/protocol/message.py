@@ -79,6 +79,16 @@ class Prop:
     TRAN_PREPARED_QUEUE_OFFSET: Final = "TRAN_PREPARED_QUEUE_OFFSET"
     MSG_REGION: Final = "MSG_REGION"
     TRACE_ON: Final = "TRACE_ON"
+    # request-reply (RIP-16, MessageConst)
+    CORRELATION_ID: Final = "CORRELATION_ID"
+    REPLY_TO_CLIENT: Final = "REPLY_TO_CLIENT"
+    TTL: Final = "TTL"
+    ARRIVE_TIME: Final = "ARRIVE_TIME"
+    PUSH_REPLY_TIME: Final = "PUSH_REPLY_TIME"
+    MSG_TYPE: Final = "MSG_TYPE"
+
+
+REPLY_MESSAGE_FLAG: Final = "reply"  # MixAll.REPLY_MESSAGE_FLAG: MSG_TYPE of a reply
 
 
 def now_ms() -> int:

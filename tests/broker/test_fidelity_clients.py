@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
+import time
 
+from aiorocketmq.remoting.channel import Channel
 from aiorocketmq.remoting.client import RemotingClient
 from aiorocketmq.remoting.config import ClientConfig
+from aiorocketmq.remoting.dispatch import Route
 from aiorocketmq.remoting.protocol.codes import RequestCode as C
 from aiorocketmq.remoting.protocol.codes import ResponseCode as R
 from aiorocketmq.remoting.protocol.codes import SerializeType
@@ -105,6 +109,57 @@ async def test_retry_topic_is_routed_before_the_heartbeat_is_answered(cluster: C
             assert (await cli.invoke(b.addr, hb)).code == 0
             found = await route(cli, cluster.namesrv_addr, f"%RETRY%{group}")
             assert found.code == 0, (group, found.code, found.remark)
+
+
+async def test_a_new_group_is_notified_only_once_its_retry_topic_is_routed(
+    cluster: Cluster,
+) -> None:
+    """issue 33, difference 1 (ClientManageProcessor.heartBeat: createTopicInSendMessageBackMethod
+    registers %RETRY%<group> with the name servers before registerConsumer notifies): with
+    the name server stopped, the broker has made a new group's retry topic but cannot route it
+    yet, and must not have told the group to rebalance; once the name server answers, the
+    notice comes, and at that moment the name server routes the retry topic. Notified first
+    (as before), a Java consumer's rebalance missed the retry queue until the next one, 20 s
+    later. Every answer of the polls below travels the connection the notice comes on, after
+    any notice written before it."""
+    b = cluster.add_broker(
+        "broker-a", registerNameServerPeriod="60000", registerBrokerTimeoutMills="120000"
+    )
+    group = "freshnotified"
+    notices: asyncio.Queue[RemotingCommand] = asyncio.Queue()
+
+    def on_notice(cmd: RemotingCommand, ch: Channel) -> None:
+        notices.put_nowait(cmd)
+
+    member = RemotingClient(
+        ClientConfig(serialize_type=SerializeType.JSON),
+        routes={C.NOTIFY_CONSUMER_IDS_CHANGED: Route(on_notice)},
+    )
+    async with java_client() as cli, member:
+        deadline = time.monotonic() + 30
+        while (await route(cli, cluster.namesrv_addr, "TBW102")).code != 0:
+            assert time.monotonic() < deadline, "the broker never registered"
+            await asyncio.sleep(0.05)
+        ns = cluster.ns.proc
+        ns.send_signal(signal.SIGSTOP)
+        try:
+            hb = asyncio.ensure_future(
+                member.invoke(b.addr, heartbeat("10.0.0.9@n", group, "AnyT", "*", 1), 120)
+            )
+            topics = RemotingCommand.request(C.GET_ALL_TOPIC_CONFIG, {})
+            deadline = time.monotonic() + 30
+            while f"%RETRY%{group}" not in (await member.invoke(b.addr, topics)).body.decode():
+                assert time.monotonic() < deadline, "the retry topic was never made"
+                assert not hb.done()
+                await asyncio.sleep(0.05)
+            assert notices.empty(), "notified before the retry topic was routed"
+        finally:
+            ns.send_signal(signal.SIGCONT)
+        notice = await asyncio.wait_for(notices.get(), 60)
+        found = await route(cli, cluster.namesrv_addr, f"%RETRY%{group}")
+        assert notice.ext_fields == {"consumerGroup": group}
+        assert found.code == 0, (found.code, found.remark)
+        assert (await hb).code == R.SUCCESS
 
 
 async def test_auto_created_topic_is_routed_before_the_send_is_answered(

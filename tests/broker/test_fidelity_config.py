@@ -8,6 +8,7 @@ import asyncio
 import json
 from pathlib import Path
 
+from aiorocketmq.broker import java_keys
 from aiorocketmq.broker.config import BrokerConfig
 from aiorocketmq.broker.store.config import StoreConfig
 from aiorocketmq.remoting.client import RemotingClient
@@ -22,6 +23,8 @@ from tests.harness import serving
 BLACK_LISTED = "Can not update config in black list."
 FORBIDDEN = "the broker[127.0.0.1] sending message is forbidden"
 KNOWN = config_keys(BrokerConfig) | config_keys(StoreConfig) | config_keys(ServerConfig)
+SHOWN = KNOWN | java_keys.INFORMATIONAL | java_keys.FACT_KEYS
+APACHE_KEYS = Path(__file__).with_name("apache_broker_config_keys.txt")
 
 
 def update(text: str) -> RemotingCommand:
@@ -50,10 +53,11 @@ async def test_store_and_server_keys_are_accepted(
     the keys that need a restart. Unknown keys follow Configuration.update's rule: it merges
     only keys its config objects already have (mergeIfExist) and sets only existing fields,
     so other keys are dropped silently and the rest of the request still applies. 26 shows
-    exactly the keys 25 accepts, with the values accepted last, and a newer version."""
+    the keys 25 accepts, with the values accepted last, and a newer version, and 4.9.8's
+    keys we have no setting for (java_keys), which 25 ignores."""
     broker = cluster.add_broker("broker-a")
     before, version = await get_config(json_client, broker.addr)
-    assert set(before) == KNOWN
+    assert set(before) == SHOWN
     assert {"fileReservedTime", "flushIntervalCommitLog", "brokerPermission"} <= KNOWN
     body = (
         "fileReservedTime=48\nflushIntervalCommitLog=300\nmessageIndexEnable=false\n"
@@ -66,7 +70,8 @@ async def test_store_and_server_keys_are_accepted(
         "ignored, not a key of this broker: noSuchKey, sendMessageThreadPoolNums",
     )
     after, newer = await get_config(json_client, broker.addr)
-    assert set(after) == KNOWN and newer > version
+    assert set(after) == SHOWN and newer > version
+    assert after["sendMessageThreadPoolNums"] == before["sendMessageThreadPoolNums"]
     assert (
         after["fileReservedTime"],
         after["flushIntervalCommitLog"],
@@ -77,6 +82,31 @@ async def test_store_and_server_keys_are_accepted(
         broker.addr, update(f"flushIntervalCommitLog={before['flushIntervalCommitLog']}\n")
     )
     assert (back.code, back.remark) == (0, None)
+
+
+async def test_get_broker_config_has_every_key_of_4_9_8(
+    cluster: Cluster, json_client: RemotingClient
+) -> None:
+    """issue 33, difference 2: 4.9.8's GET_BROKER_CONFIG answers every field of BrokerConfig,
+    NettyServerConfig, NettyClientConfig and MessageStoreConfig (178 keys, listed from
+    Apache's own broker); ours answers each of them -- our value where we have the setting,
+    else 4.9.8's default (thread pools sized by the CPU count as Java's), ``useTLS`` from
+    tls.enable and ``rocketmqHome`` from ROCKETMQ_HOME -- and keeps its own keys."""
+    broker = cluster.add_broker("broker-a")
+    shown, _ = await get_config(json_client, broker.addr)
+    lines = APACHE_KEYS.read_text(encoding="utf-8").splitlines()
+    apache = {line for line in lines if line and not line.startswith("#")}
+    assert len(apache) == 178
+    assert sorted(apache - set(shown)) == []
+    assert set(shown) >= KNOWN  # ours kept: metricsPort, aclFile, ...
+    cpus = java_keys.cpus()
+    assert shown["sendMessageThreadPoolNums"] == str(min(cpus, 4))
+    assert shown["pullMessageThreadPoolNums"] == str(16 + 2 * cpus)
+    assert (shown["useTLS"], shown["enableDLegerCommitLog"]) == ("false", "false")
+    assert (shown["transientStorePoolEnable"], shown["aclEnable"]) == ("false", "false")
+    assert shown["msgTraceTopicName"] == "RMQ_SYS_TRACE_TOPIC"
+    assert Path(shown["rocketmqHome"]).is_absolute()
+    assert shown["listenPort"] == str(broker.port)  # a setting of ours: its real value
 
 
 async def test_black_listed_keys(cluster: Cluster, json_client: RemotingClient) -> None:

@@ -86,6 +86,28 @@ def test_memory_per_topic_stays_bounded_over_days() -> None:
     }
 
 
+def test_the_day_window_is_the_last_24_hours_not_since_boot() -> None:
+    """issue 33, difference 4 (statsAll's #InMsg24Hour / #OutMsg24Hour read statsDay): the day
+    window rolls with hourly snapshots (StatsItem's csListDay, 25 kept), so puts leave it
+    between 24 and 25 hours after they were counted, whatever the uptime; the cumulative
+    totals keep them. Until a day has passed, the last 24 hours are the time since boot."""
+    clock = FakeClock()
+    stats = BrokerStats(clock)
+    run(stats, clock, 600, {"Early": 1})  # 60 puts in the first 10 minutes
+    run(stats, clock, 22 * 3600, {})
+    run(stats, clock, 600, {"Late": 2})  # 120 puts 22 h later
+    assert (day := item(stats, "TOPIC_PUT_NUMS", "Early", "statsDay")) and day["sum"] == 60
+    run(stats, clock, 2 * 3600, {})  # the early puts are now 24 h 10 min to 24 h 20 min old
+    assert (day := item(stats, "TOPIC_PUT_NUMS", "Early", "statsDay")) and day["sum"] == 60
+    run(stats, clock, 3600, {})  # more than 25 h: gone from the window
+    assert (day := item(stats, "TOPIC_PUT_NUMS", "Early", "statsDay")) and day["sum"] == 0
+    assert (day := item(stats, "TOPIC_PUT_NUMS", "Late", "statsDay")) and day["sum"] == 120
+    run(stats, clock, 24 * 3600, {})
+    assert (day := item(stats, "TOPIC_PUT_NUMS", "Late", "statsDay")) and day["sum"] == 0
+    assert stats.total.nums == 180  # brokerStatus's totals are not windows
+    assert stats.stored_samples("Early") == TOPIC_SNAPSHOTS
+
+
 def test_sums_and_rates_over_each_window() -> None:
     """StatsItem.computeStatsData: per window the value counted since its oldest snapshot,
     per second and per call (avgpt); a window with no puts reads 0 and the others keep

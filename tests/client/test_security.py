@@ -124,6 +124,10 @@ def test_tls_true_verifies_nothing_as_apaches_default_client() -> None:
     assert verifying.check_hostname == (verifying.verify_mode is ssl.CERT_REQUIRED)
     with pytest.raises(ValueError, match=r"key_file needs cert_file"):
         tls_context(key_file="k.pem")
+    # the servers' own client context underneath (remoting.tls_context.client_context): a
+    # file it cannot use is an OSError naming it
+    with pytest.raises(OSError, match=r"no-such-ca\.pem"):
+        tls_context("/nonexistent/no-such-ca.pem")
 
 
 async def test_instances_are_shared_only_by_clients_that_sign_alike() -> None:

@@ -44,6 +44,8 @@ from aiorocketmq.client.core.instance import ClientInstance, namesrv_list
 from aiorocketmq.client.core.message import MessageQueue
 from aiorocketmq.client.core.security import Security
 from aiorocketmq.client.core.validate import check_group
+from aiorocketmq.client.trace import tracing
+from aiorocketmq.client.trace.hooks import ConsumeTrace
 from aiorocketmq.remoting.log import get_logger
 from aiorocketmq.remoting.protocol.heartbeat import ConsumerData, SubscriptionData
 from aiorocketmq.remoting.protocol.message import MessageExt
@@ -65,7 +67,9 @@ class PullConsumer:
     fields, keyword-only, with Java's names and defaults, and the security keywords every
     client takes: ``access_key``/``secret_key`` (and ``security_token``) sign every request
     (ACL 1.0); ``tls=True`` is TLS verifying nothing, as Apache's client by default, or pass
-    an ``ssl.SSLContext`` (see ``Producer``)."""
+    an ``ssl.SSLContext`` (see ``Producer``). ``trace=True`` (and ``trace_topic``) records
+    each pull that found messages as Java's SubBefore / SubAfter trace records, as
+    DefaultLitePullConsumer with enableMsgTrace."""
 
     def __init__(
         self, group: str, namesrv_addr: str | None = None, **options: Unpack[PullOptions]
@@ -88,6 +92,9 @@ class PullConsumer:
                                     lambda: self._mode is Mode.SUBSCRIBE)  # fmt: skip
         self._member: GroupMember | None = None
         self._shut_down = False
+        self.trace_dispatcher = tracing(group, "CONSUME", self._namesrv, o)
+        if self.trace_dispatcher is not None:
+            self.tasks.trace = ConsumeTrace(self.trace_dispatcher, group)
 
     # ------------------------------------------------------------ what to read
 
@@ -197,6 +204,8 @@ class PullConsumer:
                     name="persist_offsets"))  # fmt: skip
         spawn(every(o.topic_metadata_check_interval_millis / 1000, self._check_queues,
                     name="topic_metadata", initial_delay=10.0))  # fmt: skip
+        if self.trace_dispatcher is not None:
+            await self.trace_dispatcher.start()
 
     async def _after_running(self, member: GroupMember) -> None:
         """operateAfterRunning: routes, a heartbeat, then the first queues pulled."""
@@ -231,6 +240,8 @@ class PullConsumer:
         self._member = self.tasks.instance = None
         self._shut_down = True
         self.tasks.ready.set()  # pollers waiting return []
+        if self.trace_dispatcher is not None:
+            await self.trace_dispatcher.stop()
 
     async def __aenter__(self) -> PullConsumer:
         await self.start()

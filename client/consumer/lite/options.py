@@ -48,6 +48,10 @@ class LitePullOptions(SecurityOptions):
     instance_name: str = "DEFAULT"
     serialize_type: SerializeType = SerializeType.JSON
     offset_store_dir: str = ""  # broadcasting: <dir>/<client id>/<group>/offsets.json
+    # message trace (the enableMsgTrace / customizedTraceTopic constructor arguments):
+    # Java's trace records to ``trace_topic`` ("" = RMQ_SYS_TRACE_TOPIC), client/trace
+    trace: bool = False
+    trace_topic: str = ""
 
     def __post_init__(self) -> None:
         # compat: Java's setter ignores an interval under 1 s; we refuse it
@@ -91,3 +95,5 @@ class PullOptions(SecuritySettings, total=False):
     instance_name: str
     serialize_type: SerializeType
     offset_store_dir: str
+    trace: bool
+    trace_topic: str

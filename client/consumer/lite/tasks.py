@@ -42,6 +42,7 @@ from aiorocketmq.remoting.protocol.route import MASTER_ID
 
 if TYPE_CHECKING:
     from aiorocketmq.client.core.instance import ClientInstance
+    from aiorocketmq.client.trace.hooks import ConsumeTrace
 
 log = get_logger(__name__)
 
@@ -92,6 +93,7 @@ class PullTasks:
         self.tasks: dict[MessageQueue, asyncio.Task[None]] = {}
         self.suggested: dict[MessageQueue, int] = {}  # pullFromWhichNodeTable
         self.flow_controlled = 0
+        self.trace: ConsumeTrace | None = None  # message trace (trace=True)
 
     # ------------------------------------------------------------ queues and tasks
 
@@ -230,6 +232,8 @@ class PullTasks:
             return 0.0
         if msgs:
             state.pq.put(msgs)
+            if self.trace is not None:
+                self.trace.pulled(msgs)
             self.buffer.append(Pulled(msgs, mq, state.pq))
             self.ready.set()
         elif reply.status is PullStatus.OFFSET_ILLEGAL:

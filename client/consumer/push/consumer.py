@@ -26,6 +26,7 @@ from aiorocketmq.client.consumer.push.iteration import Delivery, Inbox
 from aiorocketmq.client.consumer.push.pulling import Puller
 from aiorocketmq.client.consumer.push.requests import PushRequests
 from aiorocketmq.client.consumer.push.retry import Returns
+from aiorocketmq.client.consumer.push.traced import TracedListener
 from aiorocketmq.client.consumer.rebalance import Rebalance
 from aiorocketmq.client.consumer.selector import MessageSelector, selector_of
 from aiorocketmq.client.consumer.types import (
@@ -44,6 +45,8 @@ from aiorocketmq.client.core.instance import ClientInstance, namesrv_list
 from aiorocketmq.client.core.message import MessageQueue
 from aiorocketmq.client.core.security import Security
 from aiorocketmq.client.core.validate import check_group
+from aiorocketmq.client.trace import tracing
+from aiorocketmq.client.trace.hooks import ConsumeTrace
 from aiorocketmq.remoting.log import get_logger
 from aiorocketmq.remoting.protocol.heartbeat import ConsumerData
 from aiorocketmq.remoting.protocol.route import TopicRouteData
@@ -70,7 +73,8 @@ class PushConsumer:
     security keywords every client takes: ``access_key``/``secret_key`` (and
     ``security_token``) sign every request (ACL 1.0); ``tls=True`` is TLS verifying
     nothing, as Apache's client by default, or pass an ``ssl.SSLContext`` (see
-    ``Producer``)."""
+    ``Producer``). ``trace=True`` (and ``trace_topic``) records each listener call as
+    Java's SubBefore / SubAfter trace records (see ``Producer``)."""
 
     def __init__(
         self, group: str, namesrv_addr: str | None = None, **options: Unpack[PushOptions]
@@ -85,6 +89,7 @@ class PushConsumer:
         self.orderly = False
         self._inbox: Inbox | None = None
         self._run: _Running | None = None
+        self.trace_dispatcher = tracing(group, "CONSUME", self._namesrv, self.options)
 
     # ------------------------------------------------------------ configuration
 
@@ -150,7 +155,13 @@ class PushConsumer:
         rb.on_change = self._queues_changed
         inst = member.instance
         returns = Returns(inst, self.group, o)
-        listener = Listener(self._listener, o)
+        listener = (
+            Listener(self._listener, o)
+            if self.trace_dispatcher is None
+            else (
+                TracedListener(self._listener, o, ConsumeTrace(self.trace_dispatcher, self.group))
+            )
+        )
         service: ConcurrentService | OrderlyService
         if self.orderly:
             service = OrderlyService(self.group, o, listener, member.offsets, returns.to_dlq,
@@ -177,6 +188,8 @@ class PushConsumer:
         await member.join()
         await rb.run()
         self._start_loops(member, service)
+        if self.trace_dispatcher is not None:
+            await self.trace_dispatcher.start()
 
     def _start_loops(
         self, member: GroupMember, service: ConcurrentService | OrderlyService
@@ -216,6 +229,8 @@ class PushConsumer:
         await run.returns.close()
         await member.leave()  # unregistered first: heartbeats stop asking for consumer_data
         self._run = None
+        if self.trace_dispatcher is not None:
+            await self.trace_dispatcher.stop()
 
     async def __aenter__(self) -> PushConsumer:
         await self.start()

@@ -43,3 +43,24 @@ class SendMessageResponseHeader(Header):
     transaction_id: str | None = field(default=None, metadata=wire("transactionId"))
     msg_region: str | None = field(default=None, metadata=wire("MSG_REGION"))
     trace_on: str | None = field(default=None, metadata=wire("TRACE_ON"))
+
+
+@header
+class ReplyMessageRequestHeader(Header):
+    """PUSH_REPLY_MESSAGE_TO_CLIENT (326): a reply, pushed by the broker to its requester
+    (ReplyMessageRequestHeader, the send header's fields plus the hosts and store time)."""
+
+    producer_group: str = field(metadata=wire("producerGroup"))
+    topic: str = field(metadata=wire("topic"))
+    default_topic: str = field(metadata=wire("defaultTopic"))
+    default_topic_queue_nums: Int32 = field(metadata=wire("defaultTopicQueueNums"))
+    queue_id: Int32 = field(metadata=wire("queueId"))
+    sys_flag: Int32 = field(metadata=wire("sysFlag"))
+    born_timestamp: int = field(metadata=wire("bornTimestamp"))
+    flag: Int32 = field(metadata=wire("flag"))
+    born_host: str = field(metadata=wire("bornHost"))  # "ip:port"
+    store_host: str = field(metadata=wire("storeHost"))
+    store_timestamp: int = field(metadata=wire("storeTimestamp"))
+    properties: str | None = field(default=None, metadata=wire("properties"))
+    reconsume_times: Int32 | None = field(default=None, metadata=wire("reconsumeTimes"))
+    unit_mode: bool = field(default=False, metadata=wire("unitMode"))
