@@ -70,13 +70,11 @@ _FIXED: Final = {
     "disableConsumeIfConsumerReadSlowly": "false",
     "enableCalcFilterBitMap": "false",
     "enableDetailStat": "true",
-    "enablePropertyFilter": "false",  # SQL92 (issue 33's i33-sql92 makes it a setting)
     "endTransactionPoolQueueCapacity": "100000",
     "expectConsumerNumUseFilter": "32",
     "fetchNamesrvAddrByAddressServer": "false",
     "filterDataCleanTimeSpan": "86400000",
     "filterServerNums": "0",
-    "filterSupportRetry": "false",  # SQL92 (i33-sql92)
     "flushConsumerOffsetHistoryInterval": "60000",
     "forceRegister": "true",
     "heartbeatThreadPoolQueueCapacity": "50000",

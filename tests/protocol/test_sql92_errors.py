@@ -352,6 +352,17 @@ def test_too_long_is_refused_before_reading_it() -> None:
     )
 
 
+def test_too_long_selectors_are_not_kept_in_the_cache() -> None:
+    """Memory stays bounded: 100 distinct 1 MiB selectors (ali-ons sends its selector in
+    every pull) leave none of their text in the compile cache."""
+    from aiorocketmq.remoting.protocol.sql92 import selector
+
+    for i in range(selector.CACHE_SIZE):
+        with pytest.raises(SelectorError):
+            compile_selector(f"a = {i} OR " + "b = 1 OR " * 120_000)
+    assert all(len(key) <= sql92.MAX_EXPRESSION_LENGTH for key in selector._cache)
+
+
 def test_the_longest_selector_is_accepted() -> None:
     text = "a = '" + "x" * (sql92.MAX_EXPRESSION_LENGTH - 6) + "'"
     assert len(text) == sql92.MAX_EXPRESSION_LENGTH

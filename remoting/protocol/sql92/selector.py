@@ -43,6 +43,8 @@ class Selector:
 
 def compile_selector(expression: str) -> Selector:
     """Compiles a selector; SelectorError (its text is the remark for the client) if refused."""
+    if len(expression) > MAX_EXPRESSION_LENGTH:  # refused before the cache: never kept
+        compile_uncached(expression)
     outcome = _cache.get(expression)
     if outcome is None:
         outcome = _outcome(expression)
