@@ -15,6 +15,9 @@ SHARED_MODULES = (
     "tests/broker/test_acl.py",
     "tests/broker/test_metrics.py",
     "tests/broker/test_names.py",
+    "tests/broker/test_reply.py",
+    "tests/client/test_request_reply.py",
+    "tests/client/test_trace.py",
     "tests/remoting/test_bad_input.py",
     "tests/test_wheel.py",
 )
