@@ -3,9 +3,9 @@ client's account, and a request that only publishes to RMQ_SYS_TRACE_TOPIC passe
 the account's topic permissions say (PlainPermissionManager.validate), so an account allowed
 only its own topic still has its sends and its consumption traced.
 
-mqadmin reads the records as an admin account white-listed for 127.0.0.1: a QUERY_MESSAGE's
-signature never verifies, ours or 4.9.8's (the client signs _UNIQUE_KEY_QUERY, the broker
-leaves it out: r#5310), and a white-listed account's requests are not signature-checked."""
+mqadmin reads the records as an admin account, signed (no white address): its QUERY_MESSAGE
+is signed over _UNIQUE_KEY_QUERY as every Java client signs it, which our broker takes
+(4.9.8's refuses it: r#5310; see broker/test_acl.py)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,6 @@ PLAIN_ACL = f"""\
 accounts:
   - accessKey: {ADMIN_AK}
     secretKey: {ADMIN_SK}
-    whiteRemoteAddress: 127.0.0.1
     admin: true
   - accessKey: {APP_AK}
     secretKey: {APP_SK}
