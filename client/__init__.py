@@ -5,10 +5,11 @@ import-linter contracts keep them to it):
 
 - ``aiorocketmq.client`` (the same names as ``aiorocketmq``): ``Producer`` (sends with
   RocketMQ's retries and fault avoidance; DefaultMQProducer's settings as typed keywords),
-  ``TransactionProducer``, ``PushConsumer`` (listeners or ``async for``), ``PullConsumer``
-  (``poll``, ``pull_raw`` for bulk readers, ``list_topics``), ``MessageSelector`` (a tag or
-  SQL92 subscription: ``MessageSelector.by_sql("a > 5")``), ``Message`` / ``MessageExt`` /
-  ``SendResult`` and friends; ``create_reply`` (request-reply: ``Producer.request`` asks,
+  ``TransactionProducer`` (``half_message``: a half message any producer can send),
+  ``PushConsumer`` (listeners or ``async for``), ``PullConsumer`` (``poll``, ``pull_raw``
+  for bulk readers, ``list_topics``), ``MessageSelector`` (a tag or SQL92 subscription:
+  ``MessageSelector.by_sql("a > 5")``), ``Message`` / ``MessageExt`` / ``SendResult`` and
+  friends; ``create_reply`` (request-reply: ``Producer.request`` asks,
   a consumer answers); errors: every one an ``MQClientError`` with ``retriable``:
   ``MQConnectionError``, ``MQTimeoutError`` (also a TimeoutError; ``MQRequestTimeoutError``
   a request's reply that never came), ``MQBrokerError`` (a refusal's ``code``); the
@@ -50,7 +51,7 @@ from aiorocketmq.client.core.security import tls_context
 from aiorocketmq.client.producer.options import ProducerOptions
 from aiorocketmq.client.producer.producer import Producer, select_by_hash
 from aiorocketmq.client.producer.request import create_reply
-from aiorocketmq.client.producer.transaction import TransactionProducer
+from aiorocketmq.client.producer.transaction import TransactionProducer, half_message
 from aiorocketmq.client.producer.transaction_types import (
     LocalTransactionState,
     TransactionListener,
@@ -105,6 +106,7 @@ __all__ = [
     "TransactionSendResult",
     "create_reply",
     "decode_columns",
+    "half_message",
     "select_by_hash",
     "tls_context",
 ]

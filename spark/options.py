@@ -70,6 +70,8 @@ class WriteOptions:
     send_timeout_ms: int = 3000  # DefaultMQProducer.sendMsgTimeout
     batch_size: int = 128  # messages per SEND_BATCH_MESSAGE, where a batch is allowed
     access: Access = field(default_factory=Access)  # credentials, TLS (SECURITY_OPTIONS)
+    exactly_once: bool = False  # half messages, committed by the driver (sink_exactly_once.py)
+    checkpoint_location: str | None = None  # a stream's (Spark passes the option on)
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,7 @@ WRITE_OPTIONS: dict[str, _Spec] = {
     "producerGroup": _Spec("producer_group", v.non_blank),
     "sendTimeoutMs": _Spec("send_timeout_ms", v.positive),
     "batchSize": _Spec("batch_size", v.positive),
+    "exactlyOnce": _Spec("exactly_once", v.boolean),
     **SECURITY_OPTIONS,
 }
 
@@ -158,7 +161,13 @@ def write_options(options: Mapping[str, str], *, streaming: bool) -> WriteOption
     _require_name_server(given)
     secured = access(given)
     fields = {WRITE_OPTIONS[name].field: value for name, value in given.items()}
-    return WriteOptions(**cast(dict[str, Any], fields), access=secured)
+    # Spark hands a stream's sink its checkpointLocation option (exactlyOnce keeps its log
+    # there); a batch write has none
+    found = [str(v) for k, v in options.items() if k.lower() == "checkpointlocation"]
+    checkpoint = found[0] if streaming and found else None
+    return WriteOptions(
+        **cast(dict[str, Any], fields), access=secured, checkpoint_location=checkpoint
+    )
 
 
 def _collect(

@@ -20,8 +20,8 @@ Java's DefaultMQProducer), in no particular order. Delayed messages (a ``DELAY``
 are sent one by one.
 
 Options: ``nameServer`` (required), ``topic``, ``producerGroup``, ``sendTimeoutMs``,
-``batchSize``, and the source's security options (``accessKey``, ``secretKey``, ``tls``...:
-spark/access.py).
+``batchSize``, ``exactlyOnce``, and the source's security options (``accessKey``,
+``secretKey``, ``tls``...: spark/access.py).
 
 Save modes: only append. Spark refuses ErrorIfExists (the default of ``df.write``) and
 Ignore itself for a Python data source ("UNSUPPORTED_DATA_SOURCE_SAVE_MODE ... Please use
@@ -29,11 +29,14 @@ either the Append or Overwrite mode"), so ``mode("append")`` is required; overwr
 complete output mode of a stream, which reaches the sink as overwrite) is refused here; Spark
 refuses the update output mode.
 
-Delivery is at-least-once, as Kafka's sink: ``write()`` returns once every send of its task
-is stored; a failed send fails the task, and Spark's retry (or a restarted query's replay of
-a micro-batch) sends rows again, so consumers that must not see a message twice
-de-duplicate, e.g. by a key. ``commit`` does nothing; ``abort`` cannot take back what
+Delivery is at-least-once by default, as Kafka's sink: ``write()`` returns once every send
+of its task is stored; a failed send fails the task, and Spark's retry (or a restarted
+query's replay of a micro-batch) sends rows again, so consumers that must not see a message
+twice de-duplicate, e.g. by a key. ``commit`` does nothing; ``abort`` cannot take back what
 finished tasks sent and only logs it.
+
+With ``exactlyOnce=true`` the tasks send half messages and the driver's ``commit`` makes the
+batch's visible, once (spark/sink_exactly_once.py).
 """
 
 from __future__ import annotations
@@ -61,13 +64,23 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from aiorocketmq.spark import sink_exactly_once as exactly_once
 from aiorocketmq.spark.options import WriteOptions, write_options
+from aiorocketmq.spark.sink_exactly_once import HalvesSent
 from aiorocketmq.spark.sink_rows import Columns, route
 from aiorocketmq.spark.sink_send import Sender, producer
+from aiorocketmq.spark.sink_txlog import Place, batch_place, stream_place
 
 log = logging.getLogger(__name__)
 
-__all__ = ["BatchWriter", "SinkCommit", "StreamWriter", "WriteOptions", "make_writer"]
+__all__ = [
+    "BatchWriter",
+    "HalvesCommit",
+    "SinkCommit",
+    "StreamWriter",
+    "WriteOptions",
+    "make_writer",
+]
 
 
 _INTEGRAL = (ByteType, ShortType, IntegerType, LongType)
@@ -168,6 +181,25 @@ def _write(opts: WriteOptions, cols: Columns, batches: Iterator[pa.RecordBatch])
     return SinkCommit(rows, sender.sent, sender.requests, sender.not_ok)
 
 
+@dataclass
+class HalvesCommit(SinkCommit):
+    """exactlyOnce: the task's half messages, for the driver to commit or roll back."""
+
+    halves: HalvesSent | None = None
+
+
+def _write_halves(
+    opts: WriteOptions, cols: Columns, place: Place, batches: Iterator[pa.RecordBatch]
+) -> HalvesCommit:
+    rows, sent = exactly_once.write(opts, cols, place, batches)
+    n = len(sent.halves)
+    return HalvesCommit(rows, n, n, sent.not_ok, sent)
+
+
+def _halves(messages: list[WriterCommitMessage | None]) -> list[HalvesSent]:
+    return [m.halves for m in messages if isinstance(m, HalvesCommit) and m.halves is not None]
+
+
 def _log_abort(messages: list[WriterCommitMessage | None], batch_id: int | None) -> None:
     done = [m for m in messages if isinstance(m, SinkCommit)]
     log.warning(
@@ -178,35 +210,52 @@ def _log_abort(messages: list[WriterCommitMessage | None], batch_id: int | None)
 
 
 class BatchWriter(DataSourceArrowWriter):
-    """``df.write``: each task sends its partition's rows."""
+    """``df.write``: each task sends its partition's rows. ``place``: exactlyOnce's."""
 
-    def __init__(self, options: WriteOptions, columns: Columns) -> None:
-        self.options, self.columns = options, columns
+    def __init__(self, options: WriteOptions, columns: Columns, place: Place | None) -> None:
+        self.options, self.columns, self.place = options, columns, place
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommit:
+        if self.place is not None:
+            return _write_halves(self.options, self.columns, self.place, iterator)
         return _write(self.options, self.columns, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        """Nothing to do: every row was stored when its task ended."""
+        """At-least-once: nothing to do, every row was stored when its task ended.
+        exactlyOnce: the job's halves committed."""
+        if self.place is not None:
+            exactly_once.commit(self.options, self.place, 0, _halves(messages))
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        _log_abort(messages, None)
+        if self.place is not None:
+            exactly_once.abort(self.options, self.place, _halves(messages))
+        else:
+            _log_abort(messages, None)
 
 
 class StreamWriter(DataSourceStreamArrowWriter):
-    """``df.writeStream`` (append output mode): each micro-batch's tasks send their rows."""
+    """``df.writeStream`` (append output mode): each micro-batch's tasks send their rows.
+    ``place``: exactlyOnce's."""
 
-    def __init__(self, options: WriteOptions, columns: Columns) -> None:
-        self.options, self.columns = options, columns
+    def __init__(self, options: WriteOptions, columns: Columns, place: Place | None) -> None:
+        self.options, self.columns, self.place = options, columns, place
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommit:
+        if self.place is not None:
+            return _write_halves(self.options, self.columns, self.place, iterator)
         return _write(self.options, self.columns, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        """Nothing to do (runs in a fresh process per micro-batch: kept cheap)."""
+        """At-least-once: nothing to do (runs in a fresh process per micro-batch: kept
+        cheap). exactlyOnce: the batch's halves committed, unless a run before did."""
+        if self.place is not None:
+            exactly_once.commit(self.options, self.place, batchId, _halves(messages))
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        _log_abort(messages, batchId)
+        if self.place is not None:
+            exactly_once.abort(self.options, self.place, _halves(messages))
+        else:
+            _log_abort(messages, batchId)
 
 
 def make_writer(
@@ -221,4 +270,12 @@ def make_writer(
         )
     opts = write_options(options, streaming=streaming)
     cols = _columns(schema, opts.topic)
-    return StreamWriter(opts, cols) if streaming else BatchWriter(opts, cols)
+    place = None
+    if opts.exactly_once:
+        place = (
+            stream_place(opts.producer_group, opts.checkpoint_location)
+            if streaming
+            else batch_place(opts.producer_group)
+        )
+        exactly_once.start_answerer(opts, place)
+    return StreamWriter(opts, cols, place) if streaming else BatchWriter(opts, cols, place)

@@ -4,7 +4,7 @@ by how they are sent (spark-connector.md §10 "Sink"). Pure: no I/O."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,8 +44,23 @@ class Routed:
 
 def route(batch: pa.RecordBatch, cols: Columns, topic_option: str | None) -> Routed:
     """The messages of ``batch``; ValueError (naming the row) for a null body or topic."""
+    out = Routed(rows=batch.num_rows)
+    for msg, queue_id in in_order(batch, cols, topic_option):
+        if queue_id is not None:
+            out.pinned[msg.topic, queue_id].append(msg)
+        elif DELAY in msg.properties:
+            out.singles.append(msg)
+        else:
+            out.batchable[msg.topic].append(msg)
+    return out
+
+
+def in_order(
+    batch: pa.RecordBatch, cols: Columns, topic_option: str | None
+) -> Iterator[tuple[Message, int | None]]:
+    """Each row's message and queueId (None: not given), in row order; ValueError (naming
+    the row) for a null body or topic."""
     n = batch.num_rows
-    out = Routed(rows=n)
     bodies = _bodies(batch.column(cols.body))
     topics = _topics(batch, cols, topic_option, n)
     tags = _column(batch, cols.tags, n)
@@ -62,14 +77,7 @@ def route(batch: pa.RecordBatch, cols: Columns, topic_option: str | None) -> Rou
                 f"rocketmq sink: row {row} of a batch has a null topic "
                 "(set the topic column or the topic option)"
             )
-        msg = Message(topic, body, tag or None, _keys(key), properties=_properties(prop))
-        if queue_id is not None:
-            out.pinned[topic, queue_id].append(msg)
-        elif DELAY in msg.properties:
-            out.singles.append(msg)
-        else:
-            out.batchable[topic].append(msg)
-    return out
+        yield Message(topic, body, tag or None, _keys(key), properties=_properties(prop)), queue_id
 
 
 def chunks(msgs: Sequence[Message], size: int, max_bytes: int) -> Iterable[Sequence[Message]]:

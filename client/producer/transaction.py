@@ -21,7 +21,7 @@ from typing import Any, Final, Unpack
 
 from aiorocketmq.client.consumer.push.consume import is_async
 from aiorocketmq.client.core import api
-from aiorocketmq.client.core.errors import MQClientError
+from aiorocketmq.client.core.errors import MQBrokerError, MQClientError
 from aiorocketmq.client.core.message import Message, SendResult
 from aiorocketmq.client.producer.options import ProducerSettings
 from aiorocketmq.client.producer.producer import Producer
@@ -38,6 +38,7 @@ from aiorocketmq.remoting.channel import Channel
 from aiorocketmq.remoting.errors import RemotingCommandError, RemotingError
 from aiorocketmq.remoting.log import get_logger
 from aiorocketmq.remoting.protocol.codes import RequestCode as C
+from aiorocketmq.remoting.protocol.codes import ResponseCode
 from aiorocketmq.remoting.protocol.command import RemotingCommand
 from aiorocketmq.remoting.protocol.headers.transaction import (
     CheckTransactionStateRequestHeader,
@@ -161,23 +162,26 @@ class TransactionProducer(Producer):
         return transaction_result(sent, state)
 
     async def send_half(self, msg: Message) -> tuple[Message, SendResult]:
-        """The half message (a copy of ``msg``: a delay level ignored, TRAN_MSG, PGROUP and its
-        UNIQ_KEY set), sent and stored; raises as ``send`` does."""
-        props = dict(msg.properties)
-        props.pop(Prop.DELAY, None)  # sendMessageInTransaction: "ignore DelayTimeLevel"
-        props[Prop.TRAN_MSG] = "true"
-        props[Prop.PGROUP] = self.group
-        props.setdefault(Prop.UNIQ_KEY, self._ids.next())
-        half = dataclasses.replace(msg, delay_level=0, properties=props)
+        """The half message (``half_message(msg, group)`` with its UNIQ_KEY set), sent and
+        stored; raises as ``send`` does."""
+        half = half_message(msg, self.group)
+        half.properties.setdefault(Prop.UNIQ_KEY, self._ids.next())
         return half, await self.send(half)
 
     async def end_transaction(
         self, sent: SendResult, state: LocalTransactionState, error: BaseException | None = None,
-        half: Message | None = None,
-    ) -> None:  # fmt: skip
+        half: Message | None = None, *, oneway: bool = True,
+    ) -> bool:  # fmt: skip
         """endTransaction: END_TRANSACTION, oneway, to the master of the broker that stored
         the half message. A failure is logged, not raised (the check-back settles it). A
-        traced producer records it (with ``half``, the message sent)."""
+        traced producer records it (with ``half``, the message sent).
+
+        ``sent`` may be rebuilt from the handles of a half another process sent (its queue's
+        topic and broker name, ``queue_offset``, ``offset_msg_id``): any producer of the
+        half's group can end it. With ``oneway=False`` the broker's answer is awaited
+        (ours: a broker processes ENDs as they come; one that runs them in a pool, as
+        Java's, may commit two oneway ENDs out of order). Returns whether the request was
+        written (oneway) or the broker answered SUCCESS."""
         try:
             _, commit_log_offset = parse_offset_msg_id(sent.offset_msg_id or sent.msg_id)
             header = EndTransactionRequestHeader(
@@ -198,10 +202,18 @@ class TransactionProducer(Producer):
                                        sent.transaction_id or sent.msg_id, state.value, addr,
                                        False)  # fmt: skip
             timeout = self.options.send_msg_timeout / 1000
-            await self.instance.remoting.invoke_oneway(addr, end_request(header, remark), timeout)
+            request = end_request(header, remark)
+            if oneway:
+                await self.instance.remoting.invoke_oneway(addr, request, timeout)
+                return True
+            answer = await self.instance.remoting.invoke(addr, request, timeout)
+            if answer.code != ResponseCode.SUCCESS:
+                raise MQBrokerError(answer.code, answer.remark, addr)
+            return True
         except (MQClientError, RemotingError, ValueError) as exc:
             log.warning("end_transaction_failed", group=self.group, msg_id=sent.msg_id,
                         state=str(state), error=str(exc))  # fmt: skip
+            return False
 
     # ------------------------------------------------------------ checkTransactionState
 
@@ -287,6 +299,20 @@ class TransactionProducer(Producer):
             return await fn(*args)
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, fn, *args)
+
+
+def half_message(msg: Message, group: str) -> Message:
+    """A copy of ``msg`` as a half message of producer group ``group`` (TRAN_MSG and PGROUP
+    set, a delay level dropped, as sendMessageInTransaction does). Any ``Producer`` can send
+    it: the broker parks it until a ``TransactionProducer`` of ``group`` ends it
+    (``end_transaction`` with its SendResult) or answers a check-back about it -- so the
+    sender need not be the producer that decides (the Spark sink's executors send, its
+    driver ends)."""
+    props = dict(msg.properties)
+    props.pop(Prop.DELAY, None)  # sendMessageInTransaction: "ignore DelayTimeLevel"
+    props[Prop.TRAN_MSG] = "true"
+    props[Prop.PGROUP] = group
+    return dataclasses.replace(msg, delay_level=0, properties=props)
 
 
 def end_request(header: EndTransactionRequestHeader, remark: str | None) -> RemotingCommand:

@@ -1,0 +1,283 @@
+"""The sink's ``exactlyOnce`` mode: each task sends its rows as half (transactional)
+messages, and the driver's commit of the batch makes them visible (issue 34 item 1).
+
+- **Executors** (``write``): every row is sent, one message a request (RocketMQ takes no half
+  message in a batch), as a half message of the write's producer group (``Place.group``:
+  one per query, derived from its checkpoint, so a restarted driver has the same one), sent
+  by the sink's ordinary ``producerGroup`` producer. Each half carries the query, the batch
+  id (Spark's ``streaming.sql.batchId`` local property; 0 for a batch job) and the task
+  attempt (``writer``, a fresh id per ``write()`` call). The task returns the halves' handles
+  in row order. A task that fails rolls back what it sent, best effort.
+- **Driver** (``commit``): the batch's record -- the task attempts it commits and their
+  halves -- is written to the commit log (spark/sink_txlog.py) first, the first commit of a
+  batch id winning; then END_TRANSACTION COMMIT goes to each half, in row order per task
+  (the broker writes a committed message into its queue when the END arrives, so rows of one
+  queue appear in row order). A re-run of a batch whose record exists (a driver killed after
+  its commit began) rolls its own halves back and commits the recorded ones again.
+  ``abort`` rolls back the halves the finished tasks reported.
+- **Check-backs** (halves of a killed task, ENDs lost with a driver): answered from the log
+  by the driver's answerer process (spark/sink_answerer.py).
+
+Rows with a ``queueId`` go to that queue, rows with ``keys`` (and no queueId) to the queue
+their keys hash to (``select_by_hash``), the others round robin; with either given, a queue's
+rows appear in row order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import threading
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from aiorocketmq.client import (
+    LocalTransactionState,
+    Message,
+    MessageQueue,
+    Producer,
+    SendResult,
+    SendStatus,
+    TransactionProducer,
+    half_message,
+    select_by_hash,
+)
+from aiorocketmq.spark.options import WriteOptions
+from aiorocketmq.spark.sink_answerer import Answers, Settings, driver_pid, ensure
+from aiorocketmq.spark.sink_rows import Columns, in_order
+from aiorocketmq.spark.sink_send import SinkSendError, by_queue_id, producer
+from aiorocketmq.spark.sink_txlog import (
+    BATCH_PROPERTY,
+    QUERY_PROPERTY,
+    WRITER_PROPERTY,
+    Half,
+    Place,
+    Record,
+    TxLog,
+    purge_jobs,
+)
+
+log = logging.getLogger(__name__)
+
+WINDOW = 64  # half messages in flight per write(): one request each
+BATCH_ID_PROPERTY = "streaming.sql.batchId"  # MicroBatchExecution.BATCH_ID_KEY
+END_TIMEOUT_S = 600.0  # a commit's ENDs (and the barrier after them)
+
+
+@dataclass
+class HalvesSent:
+    """What one task attempt sent: its halves' handles in row order (pickled to the driver
+    with the commit message)."""
+
+    writer: str
+    halves: list[Half] = field(default_factory=list)
+    not_ok: int = 0
+
+
+# ------------------------------------------------------------------ executors
+
+
+def batch_id(streaming: bool) -> int:
+    """The micro-batch this task writes (Spark's local property); 0 for a batch job."""
+    if not streaming:
+        return 0
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    value = ctx.getLocalProperty(BATCH_ID_PROPERTY) if ctx is not None else None
+    if not value:
+        raise RuntimeError(
+            f"rocketmq sink: exactlyOnce found no batch id ({BATCH_ID_PROPERTY}) in the task"
+        )
+    return int(value)
+
+
+def write(
+    opts: WriteOptions, cols: Columns, place: Place, batches: Iterator[pa.RecordBatch]
+) -> tuple[int, HalvesSent]:
+    """Send every row of the task as a half message; (rows, what was sent). On failure the
+    halves sent so far are rolled back (best effort) and the error raised."""
+    loop, prod = producer(opts.name_server, opts.producer_group, opts.send_timeout_ms, opts.access)
+    props = {
+        QUERY_PROPERTY: place.query,
+        BATCH_PROPERTY: str(batch_id(place.streaming)),
+        WRITER_PROPERTY: uuid.uuid4().hex,
+    }
+    sender = _HalfSender(loop, prod, props[WRITER_PROPERTY])
+    rows, done = 0, False
+    try:
+        for batch in batches:
+            rows += batch.num_rows
+            for msg, queue_id in in_order(batch, cols, opts.topic):
+                msg.properties.update(props)
+                sender.submit(half_message(msg, place.group), queue_id)
+        sent = sender.finish()
+        done = True
+    finally:
+        if not done:
+            _roll_back_own(opts, place, sender.abandon())
+    return rows, sent
+
+
+class _HalfSender:
+    """One write()'s half messages, ``WINDOW`` in flight; their handles kept in row order."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, prod: Producer, writer: str) -> None:
+        self._loop, self._producer = loop, prod
+        self._slots = threading.Semaphore(WINDOW)
+        self._futures: list[concurrent.futures.Future[Half]] = []
+        self.sent = HalvesSent(writer)
+        self.error: BaseException | None = None
+
+    def submit(self, half: Message, queue_id: int | None) -> None:
+        if self.error is not None:
+            raise self._failure()
+        self._slots.acquire()
+        fut = asyncio.run_coroutine_threadsafe(self._send(half, queue_id), self._loop)
+        fut.add_done_callback(self._done)
+        self._futures.append(fut)
+
+    def _done(self, fut: concurrent.futures.Future[Half]) -> None:
+        self._slots.release()
+        if not fut.cancelled() and fut.exception() is not None and self.error is None:
+            self.error = fut.exception()
+
+    async def _send(self, half: Message, queue_id: int | None) -> Half:
+        if queue_id is not None:
+            result = await self._producer.send(half, selector=by_queue_id, arg=queue_id)
+        elif half.keys:
+            result = await self._producer.send(half, selector=select_by_hash, arg=half.keys)
+        else:
+            result = await self._producer.send(half)
+        if result.status is not SendStatus.SEND_OK:
+            self.sent.not_ok += 1  # stored, not flushed or replicated in time
+        mq = result.queue
+        ordered = queue_id is not None or bool(half.keys)
+        return (mq.topic, mq.broker_name, mq.queue_id if ordered else -1, result.queue_offset,
+                result.offset_msg_id)  # fmt: skip
+
+    def finish(self) -> HalvesSent:
+        concurrent.futures.wait(self._futures)
+        if self.error is not None:
+            raise self._failure()
+        self.sent.halves = [f.result() for f in self._futures]
+        return self.sent
+
+    def abandon(self) -> list[Half]:
+        """Stop sending; the halves stored so far."""
+        for fut in self._futures:
+            fut.cancel()
+        concurrent.futures.wait(self._futures)
+        return [f.result() for f in self._futures if not f.cancelled() and f.exception() is None]
+
+    def _failure(self) -> BaseException:
+        err = self.error
+        assert err is not None
+        if isinstance(err, ValueError):
+            return err
+        return SinkSendError(
+            f"rocketmq sink: a send of a half message failed: {type(err).__name__}: {err} "
+            "(exactlyOnce: this task's halves are rolled back; Spark's retry sends its rows "
+            "again and only the retry's become visible)"
+        )
+
+
+def _roll_back_own(opts: WriteOptions, place: Place, halves: list[Half]) -> None:
+    """A failing task's halves can never be committed (the driver never hears of them):
+    rolled back now rather than at a check-back."""
+    if not halves:
+        return
+    try:
+        asyncio.run(_end(opts, place, [(halves, LocalTransactionState.ROLLBACK_MESSAGE)]))
+    except Exception as exc:  # noqa: BLE001 - the check-back rolls them back instead
+        log.warning("sink_half_rollback_failed halves=%d error=%s", len(halves), exc)
+
+
+# ------------------------------------------------------------------ driver
+
+
+def settings(opts: WriteOptions, place: Place) -> Settings:
+    return Settings(place, opts.name_server, opts.access, opts.send_timeout_ms, driver_pid())
+
+
+def start_answerer(opts: WriteOptions, place: Place) -> None:
+    """The check-back answerer of the write's group, unless one runs (on the driver)."""
+    ensure(settings(opts, place))
+
+
+def commit(opts: WriteOptions, place: Place, batch: int, sent: Sequence[HalvesSent]) -> None:
+    """Record the batch as committed (unless an earlier run did), then END its halves."""
+    start_answerer(opts, place)
+    record = Record(tuple(s.writer for s in sent), tuple(h for s in sent for h in s.halves))
+    txlog = TxLog(place.log_dir, place.query)
+    earlier = txlog.record(batch, record)
+    if earlier is None:
+        ends = [(list(record.halves), LocalTransactionState.COMMIT_MESSAGE)]
+    else:  # committed by an earlier run: that run's halves, not these
+        log.warning("sink_batch_committed_before batch=%d halves_rolled_back=%d", batch,
+                    len(record.halves))  # fmt: skip
+        ends = [(list(record.halves), LocalTransactionState.ROLLBACK_MESSAGE),
+                (list(earlier.halves), LocalTransactionState.COMMIT_MESSAGE)]  # fmt: skip
+    asyncio.run(_end(opts, place, ends))
+    if place.streaming:
+        txlog.purge()
+    else:
+        purge_jobs(place.log_dir)
+
+
+def abort(opts: WriteOptions, place: Place, sent: Sequence[HalvesSent]) -> None:
+    """Roll back the halves the finished tasks reported; a batch job is marked aborted, so
+    check-backs roll back those of its failed tasks too (a stream's are rolled back once a
+    later run commits the batch, or left to the broker, which drops a half it never gets an
+    answer about after transactionCheckMax checks)."""
+    start_answerer(opts, place)
+    if not place.streaming:
+        TxLog(place.log_dir, place.query).abort()
+    halves = [h for s in sent for h in s.halves]
+    asyncio.run(_end(opts, place, [(halves, LocalTransactionState.ROLLBACK_MESSAGE)]))
+
+
+async def _end(
+    opts: WriteOptions, place: Place, ends: Iterable[tuple[list[Half], LocalTransactionState]]
+) -> None:
+    """END_TRANSACTION for each half from a producer of the group. A queue's ordered halves
+    (their rows gave a queueId or keys) one at a time, each END answered before the next
+    goes (a broker may run ENDs in a pool), queues at once; the others oneway, streamed per
+    broker. The producer's shutdown asks every master (UNREGISTER_CLIENT, two-way) after the
+    ENDs on the same connections, so the oneway ones have been read when this returns."""
+    tx = TransactionProducer(
+        place.group, Answers(place.log_dir), opts.name_server,
+        send_msg_timeout=opts.send_timeout_ms, **opts.access.keywords(),
+    )  # fmt: skip
+    await tx.start()
+    try:
+        runs: dict[tuple[str, str, int], list[tuple[Half, LocalTransactionState]]] = {}
+        for halves, state in ends:
+            for half in halves:
+                topic, broker, queue_id = half[0], half[1], half[2]
+                where = (topic, broker, queue_id) if queue_id >= 0 else ("", broker, -1)
+                runs.setdefault(where, []).append((half, state))
+        calls = [_end_run(tx, run, oneway=where[2] < 0) for where, run in runs.items()]
+        failed = sum(await asyncio.wait_for(asyncio.gather(*calls), END_TIMEOUT_S))
+    finally:
+        await tx.shutdown()
+    if failed:
+        log.warning("sink_end_failed halves=%d (a check-back settles them)", failed)
+
+
+async def _end_run(
+    tx: TransactionProducer, run: list[tuple[Half, LocalTransactionState]], *, oneway: bool
+) -> int:
+    """END each half of ``run`` in turn; how many failed (logged by the SDK, never raised:
+    a check-back settles them)."""
+    failed = 0
+    for (topic, broker, queue_id, queue_offset, offset_msg_id), state in run:
+        sent = SendResult(SendStatus.SEND_OK, offset_msg_id, offset_msg_id,
+                          MessageQueue(topic, broker, max(queue_id, 0)), queue_offset)  # fmt: skip
+        if not await tx.end_transaction(sent, state, oneway=oneway):
+            failed += 1
+    return failed
