@@ -191,7 +191,8 @@ class HalvesCommit(SinkCommit):
 def _write_halves(
     opts: WriteOptions, cols: Columns, place: Place, batches: Iterator[pa.RecordBatch]
 ) -> HalvesCommit:
-    rows, sent = exactly_once.write(opts, cols, place, batches)
+    batch = exactly_once.batch_id(place.streaming)
+    rows, sent = exactly_once.write(opts, cols, place, batch, batches)
     n = len(sent.halves)
     return HalvesCommit(rows, n, n, sent.not_ok, sent)
 

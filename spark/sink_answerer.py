@@ -11,6 +11,10 @@ lock. It runs until the driver's JVM is gone, or nothing happened for ``IDLE_SEC
 (no check-back, no new record; the next commit starts another). Its output goes to
 ``<log dir>/answerer.log``.
 
+It also finishes a commit whose committer died after writing the batch's record but before
+sending every END (spark/sink_txlog.py): check-backs about those halves are answered UNKNOWN
+meanwhile, so the queue order holds.
+
 Only the driver's processes are producers of the group: the executors send the halves with a
 producer of the sink's ``producerGroup`` (``half_message`` names the other group), so a
 check-back never goes to a process that cannot read the log.
@@ -40,6 +44,7 @@ from aiorocketmq.client import (
     TransactionProducer,
 )
 from aiorocketmq.spark.access import Access
+from aiorocketmq.spark.sink_ends import end_halves
 from aiorocketmq.spark.sink_txlog import (
     BATCH_PROPERTY,
     QUERY_PROPERTY,
@@ -47,12 +52,14 @@ from aiorocketmq.spark.sink_txlog import (
     Decision,
     Place,
     TxLog,
+    alive,
 )
 
 log = logging.getLogger(__name__)
 
 IDLE_SECONDS = 600.0
 POLL_SECONDS = 0.5
+FINISH_EVERY_S = 5.0  # how often the log is scanned for commits left half done
 LOCK = "answerer.lock"
 _STATES = {
     Decision.COMMIT: LocalTransactionState.COMMIT_MESSAGE,
@@ -113,7 +120,8 @@ class Answers:
 
 def driver_pid() -> int:
     """The driver's JVM: the nearest ``java`` among this process's ancestors (a driver-side
-    Python worker is the JVM's child or grandchild), else the parent."""
+    Python worker is the JVM's child or grandchild); else (no /proc, or a writer made
+    outside Spark) this process."""
     pid = os.getpid()
     while pid > 1:
         try:
@@ -124,7 +132,7 @@ def driver_pid() -> int:
         if name == "java":
             return pid
         pid = int(stat[stat.rindex(")") + 2 :].split()[1])
-    return os.getppid()
+    return os.getpid()
 
 
 def running(log_dir: str) -> bool:
@@ -140,27 +148,53 @@ def running(log_dir: str) -> bool:
     return False
 
 
-def ensure(settings: Settings) -> subprocess.Popen[bytes] | None:
-    """Start the answerer of ``settings.place`` unless one runs; the process started."""
+# a go-between, waited for, starts the answerer and exits: the answerer is nobody's child
+# (no zombie, no Popen left to warn "still running" in the process that asked for it)
+_LAUNCH = """
+import subprocess, sys
+data = sys.stdin.buffer.read()
+proc = subprocess.Popen([sys.executable, "-m", "aiorocketmq.spark.sink_answerer"],
+                        stdin=subprocess.PIPE, start_new_session=True, close_fds=True)
+proc.stdin.write(data)
+proc.stdin.close()
+"""
+
+
+def ensure(settings: Settings) -> None:
+    """Start the answerer of ``settings.place`` unless one runs."""
     log_dir = settings.place.log_dir
     if running(log_dir):
-        return None
+        return
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)  # what imported us
     with (Path(log_dir) / "answerer.log").open("ab") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "aiorocketmq.spark.sink_answerer"],
-            stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT, env=env,
-            start_new_session=True, close_fds=True,
+        subprocess.run(
+            [sys.executable, "-c", _LAUNCH], input=pickle.dumps(settings), stdout=out,
+            stderr=subprocess.STDOUT, env=env, check=True, timeout=60,
         )  # fmt: skip
-    assert proc.stdin is not None
-    with contextlib.suppress(BrokenPipeError):
-        proc.stdin.write(pickle.dumps(settings))
-    proc.stdin.close()
-    return proc
 
 
 # ------------------------------------------------------------------ the process
+
+
+async def finish_orphans(tx: TransactionProducer, log_dir: str) -> int:
+    """Each record whose committer died before sending all its ENDs: its halves committed
+    now, in row order, as the committer would have (then ``.done``); how many."""
+    finished = 0
+    with contextlib.suppress(FileNotFoundError):
+        queries = [entry.name for entry in os.scandir(log_dir) if entry.is_dir()]
+        for query in queries:
+            txlog = TxLog(log_dir, query)
+            for batch in txlog.unfinished():
+                record = txlog.read(batch)
+                if record is None or alive(record.committer):
+                    continue
+                log.info("finishing_commit query=%s batch=%d halves=%d (its committer died)",
+                         query, batch, len(record.halves))  # fmt: skip
+                await end_halves(tx, [(list(record.halves), LocalTransactionState.COMMIT_MESSAGE)])
+                txlog.finished(batch)
+                finished += 1
+    return finished
 
 
 def _alive(pid: int) -> bool:
@@ -199,9 +233,13 @@ async def serve(settings: Settings) -> str:
              settings.watch_pid)  # fmt: skip
     changed, seen_at = _log_changed(place.log_dir), time.monotonic()
     reported = answers.summary()
+    finish_at = 0.0
     try:
         while True:
             await asyncio.sleep(POLL_SECONDS)
+            if time.monotonic() >= finish_at:
+                finish_at = time.monotonic() + FINISH_EVERY_S
+                await finish_orphans(producer, place.log_dir)
             if answers.summary() != reported and time.monotonic() - answers.last > 5:
                 reported = answers.summary()  # after a round of check-backs: the totals
                 log.info("check_backs_answered group=%s %s", place.group, reported)

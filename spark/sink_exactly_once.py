@@ -30,7 +30,7 @@ import concurrent.futures
 import logging
 import threading
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -38,9 +38,7 @@ import pyarrow as pa
 from aiorocketmq.client import (
     LocalTransactionState,
     Message,
-    MessageQueue,
     Producer,
-    SendResult,
     SendStatus,
     TransactionProducer,
     half_message,
@@ -48,6 +46,7 @@ from aiorocketmq.client import (
 )
 from aiorocketmq.spark.options import WriteOptions
 from aiorocketmq.spark.sink_answerer import Answers, Settings, driver_pid, ensure
+from aiorocketmq.spark.sink_ends import end_halves
 from aiorocketmq.spark.sink_rows import Columns, in_order
 from aiorocketmq.spark.sink_send import SinkSendError, by_queue_id, producer
 from aiorocketmq.spark.sink_txlog import (
@@ -58,6 +57,7 @@ from aiorocketmq.spark.sink_txlog import (
     Place,
     Record,
     TxLog,
+    process_token,
     purge_jobs,
 )
 
@@ -97,22 +97,22 @@ def batch_id(streaming: bool) -> int:
 
 
 def write(
-    opts: WriteOptions, cols: Columns, place: Place, batches: Iterator[pa.RecordBatch]
+    opts: WriteOptions, cols: Columns, place: Place, batch: int, batches: Iterator[pa.RecordBatch]
 ) -> tuple[int, HalvesSent]:
-    """Send every row of the task as a half message; (rows, what was sent). On failure the
-    halves sent so far are rolled back (best effort) and the error raised."""
+    """Send every row of the task as a half message of ``batch``; (rows, what was sent). On
+    failure the halves sent so far are rolled back (best effort) and the error raised."""
     loop, prod = producer(opts.name_server, opts.producer_group, opts.send_timeout_ms, opts.access)
     props = {
         QUERY_PROPERTY: place.query,
-        BATCH_PROPERTY: str(batch_id(place.streaming)),
+        BATCH_PROPERTY: str(batch),
         WRITER_PROPERTY: uuid.uuid4().hex,
     }
     sender = _HalfSender(loop, prod, props[WRITER_PROPERTY])
     rows, done = 0, False
     try:
-        for batch in batches:
-            rows += batch.num_rows
-            for msg, queue_id in in_order(batch, cols, opts.topic):
+        for record_batch in batches:
+            rows += record_batch.num_rows
+            for msg, queue_id in in_order(record_batch, cols, opts.topic):
                 msg.properties.update(props)
                 sender.submit(half_message(msg, place.group), queue_id)
         sent = sender.finish()
@@ -212,17 +212,19 @@ def start_answerer(opts: WriteOptions, place: Place) -> None:
 def commit(opts: WriteOptions, place: Place, batch: int, sent: Sequence[HalvesSent]) -> None:
     """Record the batch as committed (unless an earlier run did), then END its halves."""
     start_answerer(opts, place)
-    record = Record(tuple(s.writer for s in sent), tuple(h for s in sent for h in s.halves))
+    halves = tuple(h for s in sent for h in s.halves)
+    record = Record(tuple(s.writer for s in sent), halves, process_token())
     txlog = TxLog(place.log_dir, place.query)
     earlier = txlog.record(batch, record)
     if earlier is None:
-        ends = [(list(record.halves), LocalTransactionState.COMMIT_MESSAGE)]
-    else:  # committed by an earlier run: that run's halves, not these
+        ends = [(list(halves), LocalTransactionState.COMMIT_MESSAGE)]
+    else:  # committed by an earlier run (its driver died before Spark logged the commit)
         log.warning("sink_batch_committed_before batch=%d halves_rolled_back=%d", batch,
-                    len(record.halves))  # fmt: skip
-        ends = [(list(record.halves), LocalTransactionState.ROLLBACK_MESSAGE),
+                    len(halves))  # fmt: skip
+        ends = [(list(halves), LocalTransactionState.ROLLBACK_MESSAGE),
                 (list(earlier.halves), LocalTransactionState.COMMIT_MESSAGE)]  # fmt: skip
     asyncio.run(_end(opts, place, ends))
+    txlog.finished(batch)
     if place.streaming:
         txlog.purge()
     else:
@@ -242,42 +244,15 @@ def abort(opts: WriteOptions, place: Place, sent: Sequence[HalvesSent]) -> None:
 
 
 async def _end(
-    opts: WriteOptions, place: Place, ends: Iterable[tuple[list[Half], LocalTransactionState]]
+    opts: WriteOptions, place: Place, ends: list[tuple[list[Half], LocalTransactionState]]
 ) -> None:
-    """END_TRANSACTION for each half from a producer of the group. A queue's ordered halves
-    (their rows gave a queueId or keys) one at a time, each END answered before the next
-    goes (a broker may run ENDs in a pool), queues at once; the others oneway, streamed per
-    broker. The producer's shutdown asks every master (UNREGISTER_CLIENT, two-way) after the
-    ENDs on the same connections, so the oneway ones have been read when this returns."""
+    """END_TRANSACTION for each half (spark/sink_ends.py) from a producer of the group."""
     tx = TransactionProducer(
         place.group, Answers(place.log_dir), opts.name_server,
         send_msg_timeout=opts.send_timeout_ms, **opts.access.keywords(),
     )  # fmt: skip
     await tx.start()
     try:
-        runs: dict[tuple[str, str, int], list[tuple[Half, LocalTransactionState]]] = {}
-        for halves, state in ends:
-            for half in halves:
-                topic, broker, queue_id = half[0], half[1], half[2]
-                where = (topic, broker, queue_id) if queue_id >= 0 else ("", broker, -1)
-                runs.setdefault(where, []).append((half, state))
-        calls = [_end_run(tx, run, oneway=where[2] < 0) for where, run in runs.items()]
-        failed = sum(await asyncio.wait_for(asyncio.gather(*calls), END_TIMEOUT_S))
+        await end_halves(tx, ends)
     finally:
-        await tx.shutdown()
-    if failed:
-        log.warning("sink_end_failed halves=%d (a check-back settles them)", failed)
-
-
-async def _end_run(
-    tx: TransactionProducer, run: list[tuple[Half, LocalTransactionState]], *, oneway: bool
-) -> int:
-    """END each half of ``run`` in turn; how many failed (logged by the SDK, never raised:
-    a check-back settles them)."""
-    failed = 0
-    for (topic, broker, queue_id, queue_offset, offset_msg_id), state in run:
-        sent = SendResult(SendStatus.SEND_OK, offset_msg_id, offset_msg_id,
-                          MessageQueue(topic, broker, max(queue_id, 0)), queue_offset)  # fmt: skip
-        if not await tx.end_transaction(sent, state, oneway=oneway):
-            failed += 1
-    return failed
+        await tx.shutdown()  # its UNREGISTER_CLIENT follows the oneway ENDs: they were read

@@ -11,13 +11,17 @@ END_TRANSACTION, and everything else follows from the file:
 - a re-run of a batch whose record exists rolls its own halves back and commits the
   recorded ones again (END is idempotent on the broker);
 - a check-back (CHECK_TRANSACTION_STATE) about a half is answered from the record of its
-  batch: COMMIT when its task attempt (``writer``) is listed, ROLLBACK when not (a failed
-  or killed task, an earlier run of the batch), ROLLBACK when a later batch has a record (the
-  batch was superseded), ROLLBACK when the write was aborted (batch jobs), UNKNOWN while
-  none of that is known (the batch is in flight).
+  batch: COMMIT when its task attempt (``writer``) is listed and the record's ENDs were all
+  sent (``.done``: the END was lost), ROLLBACK when not listed (a failed or killed task, an
+  earlier run of the batch), ROLLBACK when a later batch has a record (the batch was
+  superseded), ROLLBACK when the write was aborted (batch jobs), UNKNOWN otherwise (the
+  batch is in flight, or its committer is still ending it);
+- a record whose committer died before its ``.done`` is finished by the answerer
+  (spark/sink_answerer.py), in row order, as the committer would have.
 
 Layout: ``<log dir>/<query>/<batch id, 20 digits>.json`` (``{"writers": [...], "halves":
-[[topic, brokerName, queueId, halfQueueOffset, offsetMsgId], ...]}``, halves in END order) and
+[[topic, brokerName, queueId, halfQueueOffset, offsetMsgId], ...], "committer": "host pid
+start"}``, halves in END order), ``<batch>.done`` once they were all ended, and
 ``<log dir>/<query>/aborted``. A stream's log dir is ``<checkpointLocation>/rocketmq-sink``
 and its query ``stream``; a batch job's is under the temporary directory, one query per job.
 """
@@ -63,19 +67,55 @@ class Decision(enum.Enum):
 
 @dataclass(frozen=True)
 class Record:
-    """A committed batch: the task attempts whose halves it committed, and those halves."""
+    """A committed batch: the task attempts whose halves it committed, those halves, and the
+    process that ends them (``process_token``)."""
 
     writers: tuple[str, ...]
     halves: tuple[Half, ...] = ()
+    committer: str = ""
 
     def to_json(self) -> bytes:
-        return json.dumps({"writers": list(self.writers), "halves": list(self.halves)}).encode()
+        return json.dumps(
+            {"writers": self.writers, "halves": self.halves, "committer": self.committer}
+        ).encode()
 
     @classmethod
     def from_json(cls, raw: bytes) -> Record:
         data = json.loads(raw)
         halves = tuple((str(t), str(b), int(q), int(o), str(m)) for t, b, q, o, m in data["halves"])
-        return cls(tuple(str(w) for w in data["writers"]), halves)
+        return cls(tuple(str(w) for w in data["writers"]), halves, str(data["committer"]))
+
+
+def process_token(pid: int | None = None) -> str:
+    """``host pid start``: a process, never a later one given its pid (the start time, in
+    clock ticks since boot, from /proc; 0 without /proc)."""
+    pid = os.getpid() if pid is None else pid
+    return f"{socket.gethostname()} {pid} {_start_time(pid)}"
+
+
+def alive(token: str) -> bool:
+    """Whether the process ``token`` names runs; one on another host is taken as gone (the
+    driver moved there)."""
+    host, pid, start = token.rsplit(" ", 2)
+    if host != socket.gethostname():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return str(_start_time(int(pid))) == start
+
+
+def _start_time(pid: int) -> int:
+    """/proc's start time of ``pid``; 0 without /proc; -1 for a zombie or no such process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return 0 if not Path("/proc/self").exists() else -1
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return -1 if fields[0] == "Z" else int(fields[19])
 
 
 @dataclass(frozen=True)
@@ -155,6 +195,20 @@ class TxLog:
         _sync_dir(self.dir)
         return None
 
+    def finished(self, batch: int) -> None:
+        """Every END of the batch's record was sent (and read by the brokers)."""
+        self._done_path(batch).touch()
+
+    def is_finished(self, batch: int) -> bool:
+        return self._done_path(batch).exists()
+
+    def unfinished(self) -> list[int]:
+        """Batches recorded whose ENDs were not all sent (their committer may have died)."""
+        return [b for b in self.batches() if not self.is_finished(b)]
+
+    def _done_path(self, batch: int) -> Path:
+        return self.dir / f"{batch:020d}.done"
+
     def read(self, batch: int) -> Record | None:
         found = self._cache.get(batch)
         if found is None:
@@ -183,7 +237,11 @@ class TxLog:
         """What a check-back about a half of ``batch`` sent by task attempt ``writer`` gets."""
         found = self.read(batch)
         if found is not None:
-            return Decision.COMMIT if writer in found.writers else Decision.ROLLBACK
+            if writer not in found.writers:
+                return Decision.ROLLBACK
+            # listed: its committer ENDs the record's halves in row order (or, if it died,
+            # the answerer does): a check-back meanwhile would commit out of order
+            return Decision.COMMIT if self.is_finished(batch) else Decision.UNKNOWN
         if (self.dir / "aborted").exists():
             return Decision.ROLLBACK
         if any(b > batch for b in self.batches()):
@@ -196,8 +254,9 @@ class TxLog:
         for batch in self.batches()[:-keep]:
             path = self._path(batch)
             with contextlib.suppress(FileNotFoundError):
-                if path.stat().st_mtime < old:
+                if path.stat().st_mtime < old and self.is_finished(batch):
                     path.unlink()
+                    self._done_path(batch).unlink(missing_ok=True)
                     self._cache.pop(batch, None)
 
 

@@ -10,24 +10,29 @@ tests/spark/test_sink_exactly_once_standalone.py."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
-from aiorocketmq.client import MessageQueue, MQClientError, PullConsumer
-from aiorocketmq.client.sync import run
+from aiorocketmq.client import sync
+from aiorocketmq.client.core import api
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.protocol.codes import RequestCode
+from aiorocketmq.remoting.protocol.message import MessageExt
 from aiorocketmq.spark.sink_txlog import (
     BATCH_PROPERTY,
     QUERY_PROPERTY,
     WRITER_PROPERTY,
+    TxLog,
 )
 from tests.client.conftest import create_everywhere
 from tests.cluster import Cluster, running
-from tests.spark.test_sink import read_back
+from tests.spark.test_sink import FIRST
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -36,6 +41,7 @@ FAST_CHECKS = {
     "transactionTimeOut": "1500",
     "transactionCheckMax": "100000",
 }
+GET_MAX_OFFSET = RequestCode.GET_MAX_OFFSET
 OP_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"  # one op message per half ended (protocol.md 12.4)
 
 
@@ -54,17 +60,32 @@ def wait_until(what: str, check: Any, limit: float = 120.0) -> None:
 
 
 def ended(cluster: Cluster) -> int:
-    """Half messages ended (committed or rolled back) on every broker so far: their ops."""
+    """Half messages ended (committed or rolled back) on every broker so far: their ops
+    (GET_MAX_OFFSET of the op queue, asked of each broker: system topics have no route)."""
 
     async def count() -> int:
-        async with PullConsumer("eo_ops_count", cluster.namesrv_addr) as c:
-            total = 0
-            for broker in cluster.brokers:
-                with contextlib.suppress(MQClientError):  # no op topic yet: none ended
-                    total += await c.max_offset(MessageQueue(OP_TOPIC, broker, 0))
-            return total
+        total = 0
+        async with RemotingClient() as cli:
+            for broker in cluster.brokers.values():
+                resp = await cli.invoke(broker.addr, api.queue_request(GET_MAX_OFFSET, OP_TOPIC, 0))
+                total += api.parse_offset(resp) if resp.code == 0 else 0  # no op yet: none
+        return total
 
-    return run(count(), 30)
+    return asyncio.run(count())
+
+
+def read_back(cluster: Cluster, topic: str, n: int, limit: float = 20.0) -> list[MessageExt]:
+    """Every message of ``topic`` from offset 0 (a new consumer group each time) once ``n``
+    arrived, or ``limit`` seconds passed; then a short quiet poll, so extra ones show too."""
+    got: list[MessageExt] = []
+    with sync.PullConsumer(f"read_{topic}_{uuid.uuid4().hex[:8]}", cluster.namesrv_addr,
+                           **FIRST) as consumer:  # fmt: skip
+        consumer.assign(consumer.fetch_message_queues(topic))
+        deadline = time.monotonic() + limit
+        while len(got) < n and time.monotonic() < deadline:
+            got += consumer.poll(0.5)
+        got += consumer.poll(0.3)
+    return got
 
 
 def eo_write(df: Any, cluster: Cluster, **options: str) -> None:
@@ -98,9 +119,100 @@ def test_batch_write_commits_every_row_once(spark: Any, cluster: Cluster) -> Non
         queue_id, _ = by_body[m.body]
         if queue_id is not None:
             assert (m.broker_name, m.queue_id) == ("broker-a", queue_id)
-    keyed = {}  # a key's rows (no queueId) share one queue
+    keyed: dict[str, set[tuple[str, int]]] = {}  # a key's rows (no queueId) share one queue
     for m in got:
         queue_id, key = by_body[m.body]
         if queue_id is None:
             keyed.setdefault(key, set()).add((m.broker_name, m.queue_id))
     assert all(len(queues) == 1 for queues in keyed.values()), keyed
+
+
+def stream_files(spark: Any, tmp_path: Path, rows: list[tuple[str]], files: int) -> Path:
+    """``rows`` as ``files`` parquet files (a file per micro-batch with maxFilesPerTrigger 1)."""
+    source = tmp_path / "in"
+    spark.createDataFrame(rows, "body string").repartition(files).write.parquet(str(source))
+    return source
+
+
+def eo_stream(spark: Any, cluster: Cluster, source: Path, checkpoint: Path, topic: str) -> Any:
+    query = (
+        spark.readStream.schema("body string")
+        .option("maxFilesPerTrigger", 1)
+        .parquet(str(source))
+        .writeStream.format("rocketmq")
+        .option("nameServer", cluster.namesrv_addr)
+        .option("topic", topic)
+        .option("exactlyOnce", "true")
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(120)
+    assert query.exception() is None
+    return query
+
+
+def test_stream_rerun_of_a_committed_batch_is_rolled_back(
+    spark: Any, cluster: Cluster, tmp_path: Path
+) -> None:
+    """A stream with exactlyOnce writes every row once, a commit-log record per batch. Then
+    the driver "dies" after the sink's commit of the last batch but before Spark logged it
+    (its ``commits/1`` removed): the restarted query re-runs batch 1 with the same id, sends
+    its rows again as new halves, and the sink's commit rolls them back -- no row twice."""
+    asyncio.run(create_everywhere(cluster, "EoStream"))
+    rows = [(f"s{i:03}",) for i in range(150)]
+    source, checkpoint = stream_files(spark, tmp_path, rows, 2), tmp_path / "cp"
+    query = eo_stream(spark, cluster, source, checkpoint, "EoStream")
+    assert [p["numInputRows"] > 0 for p in query.recentProgress] == [True, True]
+    got = read_back(cluster, "EoStream", 150)
+    assert sorted(m.body for m in got) == sorted(b.encode() for (b,) in rows)
+    txlog = TxLog(str(checkpoint / "rocketmq-sink"), "stream")
+    assert txlog.batches() == [0, 1]
+    first = txlog.read(1)
+    assert first is not None and len(first.writers) == 1  # one file, one task
+    in_batch_1 = len(first.halves)
+    ended_before = ended(cluster)
+    for name in ("1", ".1.crc"):  # Hadoop's checksum file goes with it
+        (checkpoint / "commits" / name).unlink(missing_ok=True)
+    eo_stream(spark, cluster, source, checkpoint, "EoStream")  # re-runs batch 1
+    # the re-run's halves and the first run's again: each ends once (a second END of a half
+    # is answered SUCCESS and writes nothing)
+    wait_until(
+        "the re-run's halves rolled back", lambda: ended(cluster) >= ended_before + in_batch_1
+    )
+    assert txlog.read(1) == first  # the first commit stays the record
+    got = read_back(cluster, "EoStream", 151, limit=3)  # waits: a 151st would show
+    assert sorted(m.body for m in got) == sorted(b.encode() for (b,) in rows)
+
+
+def test_abort_rolls_the_finished_tasks_halves_back(spark: Any, cluster: Cluster) -> None:
+    """``abort`` of a batch job rolls back the halves its finished tasks reported (the writer
+    called as Spark calls it: write() for a task, then abort() on the driver)."""
+    from aiorocketmq.spark.sink import BatchWriter, HalvesCommit, make_writer
+
+    asyncio.run(create_everywhere(cluster, "EoAbort"))
+    schema = spark.createDataFrame([], "body binary").schema
+    options = {"nameServer": cluster.namesrv_addr, "topic": "EoAbort", "exactlyOnce": "true"}
+    writer = make_writer(options, schema, False, streaming=False)
+    assert isinstance(writer, BatchWriter)
+    batch = pa.RecordBatch.from_pydict({"body": [b"a%02d" % i for i in range(40)]})
+    ended_before = ended(cluster)
+    message = writer.write(iter([batch]))
+    assert isinstance(message, HalvesCommit) and message.sent == 40
+    writer.abort([message, None])  # one task finished, one failed
+    wait_until("40 halves rolled back", lambda: ended(cluster) >= ended_before + 40)
+    assert read_back(cluster, "EoAbort", 1, limit=3) == []
+
+
+def test_a_failed_tasks_halves_never_become_visible(spark: Any, cluster: Cluster) -> None:
+    """A task that fails after sending halves (a row names a queue the topic lacks): the job
+    fails and none of its rows is ever visible; its halves are ended (rolled back by the task
+    on its way out, or by a check-back: the job is marked aborted)."""
+    asyncio.run(create_everywhere(cluster, "EoFail", queues=2))
+    rows = [(b"f%03d" % i, i % 2) for i in range(300)] + [(b"bad", 7)]
+    df = spark.createDataFrame(rows, "body binary, queueId int").coalesce(1)
+    ended_before = ended(cluster)
+    with pytest.raises(Exception, match="queueId 7 is not a writable queue of topic EoFail"):
+        eo_write(df, cluster, topic="EoFail")
+    wait_until("300 halves ended", lambda: ended(cluster) >= ended_before + 300)
+    assert read_back(cluster, "EoFail", 1, limit=3) == []
