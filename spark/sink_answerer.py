@@ -7,9 +7,9 @@ Why a process of its own: Spark runs a sink's driver-side ``commit``/``abort`` i
 Python process per micro-batch or job (spark-connector.md §4), and no Python process of the
 driver lives as long as the query. So every ``commit``/``abort`` (and a stream's writer, when
 the query starts) calls ``ensure``, which starts one unless one holds the log directory's
-lock. It runs until the driver's JVM is gone, or nothing happened for ``IDLE_SECONDS``
-(no check-back, no new record; the next commit starts another). Its output goes to
-``<log dir>/answerer.log``.
+lock (its pid is written there). It runs until the driver's JVM is gone, or nothing happened
+for ``IDLE_SECONDS`` (no check-back, no new record; the next commit starts another). Its
+output goes to ``<log dir>/answerer.log``.
 
 It also finishes a commit whose committer died after writing the batch's record but before
 sending every END (spark/sink_txlog.py): check-backs about those halves are answered UNKNOWN
@@ -60,6 +60,7 @@ log = logging.getLogger(__name__)
 IDLE_SECONDS = 600.0
 POLL_SECONDS = 0.5
 FINISH_EVERY_S = 5.0  # how often the log is scanned for commits left half done
+REPORT_EVERY_S = 10.0  # at most one line of check-back totals this often
 LOCK = "answerer.lock"
 _STATES = {
     Decision.COMMIT: LocalTransactionState.COMMIT_MESSAGE,
@@ -233,15 +234,15 @@ async def serve(settings: Settings) -> str:
              settings.watch_pid)  # fmt: skip
     changed, seen_at = _log_changed(place.log_dir), time.monotonic()
     reported = answers.summary()
-    finish_at = 0.0
+    finish_at = report_at = 0.0
     try:
         while True:
             await asyncio.sleep(POLL_SECONDS)
             if time.monotonic() >= finish_at:
                 finish_at = time.monotonic() + FINISH_EVERY_S
                 await finish_orphans(producer, place.log_dir)
-            if answers.summary() != reported and time.monotonic() - answers.last > 5:
-                reported = answers.summary()  # after a round of check-backs: the totals
+            if answers.summary() != reported and time.monotonic() >= report_at:
+                reported, report_at = answers.summary(), time.monotonic() + REPORT_EVERY_S
                 log.info("check_backs_answered group=%s %s", place.group, reported)
             if not _alive(settings.watch_pid):
                 return "the driver is gone"
@@ -264,6 +265,8 @@ def main() -> int:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         return 0  # another one started first
+    os.ftruncate(fd, 0)
+    os.write(fd, str(os.getpid()).encode())  # who answers (for operators and tests)
     why = asyncio.run(serve(settings))
     log.info("answerer_exit reason=%s", why)
     return 0

@@ -10,6 +10,9 @@ tests/spark/test_sink_exactly_once_standalone.py."""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import socket
 import time
 import uuid
 from collections.abc import Iterator
@@ -60,15 +63,19 @@ def wait_until(what: str, check: Any, limit: float = 120.0) -> None:
 
 
 def ended(cluster: Cluster) -> int:
-    """Half messages ended (committed or rolled back) on every broker so far: their ops
-    (GET_MAX_OFFSET of the op queue, asked of each broker: system topics have no route)."""
+    """Half messages ended (committed or rolled back) on every broker so far: their ops."""
+    return _sum_max_offsets(cluster, OP_TOPIC)
+
+
+def _sum_max_offsets(cluster: Cluster, topic: str) -> int:
+    """GET_MAX_OFFSET of queue 0 of a system topic, asked of each broker (no route)."""
 
     async def count() -> int:
         total = 0
         async with RemotingClient() as cli:
             for broker in cluster.brokers.values():
-                resp = await cli.invoke(broker.addr, api.queue_request(GET_MAX_OFFSET, OP_TOPIC, 0))
-                total += api.parse_offset(resp) if resp.code == 0 else 0  # no op yet: none
+                resp = await cli.invoke(broker.addr, api.queue_request(GET_MAX_OFFSET, topic, 0))
+                total += api.parse_offset(resp) if resp.code == 0 else 0  # none there yet
         return total
 
     return asyncio.run(count())
@@ -216,3 +223,62 @@ def test_a_failed_tasks_halves_never_become_visible(spark: Any, cluster: Cluster
         eo_write(df, cluster, topic="EoFail")
     wait_until("300 halves ended", lambda: ended(cluster) >= ended_before + 300)
     assert read_back(cluster, "EoFail", 1, limit=3) == []
+
+
+HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
+
+
+def halves_stored(cluster: Cluster) -> int:
+    """Records in the half queues: each check round appends every half it checks again."""
+    return _sum_max_offsets(cluster, HALF_TOPIC)
+
+
+def test_check_backs_answer_from_the_commit_log(cluster: Cluster, tmp_path: Path) -> None:
+    """Halves nobody ends (as a killed task's, or a driver's that died) are settled by the
+    brokers' check-backs, which the answerer answers from the stream's commit log: ROLLBACK
+    for a task attempt its batch's record does not list (A), COMMIT for one it lists once
+    the record's ENDs were sent (B: the ENDs were lost), UNKNOWN -- left pending -- for a
+    batch with no record yet (D) until it gets one. A record whose committer died before
+    its ENDs (C) is finished by the answerer itself."""
+    from aiorocketmq.spark.options import write_options
+    from aiorocketmq.spark.sink_answerer import Settings, ensure
+    from aiorocketmq.spark.sink_exactly_once import write
+    from aiorocketmq.spark.sink_rows import Columns
+    from aiorocketmq.spark.sink_txlog import Record, process_token, stream_place
+
+    asyncio.run(create_everywhere(cluster, "EoChecks"))
+    checkpoint = str(tmp_path / "cp")
+    options = {"nameServer": cluster.namesrv_addr, "topic": "EoChecks", "exactlyOnce": "true",
+               "checkpointLocation": checkpoint}  # fmt: skip
+    opts = write_options(options, streaming=True)
+    place = stream_place(opts.producer_group, checkpoint)
+    ensure(Settings(place, opts.name_server, opts.access, opts.send_timeout_ms, os.getpid()))
+    try:
+
+        def task(batch: int, prefix: str) -> Any:
+            rows = pa.RecordBatch.from_pydict({"body": [f"{prefix}{i:02}" for i in range(30)]})
+            return write(opts, Columns(body="body"), place, batch, iter([rows]))[1]
+
+        task(3, "a")  # A: a task killed mid-write (or any attempt the record leaves out)
+        b, c, d = task(3, "b"), task(4, "c"), task(5, "d")
+        txlog = TxLog(place.log_dir, place.query)
+        assert txlog.record(3, Record((b.writer,), tuple(b.halves), process_token())) is None
+        txlog.finished(3)  # B's ENDs "sent" (never, in fact: lost)
+        dead = f"{socket.gethostname()} {2**22 + 1} 0"  # no such pid (pid_max is at most 2**22)
+        assert txlog.record(4, Record((c.writer,), tuple(c.halves), dead)) is None
+        want = {f"{p}{i:02}".encode() for p in "bc" for i in range(30)}
+        assert {m.body for m in read_back(cluster, "EoChecks", 60, limit=120)} == want
+        # D: checked again and again (each check round re-appends every half it asks about),
+        # answered UNKNOWN: not visible (COMMIT), yet visible once its batch is recorded
+        # below (a ROLLBACK is for good); A: ROLLBACK, never visible
+        stored = halves_stored(cluster)
+        wait_until("D checked twice more", lambda: halves_stored(cluster) >= stored + 90)
+        assert {m.body for m in read_back(cluster, "EoChecks", 61, limit=2)} == want
+        assert txlog.record(5, Record((d.writer,), tuple(d.halves), process_token())) is None
+        txlog.finished(5)
+        want |= {f"d{i:02}".encode() for i in range(30)}
+        got = read_back(cluster, "EoChecks", 90, limit=120)
+        assert sorted(m.body for m in got) == sorted(want)  # each once
+    finally:
+        pid = int((Path(place.log_dir) / "answerer.lock").read_text())
+        os.kill(pid, signal.SIGTERM)
