@@ -58,6 +58,7 @@ from aiorocketmq.spark.sink_txlog import (
 log = logging.getLogger(__name__)
 
 IDLE_SECONDS = 600.0
+UNIQ_KEY = "UNIQ_KEY"  # MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX: a half's msgId
 POLL_SECONDS = 0.5
 FINISH_EVERY_S = 5.0  # how often the log is scanned for commits left half done
 REPORT_EVERY_S = 10.0  # at most one line of check-back totals this often
@@ -93,12 +94,13 @@ class Answers:
         self.last = time.monotonic()
         query, batch, writer = (props.get(p) for p in (QUERY_PROPERTY, BATCH_PROPERTY,
                                                        WRITER_PROPERTY))  # fmt: skip
+        msg_id = props.get(UNIQ_KEY, "")
         if not query or not writer or not batch or not batch.isdigit() or "/" in query:
             return Decision.UNKNOWN
         txlog = self._logs.get(query)
         if txlog is None:
             txlog = self._logs[query] = TxLog(self.log_dir, query)
-        decision = txlog.decide(int(batch), writer)
+        decision = txlog.decide(int(batch), writer, msg_id)
         self.answered[decision] += 1
         return decision
 
@@ -192,8 +194,8 @@ async def finish_orphans(tx: TransactionProducer, log_dir: str) -> int:
                     continue
                 log.info("finishing_commit query=%s batch=%d halves=%d (its committer died)",
                          query, batch, len(record.halves))  # fmt: skip
-                await end_halves(tx, [(list(record.halves), LocalTransactionState.COMMIT_MESSAGE)])
-                txlog.finished(batch)
+                ends = [(list(record.halves), LocalTransactionState.COMMIT_MESSAGE)]
+                txlog.finished(batch, [h[5] for h in await end_halves(tx, ends)])
                 finished += 1
     return finished
 

@@ -38,6 +38,7 @@ import pyarrow as pa
 from aiorocketmq.client import (
     LocalTransactionState,
     Message,
+    MessageQueue,
     Producer,
     SendStatus,
     TransactionProducer,
@@ -132,6 +133,7 @@ class _HalfSender:
         self._futures: list[concurrent.futures.Future[Half]] = []
         self.sent = HalvesSent(writer)
         self.error: BaseException | None = None
+        self._turn = 0  # round robin over the topic's queues (on the loop only)
 
     def submit(self, half: Message, queue_id: int | None) -> None:
         if self.error is not None:
@@ -147,18 +149,22 @@ class _HalfSender:
             self.error = fut.exception()
 
     async def _send(self, half: Message, queue_id: int | None) -> Half:
+        # one try each (a selector send is never retried by the producer): a retried send
+        # whose first try timed out yet was stored would leave a second half of the row, and
+        # check-backs would commit it with the task's others. A failure fails the task.
         if queue_id is not None:
             result = await self._producer.send(half, selector=by_queue_id, arg=queue_id)
         elif half.keys:
             result = await self._producer.send(half, selector=select_by_hash, arg=half.keys)
         else:
-            result = await self._producer.send(half)
+            self._turn += 1
+            result = await self._producer.send(half, selector=_round_robin, arg=self._turn)
         if result.status is not SendStatus.SEND_OK:
             self.sent.not_ok += 1  # stored, not flushed or replicated in time
         mq = result.queue
         ordered = queue_id is not None or bool(half.keys)
         return (mq.topic, mq.broker_name, mq.queue_id if ordered else -1, result.queue_offset,
-                result.offset_msg_id)  # fmt: skip
+                result.offset_msg_id, result.msg_id)  # fmt: skip
 
     def finish(self) -> HalvesSent:
         concurrent.futures.wait(self._futures)
@@ -181,9 +187,14 @@ class _HalfSender:
             return err
         return SinkSendError(
             f"rocketmq sink: a send of a half message failed: {type(err).__name__}: {err} "
-            "(exactlyOnce: this task's halves are rolled back; Spark's retry sends its rows "
-            "again and only the retry's become visible)"
+            "(exactlyOnce: a half is sent once, never retried; this task's halves are rolled "
+            "back, Spark's retry of the task sends its rows again and only its become visible)"
         )
+
+
+def _round_robin(queues: Sequence[MessageQueue], msg: Message, turn: object) -> MessageQueue:
+    assert isinstance(turn, int)
+    return queues[turn % len(queues)]
 
 
 def _roll_back_own(opts: WriteOptions, place: Place, halves: list[Half]) -> None:
@@ -216,15 +227,20 @@ def commit(opts: WriteOptions, place: Place, batch: int, sent: Sequence[HalvesSe
     record = Record(tuple(s.writer for s in sent), halves, process_token())
     txlog = TxLog(place.log_dir, place.query)
     earlier = txlog.record(batch, record)
-    if earlier is None:
-        ends = [(list(halves), LocalTransactionState.COMMIT_MESSAGE)]
-    else:  # committed by an earlier run (its driver died before Spark logged the commit)
+    to_roll_back: list[Half] = []
+    to_commit = list(halves)
+    if earlier is not None:  # committed by an earlier run (its driver died before Spark
+        # logged the commit): these are rolled back; that run's are committed, unless its
+        # ENDs all went (an END is idempotent on our brokers, not on Apache's)
         log.warning("sink_batch_committed_before batch=%d halves_rolled_back=%d", batch,
                     len(halves))  # fmt: skip
-        ends = [(list(halves), LocalTransactionState.ROLLBACK_MESSAGE),
-                (list(earlier.halves), LocalTransactionState.COMMIT_MESSAGE)]  # fmt: skip
-    asyncio.run(_end(opts, place, ends))
-    txlog.finished(batch)
+        to_roll_back = to_commit
+        to_commit = [] if txlog.is_finished(batch) else list(earlier.halves)
+    ends = [(to_roll_back, LocalTransactionState.ROLLBACK_MESSAGE),
+            (to_commit, LocalTransactionState.COMMIT_MESSAGE)]  # fmt: skip
+    failed = set(asyncio.run(_end(opts, place, ends)))
+    if earlier is None or to_commit:
+        txlog.finished(batch, [h[5] for h in to_commit if h in failed])
     if place.streaming:
         txlog.purge()
     else:
@@ -245,7 +261,7 @@ def abort(opts: WriteOptions, place: Place, sent: Sequence[HalvesSent]) -> None:
 
 async def _end(
     opts: WriteOptions, place: Place, ends: list[tuple[list[Half], LocalTransactionState]]
-) -> None:
+) -> list[Half]:
     """END_TRANSACTION for each half (spark/sink_ends.py) from a producer of the group."""
     tx = TransactionProducer(
         place.group, Answers(place.log_dir), opts.name_server,
@@ -253,6 +269,6 @@ async def _end(
     )  # fmt: skip
     await tx.start()
     try:
-        await end_halves(tx, ends)
+        return await end_halves(tx, ends)
     finally:
         await tx.shutdown()  # its UNREGISTER_CLIENT follows the oneway ENDs: they were read

@@ -11,17 +11,19 @@ END_TRANSACTION, and everything else follows from the file:
 - a re-run of a batch whose record exists rolls its own halves back and commits the
   recorded ones again (END is idempotent on the broker);
 - a check-back (CHECK_TRANSACTION_STATE) about a half is answered from the record of its
-  batch: COMMIT when its task attempt (``writer``) is listed and the record's ENDs were all
-  sent (``.done``: the END was lost), ROLLBACK when not listed (a failed or killed task, an
-  earlier run of the batch), ROLLBACK when a later batch has a record (the batch was
-  superseded), ROLLBACK when the write was aborted (batch jobs), UNKNOWN otherwise (the
-  batch is in flight, or its committer is still ending it);
+  batch: ROLLBACK when its task attempt (``writer``) is not listed (a failed or killed
+  task, an earlier run of the batch); when listed, UNKNOWN until the record's ENDs were all
+  sent (``.done``), then COMMIT if its END failed (``.done`` lists those), else ROLLBACK
+  (the END took: the check is about a stale copy); ROLLBACK when a later batch has a record
+  (the batch was superseded) or the write was aborted (batch jobs); UNKNOWN otherwise (the
+  batch is in flight);
 - a record whose committer died before its ``.done`` is finished by the answerer
   (spark/sink_answerer.py), in row order, as the committer would have.
 
 Layout: ``<log dir>/<query>/<batch id, 20 digits>.json`` (``{"writers": [...], "halves":
-[[topic, brokerName, queueId, halfQueueOffset, offsetMsgId], ...], "committer": "host pid
-start"}``, halves in END order), ``<batch>.done`` once they were all ended, and
+[[topic, brokerName, queueId, halfQueueOffset, offsetMsgId, msgId], ...], "committer":
+"host pid start"}``, halves in END order), ``<batch>.done`` once they were all ended (a JSON
+list: the msgIds whose END failed), and
 ``<log dir>/<query>/aborted``. A stream's log dir is ``<checkpointLocation>/rocketmq-sink``
 and its query ``stream``; a batch job's is under the temporary directory, one query per job.
 """
@@ -37,6 +39,7 @@ import socket
 import tempfile
 import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
@@ -55,8 +58,9 @@ KEEP_SECONDS = 3600.0
 KEEP_JOBS_SECONDS = 86400.0  # a batch job's records
 
 # a half message's handles: topic, brokerName, queueId (-1: its row gave neither queueId nor
-# keys, so its order does not matter), its queue offset in the half topic, its offsetMsgId
-Half = tuple[str, str, int, int, str]
+# keys, so its order does not matter), its queue offset in the half topic, its offsetMsgId,
+# its msgId (UNIQ_KEY: the broker's copies of it keep it)
+Half = tuple[str, str, int, int, str, str]
 
 
 class Decision(enum.Enum):
@@ -82,7 +86,9 @@ class Record:
     @classmethod
     def from_json(cls, raw: bytes) -> Record:
         data = json.loads(raw)
-        halves = tuple((str(t), str(b), int(q), int(o), str(m)) for t, b, q, o, m in data["halves"])
+        halves = tuple(
+            (str(t), str(b), int(q), int(o), str(m), str(u)) for t, b, q, o, m, u in data["halves"]
+        )
         return cls(tuple(str(w) for w in data["writers"]), halves, str(data["committer"]))
 
 
@@ -171,6 +177,7 @@ class TxLog:
     def __init__(self, log_dir: str, query: str) -> None:
         self.dir = Path(log_dir) / query
         self._cache: dict[int, Record] = {}  # records never change once written
+        self._failed: dict[int, frozenset[str]] = {}  # nor .done files
 
     def _path(self, batch: int) -> Path:
         return self.dir / f"{batch:020d}.json"
@@ -195,9 +202,19 @@ class TxLog:
         _sync_dir(self.dir)
         return None
 
-    def finished(self, batch: int) -> None:
-        """Every END of the batch's record was sent (and read by the brokers)."""
-        self._done_path(batch).touch()
+    def finished(self, batch: int, failed: Iterable[str] = ()) -> None:
+        """Every END of the batch's record was sent; ``failed``: the msgIds of the halves
+        whose END got no SUCCESS (check-backs commit those)."""
+        tmp = self.dir / f".{batch}.{uuid.uuid4().hex}.done"
+        tmp.write_text(json.dumps(sorted(failed)))
+        tmp.replace(self._done_path(batch))
+
+    def failed(self, batch: int) -> frozenset[str]:
+        """The msgIds whose END failed in a finished batch."""
+        found = self._failed.get(batch)
+        if found is None:
+            found = self._failed[batch] = frozenset(json.loads(self._done_path(batch).read_text()))
+        return found
 
     def is_finished(self, batch: int) -> bool:
         return self._done_path(batch).exists()
@@ -233,15 +250,21 @@ class TxLog:
             return []
         return sorted(int(n[:-5]) for n in names if n.endswith(".json") and n[:-5].isdigit())
 
-    def decide(self, batch: int, writer: str) -> Decision:
-        """What a check-back about a half of ``batch`` sent by task attempt ``writer`` gets."""
+    def decide(self, batch: int, writer: str, msg_id: str) -> Decision:
+        """What a check-back about a half (``msg_id``, its UNIQ_KEY) of ``batch`` sent by task
+        attempt ``writer`` gets."""
         found = self.read(batch)
         if found is not None:
             if writer not in found.writers:
                 return Decision.ROLLBACK
-            # listed: its committer ENDs the record's halves in row order (or, if it died,
-            # the answerer does): a check-back meanwhile would commit out of order
-            return Decision.COMMIT if self.is_finished(batch) else Decision.UNKNOWN
+            if not self.is_finished(batch):
+                # its committer ENDs the record's halves in row order (or, if it died, the
+                # answerer does): a check-back meanwhile would commit out of order
+                return Decision.UNKNOWN
+            # its END failed: commit it; else the END took, and this is a stale copy the
+            # broker made when it checked the half before (Apache's broker would deliver it
+            # a second time if told COMMIT)
+            return Decision.COMMIT if msg_id in self.failed(batch) else Decision.ROLLBACK
         if (self.dir / "aborted").exists():
             return Decision.ROLLBACK
         if any(b > batch for b in self.batches()):

@@ -237,7 +237,7 @@ def test_check_backs_answer_from_the_commit_log(cluster: Cluster, tmp_path: Path
     """Halves nobody ends (as a killed task's, or a driver's that died) are settled by the
     brokers' check-backs, which the answerer answers from the stream's commit log: ROLLBACK
     for a task attempt its batch's record does not list (A), COMMIT for one it lists once
-    the record's ENDs were sent (B: the ENDs were lost), UNKNOWN -- left pending -- for a
+    the record's ENDs were sent if its END failed (B), UNKNOWN -- left pending -- for a
     batch with no record yet (D) until it gets one. A record whose committer died before
     its ENDs (C) is finished by the answerer itself."""
     from aiorocketmq.spark.options import write_options
@@ -263,7 +263,7 @@ def test_check_backs_answer_from_the_commit_log(cluster: Cluster, tmp_path: Path
         b, c, d = task(3, "b"), task(4, "c"), task(5, "d")
         txlog = TxLog(place.log_dir, place.query)
         assert txlog.record(3, Record((b.writer,), tuple(b.halves), process_token())) is None
-        txlog.finished(3)  # B's ENDs "sent" (never, in fact: lost)
+        txlog.finished(3, [h[5] for h in b.halves])  # B's ENDs "failed" (never sent, in fact)
         dead = f"{socket.gethostname()} {2**22 + 1} 0"  # no such pid (pid_max is at most 2**22)
         assert txlog.record(4, Record((c.writer,), tuple(c.halves), dead)) is None
         want = {f"{p}{i:02}".encode() for p in "bc" for i in range(30)}
@@ -275,7 +275,7 @@ def test_check_backs_answer_from_the_commit_log(cluster: Cluster, tmp_path: Path
         wait_until("D checked twice more", lambda: halves_stored(cluster) >= stored + 90)
         assert {m.body for m in read_back(cluster, "EoChecks", 61, limit=2)} == want
         assert txlog.record(5, Record((d.writer,), tuple(d.halves), process_token())) is None
-        txlog.finished(5)
+        txlog.finished(5, [h[5] for h in d.halves])
         want |= {f"d{i:02}".encode() for i in range(30)}
         got = read_back(cluster, "EoChecks", 90, limit=120)
         assert sorted(m.body for m in got) == sorted(want)  # each once
