@@ -180,23 +180,33 @@ def ensure(settings: Settings) -> None:
 # ------------------------------------------------------------------ the process
 
 
-async def finish_orphans(tx: TransactionProducer, log_dir: str) -> int:
+async def finish_orphans(
+    tx: TransactionProducer, log_dir: str, skip: set[tuple[str, int]] | None = None
+) -> int:
     """Each record whose committer died before sending all its ENDs: its halves committed
-    now, in row order, as the committer would have (then ``.done``); how many."""
+    now, in row order, as the committer would have (then ``.done``); how many. A record
+    that cannot be read is logged once and left (in ``skip``)."""
+    skip = set() if skip is None else skip
     finished = 0
     with contextlib.suppress(FileNotFoundError):
         queries = [entry.name for entry in os.scandir(log_dir) if entry.is_dir()]
         for query in queries:
             txlog = TxLog(log_dir, query)
             for batch in txlog.unfinished():
-                record = txlog.read(batch)
-                if record is None or alive(record.committer):
+                if (query, batch) in skip:
                     continue
-                log.info("finishing_commit query=%s batch=%d halves=%d (its committer died)",
-                         query, batch, len(record.halves))  # fmt: skip
-                ends = [(list(record.halves), LocalTransactionState.COMMIT_MESSAGE)]
-                txlog.finished(batch, [h[5] for h in await end_halves(tx, ends)])
-                finished += 1
+                try:
+                    record = txlog.read(batch)
+                    if record is None or alive(record.committer):
+                        continue
+                    log.info("finishing_commit query=%s batch=%d halves=%d (its committer "
+                             "died)", query, batch, len(record.halves))  # fmt: skip
+                    ends = [(list(record.halves), LocalTransactionState.COMMIT_MESSAGE)]
+                    txlog.finished(batch, [h[5] for h in await end_halves(tx, ends)])
+                    finished += 1
+                except (OSError, ValueError, KeyError, TypeError) as exc:
+                    log.warning("unreadable_record query=%s batch=%d error=%r", query, batch, exc)
+                    skip.add((query, batch))
     return finished
 
 
@@ -237,12 +247,13 @@ async def serve(settings: Settings) -> str:
     changed, seen_at = _log_changed(place.log_dir), time.monotonic()
     reported = answers.summary()
     finish_at = report_at = 0.0
+    unreadable: set[tuple[str, int]] = set()
     try:
         while True:
             await asyncio.sleep(POLL_SECONDS)
             if time.monotonic() >= finish_at:
                 finish_at = time.monotonic() + FINISH_EVERY_S
-                await finish_orphans(producer, place.log_dir)
+                await finish_orphans(producer, place.log_dir, unreadable)
             if answers.summary() != reported and time.monotonic() >= report_at:
                 reported, report_at = answers.summary(), time.monotonic() + REPORT_EVERY_S
                 log.info("check_backs_answered group=%s %s", place.group, reported)

@@ -64,7 +64,8 @@ from aiorocketmq.spark.sink_txlog import (
 
 log = logging.getLogger(__name__)
 
-WINDOW = 64  # half messages in flight per write(): one request each
+WINDOW = 64  # half messages in flight per record batch: one request each
+BATCHES_IN_FLIGHT = 2  # record batches a write() sends at once
 BATCH_ID_PROPERTY = "streaming.sql.batchId"  # MicroBatchExecution.BATCH_ID_KEY
 END_TIMEOUT_S = 600.0  # a commit's ENDs (and the barrier after them)
 
@@ -113,9 +114,11 @@ def write(
     try:
         for record_batch in batches:
             rows += record_batch.num_rows
+            halves = []
             for msg, queue_id in in_order(record_batch, cols, opts.topic):
                 msg.properties.update(props)
-                sender.submit(half_message(msg, place.group), queue_id)
+                halves.append((half_message(msg, place.group), queue_id))
+            sender.submit(halves)
         sent = sender.finish()
         done = True
     finally:
@@ -125,28 +128,55 @@ def write(
 
 
 class _HalfSender:
-    """One write()'s half messages, ``WINDOW`` in flight; their handles kept in row order."""
+    """One write()'s half messages: each record batch's sent by one coroutine on the loop
+    (``WINDOW`` sends in flight; two batches at a time), their handles kept in row order."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, prod: Producer, writer: str) -> None:
         self._loop, self._producer = loop, prod
-        self._slots = threading.Semaphore(WINDOW)
-        self._futures: list[concurrent.futures.Future[Half]] = []
+        self._slots = threading.Semaphore(BATCHES_IN_FLIGHT)
+        self._futures: list[concurrent.futures.Future[None]] = []
+        self._handles: list[list[Half | None]] = []  # per record batch, filled on the loop
         self.sent = HalvesSent(writer)
         self.error: BaseException | None = None
         self._turn = 0  # round robin over the topic's queues (on the loop only)
 
-    def submit(self, half: Message, queue_id: int | None) -> None:
+    def submit(self, halves: list[tuple[Message, int | None]]) -> None:
+        """Start sending one record batch's halves (and their queueIds); blocks while two
+        batches are in flight, raises at once if an earlier send failed."""
         if self.error is not None:
             raise self._failure()
         self._slots.acquire()
-        fut = asyncio.run_coroutine_threadsafe(self._send(half, queue_id), self._loop)
+        out: list[Half | None] = [None] * len(halves)
+        self._handles.append(out)
+        fut = asyncio.run_coroutine_threadsafe(self._send_all(halves, out), self._loop)
         fut.add_done_callback(self._done)
         self._futures.append(fut)
 
-    def _done(self, fut: concurrent.futures.Future[Half]) -> None:
+    def _done(self, fut: concurrent.futures.Future[None]) -> None:
         self._slots.release()
         if not fut.cancelled() and fut.exception() is not None and self.error is None:
             self.error = fut.exception()
+
+    async def _send_all(
+        self, halves: list[tuple[Message, int | None]], out: list[Half | None]
+    ) -> None:
+        todo = iter(enumerate(halves))
+        errors: list[Exception] = []
+
+        async def worker() -> None:
+            for i, (half, queue_id) in todo:
+                if errors or self.error is not None:
+                    return
+                try:
+                    out[i] = await self._send(half, queue_id)
+                except Exception as exc:  # noqa: BLE001 - the first one is raised below
+                    errors.append(exc)
+
+        # every send under way finishes (its half known) before this ends: a failing task
+        # rolls back what it stored
+        await asyncio.gather(*(worker() for _ in range(min(WINDOW, len(halves)))))
+        if errors:
+            raise errors[0]
 
     async def _send(self, half: Message, queue_id: int | None) -> Half:
         # one try each (a selector send is never retried by the producer): a retried send
@@ -170,15 +200,14 @@ class _HalfSender:
         concurrent.futures.wait(self._futures)
         if self.error is not None:
             raise self._failure()
-        self.sent.halves = [f.result() for f in self._futures]
+        self.sent.halves = [h for out in self._handles for h in out if h is not None]
         return self.sent
 
     def abandon(self) -> list[Half]:
         """Stop sending; the halves stored so far."""
-        for fut in self._futures:
-            fut.cancel()
+        self.error = self.error or SinkSendError("abandoned")
         concurrent.futures.wait(self._futures)
-        return [f.result() for f in self._futures if not f.cancelled() and f.exception() is None]
+        return [h for out in self._handles for h in out if h is not None]
 
     def _failure(self) -> BaseException:
         err = self.error

@@ -28,15 +28,20 @@ def test_write_options() -> None:
     )
     assert w == WriteOptions("h:1", "out", "pg", 5000, 64)
     assert sorted(WRITE_OPTIONS) == sorted(
-        ["nameServer", "topic", "producerGroup", "sendTimeoutMs", "batchSize", *SECURITY]
-    )
+        ["nameServer", "topic", "producerGroup", "sendTimeoutMs", "batchSize", "exactlyOnce",
+         *SECURITY]
+    )  # fmt: skip
+    assert write_options(NS | {"exactlyonce": "true"}, streaming=False).exactly_once
 
 
 def test_stream_sink_ignores_spark_own_keys() -> None:
     """Observed with pyspark 4.3: a streaming sink is handed checkpointLocation and queryName;
-    a batch sink is not, so there they are unknown."""
+    a batch sink is not, so there they are unknown. The checkpoint is kept (exactlyOnce keeps
+    its commit log there)."""
     spark_keys = {"checkpointlocation": "/tmp/c", "queryname": "q"}
-    assert write_options(NS | spark_keys, streaming=True) == WriteOptions("127.0.0.1:9876")
+    assert write_options(NS | spark_keys, streaming=True) == WriteOptions(
+        "127.0.0.1:9876", checkpoint_location="/tmp/c"
+    )
     with pytest.raises(
         ValueError, match="unknown option 'checkpointlocation' for the rocketmq sink"
     ):
