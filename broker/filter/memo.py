@@ -18,9 +18,11 @@ from __future__ import annotations
 
 from typing import Final
 
+from mypy_extensions import i64
+
 from aiorocketmq.broker.filter.recording import Recording
 from aiorocketmq.broker.store.properties import Properties
-from aiorocketmq.broker.store.props import find_property
+from aiorocketmq.broker.store.props import RecordFilter, find_value
 from aiorocketmq.remoting.protocol.sql92 import Selector
 
 SIZE: Final = 1024
@@ -35,13 +37,14 @@ class Node:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.key = b"\x02" + name.encode() + b"\x01"  # find_property's
+        self.key = name.encode()  # find_value's
         self.branches: dict[bytes | None, Node | bool] = {}
 
 
-class Memo:
+class Memo(RecordFilter):
     """``matches(raw)`` answers as ``selector.matches`` of the properties text ``raw`` (as
-    stored: ``name\\x01value\\x02`` items), remembering by property values."""
+    stored: ``name\\x01value\\x02`` items), remembering by property values; ``accepts``
+    the same of the text where it lies."""
 
     def __init__(self, selector: Selector) -> None:
         self.selector = selector
@@ -53,18 +56,21 @@ class Memo:
         self.off = False  # not worth it: every message is evaluated
 
     def matches(self, raw: bytes) -> bool:
+        return self.accepts(raw, 0, len(raw))
+
+    def accepts(self, buf: bytes, start: i64, end: i64) -> bool:
         if self.constant is not None:
             return self.constant
         node = self.root
         while node is not None and not self.off:
-            found = node.branches.get(find_property(raw, node.key))
+            found = node.branches.get(find_value(buf, start, end, node.key))
             if found is None:
                 break
             if isinstance(found, bool):
                 self.hits += 1
                 return found
             node = found
-        return self._evaluate(raw)
+        return self._evaluate(buf[start:end])
 
     def _evaluate(self, raw: bytes) -> bool:
         props = Properties(raw.decode("utf-8", "replace"))
