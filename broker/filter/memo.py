@@ -22,7 +22,7 @@ from mypy_extensions import i64
 
 from aiorocketmq.broker.filter.recording import Recording
 from aiorocketmq.broker.store.properties import Properties
-from aiorocketmq.broker.store.props import RecordFilter, find_value
+from aiorocketmq.broker.store.props import RecordFilter, Slot, find_values, first_bytes
 from aiorocketmq.remoting.protocol.sql92 import Selector
 
 SIZE: Final = 1024
@@ -33,11 +33,11 @@ TRIAL: Final = 2048  # evaluations before deciding whether the memo pays
 class Node:
     """A property the selector asks for, and what comes next for each value it had."""
 
-    __slots__ = ("branches", "key", "name")
+    __slots__ = ("branches", "name", "slot")
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, slot: Slot) -> None:
         self.name = name
-        self.key = name.encode()  # find_value's
+        self.slot = slot  # where a message's value of it lies (find_values)
         self.branches: dict[bytes | None, Node | bool] = {}
 
 
@@ -54,6 +54,9 @@ class Memo(RecordFilter):
         self.hits = 0
         self.misses = 0
         self.off = False  # not worth it: every message is evaluated
+        self.slots: list[Slot] = []  # one per property the tree names
+        self._slot_of: dict[str, Slot] = {}
+        self._firsts = first_bytes([])
 
     def matches(self, raw: bytes) -> bool:
         return self.accepts(raw, 0, len(raw))
@@ -62,15 +65,27 @@ class Memo(RecordFilter):
         if self.constant is not None:
             return self.constant
         node = self.root
-        while node is not None and not self.off:
-            found = node.branches.get(find_value(buf, start, end, node.key))
-            if found is None:
-                break
-            if isinstance(found, bool):
-                self.hits += 1
-                return found
-            node = found
+        if node is not None and not self.off:
+            find_values(buf, start, end, self.slots, self._firsts)  # every value the walk needs
+            while True:
+                slot = node.slot
+                value = buf[slot.start : slot.stop] if slot.start >= 0 else None
+                found = node.branches.get(value)
+                if found is None:
+                    break
+                if isinstance(found, bool):
+                    self.hits += 1
+                    return found
+                node = found
         return self._evaluate(buf[start:end])
+
+    def _node(self, name: str) -> Node:
+        slot = self._slot_of.get(name)
+        if slot is None:
+            slot = self._slot_of[name] = Slot(name.encode())
+            self.slots.append(slot)
+            self._firsts = first_bytes(self.slots)
+        return Node(name, slot)
 
     def _evaluate(self, raw: bytes) -> bool:
         props = Properties(raw.decode("utf-8", "replace"))
@@ -94,7 +109,7 @@ class Memo(RecordFilter):
             self.constant = answer
             return
         if self.root is None:
-            self.root = Node(asked[0][0])
+            self.root = self._node(asked[0][0])
             self.size += 1
         node: Node | bool = self.root
         for i, (name, value) in enumerate(asked):
@@ -103,7 +118,7 @@ class Memo(RecordFilter):
                 return
             nxt = node.branches.get(value)
             if nxt is None:
-                nxt = Node(asked[i + 1][0]) if i + 1 < len(asked) else answer
+                nxt = self._node(asked[i + 1][0]) if i + 1 < len(asked) else answer
                 node.branches[value] = nxt
                 self.size += 1
             node = nxt

@@ -217,6 +217,61 @@ def find_value(buf: bytes, start: i64, end: i64, name: bytes) -> bytes | None:
     return None
 
 
+class Slot:
+    """One property ``find_values`` looks up: its name, and where its value lies (``start``
+    -1: none)."""
+
+    __slots__ = ("n", "name", "start", "stop")
+
+    def __init__(self, name: bytes) -> None:
+        self.name = name
+        self.n: i64 = len(name)
+        self.start: i64 = -1
+        self.stop: i64 = -1
+
+
+def first_bytes(slots: list[Slot]) -> bytes:
+    """``find_values``'s table: 1 at the first byte of a slot's name."""
+    table = bytearray(256)
+    for slot in slots:
+        if slot.n:
+            table[slot.name[0]] = 1
+    return bytes(table)
+
+
+def find_values(buf: bytes, start: i64, end: i64, slots: list[Slot], firsts: bytes) -> None:
+    """``find_value`` of every slot's name (distinct names) at once, in one walk over the
+    items (from the last, until every name is found): each slot's ``start`` and ``stop``
+    are set. ``firsts`` is ``first_bytes(slots)``: an item whose first byte no name starts
+    with is passed at a glance."""
+    left: i64 = 0
+    for slot in slots:
+        slot.start = -1
+        left += 1 if slot.n else 0
+    stop = end
+    i = end - 1
+    while i >= start and left:
+        c: i64 = buf[i]
+        if c == 2:
+            if i + 1 < stop and firsts[buf[i + 1]]:
+                left -= _claim(buf, i + 1, stop, slots)
+            stop = i
+        i -= 1
+    if left and start < stop and firsts[buf[start]]:
+        _claim(buf, start, stop, slots)  # the first item: no separator before it
+
+
+def _claim(buf: bytes, at: i64, stop: i64, slots: list[Slot]) -> i64:
+    """The item ``buf[at:stop]`` is the value of the slot it names, if that one has none
+    yet: 1 if it was taken."""
+    for slot in slots:
+        n = slot.n
+        if slot.start < 0 and n and _named(buf, at, stop, slot.name, n):
+            slot.start, slot.stop = at + n + 1, stop
+            return 1
+    return 0
+
+
 def _named(buf: bytes, at: i64, stop: i64, name: bytes, n: i64) -> bool:
     """Whether the item ``buf[at:stop]`` is ``name``'s, with a value."""
     if stop - at <= n + 1 or buf[at + n] != 1:

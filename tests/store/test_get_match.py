@@ -13,8 +13,11 @@ from aiorocketmq.broker.filter.memo import Memo
 from aiorocketmq.broker.store import GetStatus
 from aiorocketmq.broker.store.properties import Properties, parse_properties
 from aiorocketmq.broker.store.props import (
+    Slot,
     find_property,
     find_value,
+    find_values,
+    first_bytes,
     props_span,
     record_properties,
     stored_properties,
@@ -102,6 +105,12 @@ def test_a_value_found_in_place_is_find_propertys(items: list[str], name: str, p
     expected = find_property(raw, b"\x02" + name.encode() + b"\x01")
     assert find_value(buf, len(pad), len(pad) + len(raw), name.encode()) == expected
     assert expected == (parse_properties(raw.decode()).get(name, "").encode() or None)
+    slots = [Slot(n.encode()) for n in ("a", "ab", "b", "c")]
+    for _ in range(2):  # slots are reused: each walk starts afresh
+        find_values(buf, len(pad), len(pad) + len(raw), slots, first_bytes(slots))
+        for slot in slots:
+            found = buf[slot.start : slot.stop] if slot.start >= 0 else None
+            assert found == find_property(raw, b"\x02" + slot.name + b"\x01")
 
 
 def test_properties_text_is_split_as_java_splits_it() -> None:
