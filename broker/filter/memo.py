@@ -57,6 +57,10 @@ class Memo(RecordFilter):
         self.slots: list[Slot] = []  # one per property the tree names
         self._slot_of: dict[str, Slot] = {}
         self._firsts = first_bytes([])
+        # every property the selector names, for an evaluation without the tree (_plain)
+        self._names = selector.names
+        self._all = [Slot(name.encode()) for name in self._names]
+        self._all_firsts = first_bytes(self._all)
 
     def matches(self, raw: bytes) -> bool:
         return self.accepts(raw, 0, len(raw))
@@ -77,7 +81,7 @@ class Memo(RecordFilter):
                     self.hits += 1
                     return found
                 node = found
-        return self._evaluate(buf[start:end])
+        return self._evaluate(buf, start, end)
 
     def _node(self, name: str) -> Node:
         slot = self._slot_of.get(name)
@@ -87,19 +91,32 @@ class Memo(RecordFilter):
             self._firsts = first_bytes(self.slots)
         return Node(name, slot)
 
-    def _evaluate(self, raw: bytes) -> bool:
-        props = Properties(raw.decode("utf-8", "replace"))
+    def _evaluate(self, buf: bytes, start: i64, end: i64) -> bool:
         if self.off:
-            return self.selector.matches(props)
+            return self._plain(buf, start, end)
         self.misses += 1
         if self.hits + self.misses >= TRIAL and self.misses * 4 > self.hits:
             self.off, self.root = True, None  # mostly unseen values: stop remembering
-            return self.selector.matches(props)
-        recording = Recording(props, raw)
+            return self._plain(buf, start, end)
+        if self.size >= SIZE:  # the tree is full: nothing to record
+            return self._plain(buf, start, end)
+        raw = buf[start:end]
+        recording = Recording(Properties(raw.decode("utf-8", "replace")), raw)
         answer = self.selector.matches(recording)
-        if self.size < SIZE:
-            self._remember(recording.asked, answer)
+        self._remember(recording.asked, answer)
         return answer
+
+    def _plain(self, buf: bytes, start: i64, end: i64) -> bool:
+        """The selector evaluated on the values of the properties it names, found in one walk
+        and each decoded alone (the same strings as decoding the whole text: the items split
+        at ASCII bytes, which UTF-8 never uses inside a character)."""
+        slots = self._all
+        find_values(buf, start, end, slots, self._all_firsts)
+        props: dict[str, str] = {}
+        for i, slot in enumerate(slots):
+            if slot.start >= 0:
+                props[self._names[i]] = buf[slot.start : slot.stop].decode("utf-8", "replace")
+        return self.selector.matches(props)
 
     def _remember(self, asked: list[tuple[str, bytes | None]], answer: bool) -> None:
         for _name, value in asked:
