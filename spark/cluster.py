@@ -17,6 +17,7 @@ import re
 import threading
 import time
 from collections.abc import Coroutine, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -144,12 +145,45 @@ def min_offsets(opts: ReadOptions, mqs: Iterable[MessageQueue]) -> Offsets:
     return _table(zip(queues, _all([c.min_offset(mq) for mq in queues]), strict=True))
 
 
-def offsets_at(opts: ReadOptions, mqs: Iterable[MessageQueue], timestamp_ms: int) -> Offsets:
-    """The first offset stored at or after the time, per queue (SEARCH_OFFSET_BY_TIMESTAMP)."""
+def offsets_at(opts: ReadOptions, times: dict[MessageQueue, int]) -> dict[MessageQueue, Found]:
+    """Per queue, the first offset stored at or after its time (SEARCH_OFFSET_BY_TIMESTAMP),
+    all queues at once; where no message is stored at or after it, the queue's max offset,
+    not matched."""
     c = consumer(opts)
-    queues = list(mqs)
-    calls = [c.offset_for_timestamp(mq, timestamp_ms) for mq in queues]
-    return _table(zip(queues, _all(calls), strict=True))
+    queues = list(times)
+    timeout = opts.pull_timeout_ms / 1000
+
+    async def every() -> list[Found]:
+        return await asyncio.gather(*(_at(c, mq, times[mq], timeout) for mq in queues))
+
+    return dict(zip(queues, run(every(), 60), strict=True))
+
+
+@dataclass(frozen=True)
+class Found:
+    offset: int  # the first offset stored at or after the time, else the max offset
+    matched: bool  # False: no message is stored at or after the time
+
+
+async def _at(c: PullConsumer, mq: MessageQueue, timestamp_ms: int, timeout: float) -> Found:
+    found, high = await asyncio.gather(c.offset_for_timestamp(mq, timestamp_ms), c.max_offset(mq))
+    if found < high:
+        # compat: 4.9.8 (ConsumeQueue.getOffsetInQueueByTime) answers the unit stored nearest
+        # the time, which may be the one before it, and max-1 when every message is older
+        # (fidelity.md D7; ours and 5.x answer the first at or after it, max when none is):
+        # the message at the answer tells
+        raw = await c.pull_raw(mq, found, 1, timeout)
+        if raw.status is PullStatus.FOUND:
+            first = decode_columns(raw.body, include_properties=False, stop_at=found + 1)
+            found = after(found, first.store_timestamp[:1], timestamp_ms)
+    return Found(min(found, high), found < high)
+
+
+def after(found: int, stored: list[int], timestamp_ms: int) -> int:
+    """The first offset at or after the time, from the broker's answer ``found`` and the
+    store time of the message there (``stored``: one or none): the next one when 4.9.8's
+    nearest unit was stored before the time."""
+    return found + 1 if stored and stored[0] < timestamp_ms else found
 
 
 def commit_group(opts: ReadOptions, end: Offsets) -> None:
@@ -226,7 +260,7 @@ def _take(
     """One answer's rows into ``cols``; the next offset, or None to stop (data not there)."""
     if raw.status is PullStatus.FOUND:
         seen = cols.scanned
-        decode_columns(raw.body, cols, tags=_tag_set(opts),
+        decode_columns(raw.body, cols, tags=opts.tag_set,
                        include_properties=opts.include_properties, stop_at=end)  # fmt: skip
         if cols.scanned > seen and cols.last_offset < offset:
             raise MQClientError(f"{mq}: the broker answered offsets before {offset}")
@@ -250,14 +284,3 @@ def _lost(opts: ReadOptions, what: str) -> None:
         raise DataLossError(
             f"{what}. Some data may have been lost; set failOnDataLoss=false to go on"
         )
-
-
-def _tag_set(opts: ReadOptions) -> frozenset[str] | None:
-    """The tags kept exactly (the broker matches their hash codes); None: every record the
-    broker sent (all of them, or what an SQL92 expression matched, which is exact)."""
-    if opts.expression_type != "TAG":
-        return None
-    text = opts.sub_expression.strip()
-    if not text or text == "*":
-        return None
-    return frozenset(t.strip() for t in text.split("||") if t.strip())
