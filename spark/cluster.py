@@ -290,7 +290,7 @@ def read_range(opts: ReadOptions, r: QueueRange) -> Iterator[pa.RecordBatch]:
                 break
             offset = nxt
         if len(layout) >= BATCH_ROWS or layout.base >= MAX_BATCH_BYTES:
-            yield _batch(opts, layout, bodies, r.broker_name)
+            yield _batch(opts, layout, bodies, r)
             layout, bodies = Layout(), []
         if offset >= r.end:
             break
@@ -301,11 +301,11 @@ def read_range(opts: ReadOptions, r: QueueRange) -> Iterator[pa.RecordBatch]:
     if ahead is not None:
         ahead.cancel()
     if len(layout):
-        yield _batch(opts, layout, bodies, r.broker_name)
+        yield _batch(opts, layout, bodies, r)
 
 
-def _batch(opts: ReadOptions, layout: Layout, bodies: list[bytes], broker: str) -> pa.RecordBatch:
-    return layout_batch(layout, bodies, broker, tags=opts.tag_set,
+def _batch(opts: ReadOptions, layout: Layout, bodies: list[bytes], r: QueueRange) -> pa.RecordBatch:
+    return layout_batch(layout, bodies, r.broker_name, topic=r.topic, tags=opts.tag_set,
                         include_properties=opts.include_properties)  # fmt: skip
 
 

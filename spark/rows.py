@@ -12,6 +12,8 @@ column; a property named twice in one record (no producer writes one) shows twic
 
 from __future__ import annotations
 
+import array
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -27,11 +29,14 @@ def layout_batch(
     bodies: list[bytes],
     broker_name: str,
     *,
+    topic: str | None = None,
     tags: frozenset[str] | None = None,
     include_properties: bool = True,
 ) -> pa.RecordBatch:
     """The rows of ``layout`` (over ``bodies`` joined, in order) as one record batch of the
-    connector's schema; with ``tags``, only rows whose TAGS is one of them."""
+    connector's schema; with ``tags``, only rows whose TAGS is one of them. ``topic``: the
+    one topic of every record, known (a queue's records are its topic's: the broker files
+    a record under the topic it names), so not read from each."""
     joined = b"".join(bodies)
     data = pa.py_buffer(joined)
     n = len(layout)
@@ -48,15 +53,15 @@ def layout_batch(
         ]
         uniq = pc.coalesce(uniq, pa.array(made, pa.string()))
     ts = [
-        pc.multiply(pa.array(ms, pa.int64()), 1000).cast(_US)
+        pc.multiply(_ints(ms, "q", pa.int64()), 1000).cast(_US)
         for ms in (layout.born_timestamp, layout.store_timestamp)
     ]
     tag = pc.map_lookup(table, "TAGS", "last")
     columns = [
-        _strings(layout.topic, data),
-        pa.repeat(pa.scalar(broker_name, pa.string()), n),
-        pa.array(layout.queue_id, pa.int32()),
-        pa.array(layout.queue_offset, pa.int64()),
+        _strings(layout.topic, data) if topic is None else _same(topic, n),
+        _same(broker_name, n),
+        _ints(layout.queue_id, "i", pa.int32()),
+        _ints(layout.queue_offset, "q", pa.int64()),
         uniq,
         tag,
         pc.map_lookup(table, "KEYS", "last"),
@@ -65,7 +70,7 @@ def layout_batch(
         *ts,
         pa.array(layout.born_host, pa.string()),
         pa.array(layout.store_host, pa.string()),
-        pa.array(layout.reconsume_times, pa.int32()),
+        _ints(layout.reconsume_times, "i", pa.int32()),
     ]
     batch = pa.RecordBatch.from_arrays(columns, schema=arrow_schema())
     if tags is not None:
@@ -77,11 +82,21 @@ def layout_batch(
 def _binary(spans: list[int], data: pa.Buffer) -> pa.Array:
     """The byte strings at ``spans`` (start, end, start, end, ...) of ``data``: an array of
     every span and every gap between, of which the spans are taken."""
-    offsets = pa.array(spans, pa.int32()).buffers()[1]
+    offsets = pa.py_buffer(array.array("i", spans))
     if not spans:
         return pa.array([], pa.binary())
     both = pa.Array.from_buffers(pa.binary(), len(spans) - 1, [None, offsets, data])
     return both.take(pa.array(range(0, len(spans) - 1, 2), pa.int32()))
+
+
+def _same(value: str, n: int) -> pa.Array:
+    return pa.repeat(pa.scalar(value, pa.string()), n)
+
+
+def _ints(values: list[int], code: str, kind: pa.DataType) -> pa.Array:
+    """``values`` as an Arrow array of ``kind`` (``code``: its array module type code), by
+    way of a C array: ``pa.array`` of a list checks each item for an Arrow scalar."""
+    return pa.Array.from_buffers(kind, len(values), [None, pa.py_buffer(array.array(code, values))])
 
 
 def _strings(spans: list[int], data: pa.Buffer) -> pa.Array:
