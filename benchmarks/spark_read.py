@@ -19,7 +19,8 @@ warmed up first. Each case is timed from the start of the action until it return
 - ``sdk poll``: in this process, ``client.PullConsumer`` assigned the 8 queues, seeked to 0
   (pull_batch_size 32, other options default), ``poll()`` until N messages;
 - ``sdk raw``: in this process, every queue at once, ``pull_raw`` (32 per pull) +
-  ``decode_columns`` + ``aiorocketmq.spark.schema.to_batch``: the connector's work without Spark.
+  ``decode_layout`` + ``aiorocketmq.spark.rows.layout_batch``: the connector's work without
+  Spark.
 
 The broker sends at most 32 messages per pull (maxTransferCountOnMessageInMemory, Java's
 default); ``--pull-batch P`` raises that and pullBatchSize to P for every case.
@@ -50,9 +51,16 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from aiorocketmq.client import Message, MessageQueue, Producer, PullConsumer
-from aiorocketmq.client.consumer.lite.raw import Columns, PullStatus, decode_columns
+from aiorocketmq.client.consumer.lite.raw import (
+    Columns,
+    Layout,
+    PullStatus,
+    decode_columns,
+    decode_layout,
+)
 from aiorocketmq.client.core import api
 from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.spark.rows import layout_batch
 from aiorocketmq.spark.schema import arrow_schema, spark_schema, to_batch
 from benchmarks.common import listening_process, quiet_logging
 from benchmarks.spark_common import start_spark as start_shared_spark
@@ -202,20 +210,21 @@ async def sdk_poll(namesrv: str, n: int, pull: int) -> float:
 
 
 async def sdk_raw(namesrv: str, n: int, pull: int) -> float:
-    """Rows/s of pull_raw + decode_columns + to_batch, every queue at once (one loop)."""
+    """Rows/s of pull_raw + decode_layout + layout_batch, every queue at once (one loop)."""
     rows = 0
 
     async def one(c: PullConsumer, mq: MessageQueue, end: int) -> None:
         nonlocal rows
-        cols, offset = Columns(), 0
+        layout, bodies, offset = Layout(), list[bytes](), 0
         while offset < end:
             raw = await c.pull_raw(mq, offset, min(pull, end - offset))
             assert raw.status is PullStatus.FOUND, raw.status
-            decode_columns(raw.body, cols, stop_at=end)
+            decode_layout(raw.body, layout, stop_at=end)
+            bodies.append(raw.body)
             offset = raw.next_begin_offset
-            if len(cols) >= BATCH_ROWS or offset >= end:
-                rows += to_batch(cols, mq.broker_name).num_rows
-                cols = Columns()
+            if len(layout) >= BATCH_ROWS or offset >= end:
+                rows += layout_batch(layout, bodies, mq.broker_name, topic=mq.topic).num_rows
+                layout, bodies = Layout(), []
 
     async with PullConsumer("bench_spark_read_raw", namesrv, auto_commit=False) as c:
         mqs = await c.fetch_message_queues(TOPIC)
@@ -345,7 +354,7 @@ def report(runs: list[dict[str, float]], stream: dict[str, dict[str, float]],
         "rocketmq": "spark read rocketmq -> noop",
         "memory": "spark read in-memory source -> noop",
         "sdk_poll": "sdk PullConsumer assign + poll",
-        "sdk_raw": "sdk pull_raw+decode_columns+to_batch",
+        "sdk_raw": "sdk pull_raw+decode_layout+layout_batch",
     }
     med = {k: float(statistics.median(r[k] for r in runs)) for k in labels}
     print(

@@ -9,12 +9,13 @@ import-linter contracts keep them to it):
   ``PushConsumer`` (listeners or ``async for``), ``PullConsumer`` (``poll``, ``pull_raw``
   for bulk readers, ``list_topics``), ``MessageSelector`` (a tag or SQL92 subscription:
   ``MessageSelector.by_sql("a > 5")``), ``Message`` / ``MessageExt`` / ``SendResult`` and
-  friends; ``create_reply`` (request-reply: ``Producer.request`` asks,
-  a consumer answers); errors: every one an ``MQClientError`` with ``retriable``:
+  friends; ``create_reply`` (request-reply: ``Producer.request`` asks, a consumer answers);
+  errors: every one an ``MQClientError`` with ``retriable``:
   ``MQConnectionError``, ``MQTimeoutError`` (also a TimeoutError; ``MQRequestTimeoutError``
   a request's reply that never came), ``MQBrokerError`` (a refusal's ``code``); the
   remoting layer's own errors never leave the SDK. ``RawPull``, ``PullStatus``, ``Columns``
-  and ``decode_columns`` read raw pulls column by column.
+  and ``decode_columns`` read raw pulls column by column; ``Layout``, ``decode_layout`` and
+  ``offset_msg_id_at`` give where the fields lie, for readers that build columns natively.
   Every client class takes ``access_key``/``secret_key`` (ACL 1.0 signatures) and ``tls``;
   ``tls_context`` builds a verifying ``ssl.SSLContext`` for it from PEM files.
 - ``aiorocketmq.client.api``: the request layer (Java's MQClientAPIImpl): builders for every
@@ -27,7 +28,15 @@ Everything under ``client.core``, ``client.producer`` and ``client.consumer`` is
 """
 
 from aiorocketmq.client.consumer.lite.consumer import PullConsumer
-from aiorocketmq.client.consumer.lite.raw import Columns, PullStatus, RawPull, decode_columns
+from aiorocketmq.client.consumer.lite.raw import (
+    Columns,
+    Layout,
+    PullStatus,
+    RawPull,
+    decode_columns,
+    decode_layout,
+    offset_msg_id_at,
+)
 from aiorocketmq.client.consumer.push.consumer import PushConsumer
 from aiorocketmq.client.consumer.push.iteration import Delivery
 from aiorocketmq.client.consumer.selector import ExpressionType, MessageSelector
@@ -72,6 +81,11 @@ if not Columns.__doc__:
         "Records decoded column by column (decode_columns): one list per field, the i-th "
         "entry of each list one message."
     )
+if not Layout.__doc__:
+    Layout.__doc__ = (
+        "Where the fields of records lie in pull bodies laid end to end (decode_layout): "
+        "fixed-size fields as values, variable ones as [start, end) byte positions."
+    )
 
 __all__ = [
     "Columns",
@@ -82,6 +96,7 @@ __all__ = [
     "ConsumeStatus",
     "Delivery",
     "ExpressionType",
+    "Layout",
     "LocalTransactionState",
     "MQBrokerError",
     "MQClientError",
@@ -106,7 +121,9 @@ __all__ = [
     "TransactionSendResult",
     "create_reply",
     "decode_columns",
+    "decode_layout",
     "half_message",
+    "offset_msg_id_at",
     "select_by_hash",
     "tls_context",
 ]

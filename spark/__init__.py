@@ -15,9 +15,13 @@ from typing import Any
 
 
 def register(session: Any) -> None:
-    """Make ``format("rocketmq")`` known to ``session`` (spark.dataSource.register)."""
+    """Make ``format("rocketmq")`` known to ``session`` (spark.dataSource.register), with
+    Python filter pushdown on (``spark.sql.python.filterPushdown.enabled``, off by default):
+    Spark refuses a reader that pushes filters without it, and the ``pushFilters=true``
+    option's reader does."""
     from aiorocketmq.spark.source import RocketMQDataSource
 
+    session.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     session.dataSource.register(RocketMQDataSource)
 
 

@@ -4,40 +4,46 @@ offsets by time, group commits (driver side) and reading a queue range into Arro
 
 Nothing here lives on the objects Spark pickles: each process keeps one started
 ``client.PullConsumer`` per name-server list and account (credentials and TLS, the options'
-``access``) in a module-level cache, run on the SDK's
-shared event-loop thread (spark-connector.md §4: executors are reused across tasks and
-batches, as Kafka's consumer cache).
+``access``) in a module-level cache, run on the process's own uvloop thread (spark-connector.md
+§4: executors are reused across tasks and batches, as Kafka's consumer cache).
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
+import concurrent.futures
+import contextlib
 import logging
+import os
 import re
 import threading
 import time
 from collections.abc import Coroutine, Iterable, Iterator
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import pyarrow as pa
+import uvloop
 
 from aiorocketmq.client import (
-    Columns,
+    Layout,
     MessageQueue,
     MQClientError,
     PullConsumer,
     PullStatus,
     RawPull,
     decode_columns,
+    decode_layout,
 )
 from aiorocketmq.client.api import commit_offsets
-from aiorocketmq.client.sync import run
 from aiorocketmq.spark.access import Access
 from aiorocketmq.spark.offsets import Offsets, QueueRange, canonical
 from aiorocketmq.spark.options import ReadOptions
-from aiorocketmq.spark.schema import to_batch
+from aiorocketmq.spark.rows import layout_batch
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 RETRY_SECONDS = 60.0  # a pull failing this long in a row fails the task
 READER_GROUP = "spark_rocketmq_reader"  # pulls say a group; nothing is committed under it
 BATCH_ROWS = 32_768  # rows per Arrow batch (spark-connector.md §6: 10k-64k)
@@ -45,24 +51,63 @@ _SYSTEM_PREFIXES = ("%RETRY%", "%DLQ%", "rmq_sys_", "RMQ_SYS_", "SCHEDULE_TOPIC"
 
 _lock = threading.Lock()
 _consumers: dict[tuple[str, Access], PullConsumer] = {}
+_loop: tuple[int, asyncio.AbstractEventLoop] | None = None  # (pid, loop)
 
 
 class DataLossError(RuntimeError):
     """Offsets the query needs are gone (aged out, or the queue shrank) and failOnDataLoss."""
 
 
+def _this_loop() -> asyncio.AbstractEventLoop:
+    """This process's loop: a uvloop on a daemon thread, started the first time, and again
+    in a forked child (whose parent's consumers live on the parent's loop). Under _lock."""
+    global _loop
+    if _loop is None or _loop[0] != os.getpid():
+        _consumers.clear()
+        loop = uvloop.new_event_loop()
+        threading.Thread(target=loop.run_forever, name="rocketmq-source", daemon=True).start()
+        _loop = (os.getpid(), loop)
+    return _loop[1]
+
+
+def submit(coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+    """Start ``coro`` on this process's loop and return at once."""
+    with _lock:
+        loop = _this_loop()
+    return asyncio.run_coroutine_threadsafe(coro, loop)
+
+
+def run(coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+    """Run ``coro`` on this process's loop and wait for its result."""
+    return submit(coro).result(timeout)
+
+
 def consumer(opts: ReadOptions) -> PullConsumer:
     """This process's started consumer for the options' name servers and account (created
-    on first use)."""
+    on first use, shut down at exit): one per Python worker, reused by every task, batch and
+    query it runs, as Kafka's consumer cache."""
     key = (opts.name_server, opts.access)
     with _lock:
+        loop = _this_loop()
         c = _consumers.get(key)
         if c is None:
             c = PullConsumer(READER_GROUP, namesrv_addr=opts.name_server, instance_name="spark",
                              auto_commit=False, **opts.access.keywords())  # fmt: skip
-            run(c.start())
+            asyncio.run_coroutine_threadsafe(c.start(), loop).result()
             _consumers[key] = c
         return c
+
+
+@atexit.register
+def _close() -> None:
+    """Shut the consumers down at exit (a worker ending), bounded: their brokers see the
+    connections close rather than time out."""
+    with _lock:
+        live = list(_consumers.values()) if _loop and _loop[0] == os.getpid() else []
+        _consumers.clear()
+    for c in live:
+        with contextlib.suppress(Exception):
+            run(c.shutdown(), 5)
 
 
 # ------------------------------------------------------------------ driver side
@@ -144,12 +189,45 @@ def min_offsets(opts: ReadOptions, mqs: Iterable[MessageQueue]) -> Offsets:
     return _table(zip(queues, _all([c.min_offset(mq) for mq in queues]), strict=True))
 
 
-def offsets_at(opts: ReadOptions, mqs: Iterable[MessageQueue], timestamp_ms: int) -> Offsets:
-    """The first offset stored at or after the time, per queue (SEARCH_OFFSET_BY_TIMESTAMP)."""
+def offsets_at(opts: ReadOptions, times: dict[MessageQueue, int]) -> dict[MessageQueue, Found]:
+    """Per queue, the first offset stored at or after its time (SEARCH_OFFSET_BY_TIMESTAMP),
+    all queues at once; where no message is stored at or after it, the queue's max offset,
+    not matched."""
     c = consumer(opts)
-    queues = list(mqs)
-    calls = [c.offset_for_timestamp(mq, timestamp_ms) for mq in queues]
-    return _table(zip(queues, _all(calls), strict=True))
+    queues = list(times)
+    timeout = opts.pull_timeout_ms / 1000
+
+    async def every() -> list[Found]:
+        return await asyncio.gather(*(_at(c, mq, times[mq], timeout) for mq in queues))
+
+    return dict(zip(queues, run(every(), 60), strict=True))
+
+
+@dataclass(frozen=True)
+class Found:
+    offset: int  # the first offset stored at or after the time, else the max offset
+    matched: bool  # False: no message is stored at or after the time
+
+
+async def _at(c: PullConsumer, mq: MessageQueue, timestamp_ms: int, timeout: float) -> Found:
+    found, high = await asyncio.gather(c.offset_for_timestamp(mq, timestamp_ms), c.max_offset(mq))
+    if found < high:
+        # compat: 4.9.8 (ConsumeQueue.getOffsetInQueueByTime) answers the unit stored nearest
+        # the time, which may be the one before it, and max-1 when every message is older
+        # (fidelity.md D7; ours and 5.x answer the first at or after it, max when none is):
+        # the message at the answer tells
+        raw = await c.pull_raw(mq, found, 1, timeout)
+        if raw.status is PullStatus.FOUND:
+            first = decode_columns(raw.body, include_properties=False, stop_at=found + 1)
+            found = after(found, first.store_timestamp[:1], timestamp_ms)
+    return Found(min(found, high), found < high)
+
+
+def after(found: int, stored: list[int], timestamp_ms: int) -> int:
+    """The first offset at or after the time, from the broker's answer ``found`` and the
+    store time of the message there (``stored``: one or none): the next one when 4.9.8's
+    nearest unit was stored before the time."""
+    return found + 1 if stored and stored[0] < timestamp_ms else found
 
 
 def commit_group(opts: ReadOptions, end: Offsets) -> None:
@@ -171,20 +249,29 @@ def commit_group(opts: ReadOptions, end: Offsets) -> None:
 # ------------------------------------------------------------------ executor side
 
 
-PULLS_IN_FLIGHT = 4  # per partition: pulls of the next offsets go out before the first returns
+PULLS_IN_FLIGHT = 8  # per window: pulls of consecutive offsets sent at once
+MAX_BATCH_BYTES = 64 << 20  # pull bodies behind one Arrow batch (its int32 offsets)
 
 
 def read_range(opts: ReadOptions, r: QueueRange) -> Iterator[pa.RecordBatch]:
     """Rows of queue offsets [start, end), exactly (a replay reads the same rows), as Arrow
-    batches; tags filtered exactly; gaps follow ``failOnDataLoss``. Up to
-    ``PULLS_IN_FLIGHT`` pulls of consecutive offsets are in flight; an answer is used only if
-    it starts where the previous one ended (a filtered or short answer discards the rest)."""
+    batches; tags filtered exactly; gaps follow ``failOnDataLoss``.
+
+    Pipelined: a window of ``PULLS_IN_FLIGHT`` pulls of consecutive offsets goes out, and
+    the next window is sent before this one's bodies are decoded, so the brokers work while
+    this thread decodes. An answer is used only if it starts where the previous one ended (a
+    filtered or short answer discards the rest of the window, and the window sent ahead)."""
     c = consumer(opts)
     mq = MessageQueue(r.topic, r.broker_name, r.queue_id)
-    cols, offset = Columns(), r.start
+    layout, bodies, offset = Layout(), list[bytes](), r.start
     patience = time.monotonic() + RETRY_SECONDS
-    while offset < r.end:
-        answers = run(_window(c, mq, opts, offset, r.end), opts.pull_timeout_ms / 1000 + 5)
+    ahead: concurrent.futures.Future[Answers] | None = _send(c, mq, opts, offset, r.end)
+    while ahead is not None:
+        answers = ahead.result(opts.pull_timeout_ms / 1000 + 5)
+        ahead = None
+        guess = answers[-1][0] + opts.pull_batch_size  # where this window ends if all is well
+        if guess < r.end:
+            ahead = _send(c, mq, opts, guess, r.end)
         for at, raw in answers:
             if at != offset:
                 break  # the previous answer ended elsewhere: ask again from there
@@ -197,20 +284,44 @@ def read_range(opts: ReadOptions, r: QueueRange) -> Iterator[pa.RecordBatch]:
                 time.sleep(0.5)
                 break
             patience = time.monotonic() + RETRY_SECONDS
-            nxt = _take(opts, mq, raw, offset, r.end, cols)
+            nxt = _take(opts, mq, raw, offset, r.end, layout, bodies)
             if nxt is None:
-                return
+                offset = r.end
+                break
             offset = nxt
-        if len(cols) >= BATCH_ROWS:
-            yield to_batch(cols, r.broker_name)
-            cols = Columns()
-    if len(cols):
-        yield to_batch(cols, r.broker_name)
+        if len(layout) >= BATCH_ROWS or layout.base >= MAX_BATCH_BYTES:
+            yield _batch(opts, layout, bodies, r)
+            layout, bodies = Layout(), []
+        if offset >= r.end:
+            break
+        if offset != guess or ahead is None:  # the window sent ahead starts elsewhere
+            if ahead is not None:
+                ahead.cancel()
+            ahead = _send(c, mq, opts, offset, r.end)
+    if ahead is not None:
+        ahead.cancel()
+    if len(layout):
+        yield _batch(opts, layout, bodies, r)
+
+
+def _batch(opts: ReadOptions, layout: Layout, bodies: list[bytes], r: QueueRange) -> pa.RecordBatch:
+    return layout_batch(layout, bodies, r.broker_name, topic=r.topic, tags=opts.tag_set,
+                        include_properties=opts.include_properties)  # fmt: skip
+
+
+Answers = list[tuple[int, RawPull | BaseException]]
+
+
+def _send(
+    c: PullConsumer, mq: MessageQueue, opts: ReadOptions, offset: int, end: int
+) -> concurrent.futures.Future[Answers]:
+    """A window of pulls from ``offset``, sent now on the SDK's loop."""
+    return submit(_window(c, mq, opts, offset, end))
 
 
 async def _window(
     c: PullConsumer, mq: MessageQueue, opts: ReadOptions, offset: int, end: int
-) -> list[tuple[int, RawPull | BaseException]]:
+) -> Answers:
     n, timeout = opts.pull_batch_size, opts.pull_timeout_ms / 1000
     starts = [at for at in range(offset, end, n)][:PULLS_IN_FLIGHT]
     calls = [
@@ -220,16 +331,14 @@ async def _window(
     return list(zip(starts, answers, strict=True))
 
 
-def _take(
-    opts: ReadOptions, mq: MessageQueue, raw: RawPull, offset: int, end: int, cols: Columns
-) -> int | None:
-    """One answer's rows into ``cols``; the next offset, or None to stop (data not there)."""
+def _take(opts: ReadOptions, mq: MessageQueue, raw: RawPull, offset: int, end: int,
+          layout: Layout, bodies: list[bytes]) -> int | None:  # fmt: skip
+    """One answer's records into ``layout`` (its body to ``bodies``); the next offset, or
+    None to stop (data not there)."""
     if raw.status is PullStatus.FOUND:
-        seen = cols.scanned
-        decode_columns(raw.body, cols, tags=_tag_set(opts),
-                       include_properties=opts.include_properties, stop_at=end)  # fmt: skip
-        if cols.scanned > seen and cols.last_offset < offset:
+        if decode_layout(raw.body, layout, stop_at=end) and layout.last_offset < offset:
             raise MQClientError(f"{mq}: the broker answered offsets before {offset}")
+        bodies.append(raw.body)
         nxt = raw.next_begin_offset
     elif raw.status is PullStatus.NO_MATCHED_MSG:
         nxt = raw.next_begin_offset
@@ -250,14 +359,3 @@ def _lost(opts: ReadOptions, what: str) -> None:
         raise DataLossError(
             f"{what}. Some data may have been lost; set failOnDataLoss=false to go on"
         )
-
-
-def _tag_set(opts: ReadOptions) -> frozenset[str] | None:
-    """The tags kept exactly (the broker matches their hash codes); None: every record the
-    broker sent (all of them, or what an SQL92 expression matched, which is exact)."""
-    if opts.expression_type != "TAG":
-        return None
-    text = opts.sub_expression.strip()
-    if not text or text == "*":
-        return None
-    return frozenset(t.strip() for t in text.split("||") if t.strip())

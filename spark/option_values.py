@@ -153,6 +153,25 @@ def timestamp(name: str, raw: str) -> int:
     return int(raw.strip())
 
 
+def timestamps(name: str, raw: str) -> Offsets:
+    """JSON ``{topic: {brokerName: {queueId: ms}}}``: a time per queue, in the queue-key
+    spelling of startingOffsets (Kafka's startingOffsetsByTimestamp, per queue)."""
+    if not raw.strip().startswith("{"):
+        raise ValueError(
+            f"{name} must be JSON {{topic: {{brokerName: {{queueId: ms}}}}}}, got {raw!r}"
+        )
+    return parse_offsets(raw, what=name, specials=())
+
+
+def timestamp_strategy(name: str, raw: str) -> Literal["error", "latest"]:
+    """``error`` or ``latest``: what a start by time does in a queue with no message stored at
+    or after the time (Kafka's startingOffsetsByTimestampStrategy)."""
+    word = raw.strip().lower()
+    if word not in ("error", "latest"):
+        raise ValueError(f"{name} must be error or latest, got {raw!r}")
+    return "error" if word == "error" else "latest"
+
+
 def positive(name: str, raw: str) -> int:
     text = raw.strip()
     if not _DIGITS.fullmatch(text) or int(text) == 0:

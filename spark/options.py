@@ -6,7 +6,7 @@ lower-cased (§2), so they are looked up case-insensitively; every error is a Va
 the option in its camelCase spelling. Unknown options, options of the other query kind (batch
 or stream) and conflicting ones are refused. ``path`` (``load(path)``, ``save(path)``) is
 refused too; Spark's own ``checkpointLocation`` and ``queryName``, which it passes to a
-streaming sink, are ignored there.
+streaming sink, are not options of ours (the checkpoint is kept: ``exactlyOnce`` logs there).
 """
 
 from __future__ import annotations
@@ -28,8 +28,10 @@ DEFAULT_MAX_TRIGGER_DELAY_MS = 15 * 60 * 1000  # Kafka's maxTriggerDelay, 15m
 class ReadOptions:
     """Exactly one of ``topics`` (``topic`` or ``subscribe``), ``pattern``
     (``subscribePattern``, matched with ``re.fullmatch``) and ``assign`` is set.
-    ``starting_timestamp`` wins over ``starting_offsets`` and ``ending_timestamp`` over
-    ``ending_offsets``, as in Kafka. In offsets JSON, -2 is earliest and -1 latest."""
+    As in Kafka, ``starting_timestamp`` wins over ``starting_offsets_by_timestamp``, which
+    wins over ``starting_offsets`` for the queues it names (the others keep
+    ``starting_offsets``); the same for the ending ones. In offsets JSON, -2 is earliest and
+    -1 latest."""
 
     name_server: str
     topics: tuple[str, ...] = ()
@@ -39,8 +41,11 @@ class ReadOptions:
     expression_type: str = "TAG"  # or SQL92: sub_expression is then evaluated by the brokers
     starting_offsets: str | Offsets = "latest"  # "earliest", "latest" or JSON offsets
     starting_timestamp: int | None = None  # ms
+    starting_offsets_by_timestamp: Offsets | None = None  # ms per queue
+    starting_timestamp_strategy: str = "error"  # no message at or after the time: or "latest"
     ending_offsets: str | Offsets = "latest"  # batch only: "latest" or JSON offsets
-    ending_timestamp: int | None = None  # ms, batch only
+    ending_timestamp: int | None = None  # ms, batch only, as the next one
+    ending_offsets_by_timestamp: Offsets | None = None  # ms per queue
     max_offsets_per_trigger: int | None = None  # streams only, as the next two
     min_offsets_per_trigger: int | None = None
     max_trigger_delay_ms: int = DEFAULT_MAX_TRIGGER_DELAY_MS  # with min_offsets_per_trigger
@@ -50,6 +55,7 @@ class ReadOptions:
     pull_timeout_ms: int = 3000
     group: str | None = None
     include_properties: bool = True
+    push_filters: bool = False  # batch only: tag and store-time filters to the brokers
     access: Access = field(default_factory=Access)  # credentials, TLS (SECURITY_OPTIONS)
 
     @property
@@ -58,6 +64,17 @@ class ReadOptions:
         if self.expression_type == "SQL92":
             return MessageSelector.by_sql(self.sub_expression)
         return MessageSelector.by_tag(self.sub_expression)
+
+    @property
+    def tag_set(self) -> frozenset[str] | None:
+        """The tags kept exactly (the broker matches their hash codes); None: every record the
+        broker sent (all of them, or what an SQL92 expression matched, which is exact)."""
+        if self.expression_type != "TAG":
+            return None
+        text = self.sub_expression.strip()
+        if not text or text == "*":
+            return None
+        return frozenset(t.strip() for t in text.split("||") if t.strip())
 
 
 @dataclass(frozen=True)
@@ -105,8 +122,13 @@ READ_OPTIONS: dict[str, _Spec] = {
     "expressionType": _Spec("expression_type", v.expression_type),
     "startingOffsets": _Spec("starting_offsets", v.starting_offsets),
     "startingTimestamp": _Spec("starting_timestamp", v.timestamp),
+    "startingOffsetsByTimestamp": _Spec("starting_offsets_by_timestamp", v.timestamps),
+    "startingOffsetsByTimestampStrategy": _Spec(
+        "starting_timestamp_strategy", v.timestamp_strategy
+    ),
     "endingOffsets": _Spec("ending_offsets", v.ending_offsets, "batch"),
     "endingTimestamp": _Spec("ending_timestamp", v.timestamp, "batch"),
+    "endingOffsetsByTimestamp": _Spec("ending_offsets_by_timestamp", v.timestamps, "batch"),
     "maxOffsetsPerTrigger": _Spec("max_offsets_per_trigger", v.positive, "stream"),
     "minOffsetsPerTrigger": _Spec("min_offsets_per_trigger", v.positive, "stream"),
     "maxTriggerDelay": _Spec("max_trigger_delay_ms", v.duration_ms, "stream"),
@@ -116,6 +138,7 @@ READ_OPTIONS: dict[str, _Spec] = {
     "pullTimeoutMs": _Spec("pull_timeout_ms", v.positive),
     "group": _Spec("group", v.consumer_group),
     "includeProperties": _Spec("include_properties", v.boolean),
+    "pushFilters": _Spec("push_filters", v.boolean, "batch"),
     **SECURITY_OPTIONS,
 }
 
@@ -220,6 +243,14 @@ def _require_name_server(given: dict[str, object]) -> None:
         raise ValueError("nameServer is required: the name servers as host:port[;host:port]")
 
 
+_JSON_OFFSETS = (
+    "startingOffsets",
+    "startingOffsetsByTimestamp",
+    "endingOffsets",
+    "endingOffsetsByTimestamp",
+)
+
+
 def _check_offsets(given: dict[str, object], *, streaming: bool) -> None:
     """Batch starts cannot be latest and JSON offsets must name subscribed queues
     (KafkaSourceProvider.validateBatchOptions); a batch's end is not before its start."""
@@ -229,7 +260,7 @@ def _check_offsets(given: dict[str, object], *, streaming: bool) -> None:
             "startingOffsets can't be latest for a batch query (streams only); use earliest, "
             "JSON offsets or startingTimestamp"
         )
-    for name in ("startingOffsets", "endingOffsets"):
+    for name in _JSON_OFFSETS:
         offsets = given.get(name)
         if isinstance(offsets, dict):
             _check_json_offsets(name, offsets, given, streaming=streaming)

@@ -10,7 +10,8 @@ pickled); connections live in spark/cluster.py's per-process cache.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -20,6 +21,7 @@ from pyspark.sql.datasource import (
     DataSourceStreamReader,
     DataSourceStreamWriter,
     DataSourceWriter,
+    Filter,
     InputPartition,
 )
 from pyspark.sql.streaming.datasource import (
@@ -31,7 +33,7 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from aiorocketmq.spark import cluster
+from aiorocketmq.spark import bounds, cluster
 from aiorocketmq.spark.offsets import (
     Offsets,
     QueueRange,
@@ -42,6 +44,7 @@ from aiorocketmq.spark.offsets import (
     ranges,
 )
 from aiorocketmq.spark.options import ReadOptions, read_options
+from aiorocketmq.spark.pushdown import Pushed, push
 from aiorocketmq.spark.schema import check_user_schema, spark_schema
 
 
@@ -55,7 +58,8 @@ class RocketMQDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         check_user_schema(schema)
-        return BatchReader(read_options(self.options, streaming=False))
+        opts = read_options(self.options, streaming=False)
+        return PushingBatchReader(opts) if opts.push_filters else BatchReader(opts)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         check_user_schema(schema)
@@ -72,46 +76,48 @@ class RocketMQDataSource(DataSource):
         return make_writer(self.options, schema, overwrite, streaming=True)  # type: ignore[return-value]
 
 
-def resolve(opts: ReadOptions, spec: str | Offsets, timestamp: int | None, *,
-            mqs: list[Any], default_latest: bool) -> Offsets:  # fmt: skip
-    """Starting or ending offsets: a timestamp wins; "earliest" is each queue's min offset,
-    "latest" its max; JSON gives offsets, with -2 / -1 for earliest / latest."""
-    if timestamp is not None:
-        return cluster.offsets_at(opts, mqs, timestamp)
-    low = cluster.min_offsets(opts, mqs) if spec != "latest" else {}
-    high = cluster.max_offsets(opts, mqs) if spec != "earliest" or default_latest else {}
-    if spec == "earliest":
-        return low
-    if spec == "latest":
-        return high
-    assert isinstance(spec, dict)
-    out: Offsets = {}
-    for mq in mqs:
-        qid = str(mq.queue_id)
-        given = spec.get(mq.topic, {}).get(mq.broker_name, {}).get(qid)
-        if given is None:
-            given = -1 if default_latest else -2
-        table = low if given == -2 else high if given == -1 else None
-        value = table[mq.topic][mq.broker_name][qid] if table is not None else given
-        out.setdefault(mq.topic, {}).setdefault(mq.broker_name, {})[qid] = value
-    return canonical(out)
-
-
 class BatchReader(DataSourceReader):
+    """A batch read of the queue ranges the options give."""
+
     def __init__(self, opts: ReadOptions) -> None:
         self.opts = opts
+        self.pushed = Pushed()
 
     def partitions(self) -> list[InputPartition]:
-        o = self.opts
+        o, p = self.opts, self.pushed
+        if p.tags is not None and not p.tags:
+            return []
         mqs = cluster.queues(o)
-        start = resolve(o, o.starting_offsets, o.starting_timestamp, mqs=mqs,
-                        default_latest=False)  # fmt: skip
-        end = resolve(o, o.ending_offsets, o.ending_timestamp, mqs=mqs, default_latest=True)
+        start = bounds.starting(o, mqs, streaming=False, not_before_ms=p.from_ms)
+        end = bounds.ending(o, mqs, before_ms=p.until_ms)
         return list(ranges(start, end, o.min_partitions))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, QueueRange)
-        yield from cluster.read_range(self.opts, partition)
+        if isinstance(partition, QueueRange):  # else Spark's stand-in when there are none
+            yield from cluster.read_range(self.opts, partition)
+
+
+class PushingBatchReader(BatchReader):
+    """With ``pushFilters=true``: ``pushFilters`` (planner side, before ``partitions``)
+    narrows the read to the tags and store times of the query's filters (spark/pushdown.py).
+
+    Opt-in because Spark (4.1-4.3, PythonScanBuilder) keeps the read a DataFrame's last
+    pushdown planned and reuses it for a later query on the same DataFrame that has no
+    filter it can hand over, which then reads the earlier query's rows: load() a DataFrame
+    per filtered query. A reader with this method also needs
+    ``spark.sql.python.filterPushdown.enabled`` (``register`` sets it)."""
+
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
+        o = self.opts
+        self.pushed, left = push(filters, self.pushed, tags_allowed=o.expression_type == "TAG")
+        wanted = self.pushed.tags
+        if wanted is not None:
+            given = o.tag_set
+            wanted = wanted if given is None else wanted & given
+            self.pushed = replace(self.pushed, tags=wanted)
+            if wanted:  # the brokers send only these (an empty set reads nothing)
+                self.opts = replace(o, sub_expression=" || ".join(sorted(wanted)))
+        return left
 
 
 class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -128,8 +134,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def initialOffset(self) -> dict[str, Any]:
         if self._initial is None:  # memoised: Spark asks twice (§5 rule 4)
             o = self.opts
-            self._initial = resolve(o, o.starting_offsets, o.starting_timestamp,
-                                    mqs=cluster.queues(o), default_latest=True)  # fmt: skip
+            self._initial = bounds.starting(o, cluster.queues(o), streaming=True)
         return self._initial
 
     def prepareForTriggerAvailableNow(self) -> None:
@@ -169,8 +174,8 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return list(ranges(from_json(start), from_json(end), self.opts.min_partitions))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, QueueRange)
-        yield from cluster.read_range(self.opts, partition)
+        if isinstance(partition, QueueRange):  # else Spark's stand-in when there are none
+            yield from cluster.read_range(self.opts, partition)
 
     def commit(self, end: dict[str, Any]) -> None:
         """One batch late and not for the last one (§5 rule 1): only the ``group`` option's

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from aiorocketmq.broker.filter.memo import Memo
 from aiorocketmq.broker.filter.registry import ConsumerFilters
-from aiorocketmq.broker.store.props import find_property
+from aiorocketmq.broker.store.props import CallFilter, find_property
 from aiorocketmq.broker.store.results import RecordMatch
 from aiorocketmq.remoting.protocol.message import Prop
 from aiorocketmq.remoting.protocol.topic import RETRY_GROUP_TOPIC_PREFIX
@@ -19,10 +19,10 @@ def pull_match(
     if support_retry and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
         owner = topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
         if filters.of_group(owner):
-            return RetryMatch(filters, owner).matches
+            return CallFilter(RetryMatch(filters, owner).matches)
         # the group filters nothing: every retry passes, as 4.9.8 finds no filter data
         return None
-    return compiled.matches if compiled is not None else None
+    return compiled  # a Memo reads the properties where they lie
 
 
 class RetryMatch:

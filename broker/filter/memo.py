@@ -18,9 +18,11 @@ from __future__ import annotations
 
 from typing import Final
 
+from mypy_extensions import i64
+
 from aiorocketmq.broker.filter.recording import Recording
 from aiorocketmq.broker.store.properties import Properties
-from aiorocketmq.broker.store.props import find_property
+from aiorocketmq.broker.store.props import RecordFilter, Slot, find_values, first_bytes
 from aiorocketmq.remoting.protocol.sql92 import Selector
 
 SIZE: Final = 1024
@@ -31,17 +33,18 @@ TRIAL: Final = 2048  # evaluations before deciding whether the memo pays
 class Node:
     """A property the selector asks for, and what comes next for each value it had."""
 
-    __slots__ = ("branches", "key", "name")
+    __slots__ = ("branches", "name", "slot")
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, slot: Slot) -> None:
         self.name = name
-        self.key = b"\x02" + name.encode() + b"\x01"  # find_property's
+        self.slot = slot  # where a message's value of it lies (find_values)
         self.branches: dict[bytes | None, Node | bool] = {}
 
 
-class Memo:
+class Memo(RecordFilter):
     """``matches(raw)`` answers as ``selector.matches`` of the properties text ``raw`` (as
-    stored: ``name\\x01value\\x02`` items), remembering by property values."""
+    stored: ``name\\x01value\\x02`` items), remembering by property values; ``accepts``
+    the same of the text where it lies."""
 
     def __init__(self, selector: Selector) -> None:
         self.selector = selector
@@ -51,34 +54,69 @@ class Memo:
         self.hits = 0
         self.misses = 0
         self.off = False  # not worth it: every message is evaluated
+        self.slots: list[Slot] = []  # one per property the tree names
+        self._slot_of: dict[str, Slot] = {}
+        self._firsts = first_bytes([])
+        # every property the selector names, for an evaluation without the tree (_plain)
+        self._names = selector.names
+        self._all = [Slot(name.encode()) for name in self._names]
+        self._all_firsts = first_bytes(self._all)
 
     def matches(self, raw: bytes) -> bool:
+        return self.accepts(raw, 0, len(raw))
+
+    def accepts(self, buf: bytes, start: i64, end: i64) -> bool:
         if self.constant is not None:
             return self.constant
         node = self.root
-        while node is not None and not self.off:
-            found = node.branches.get(find_property(raw, node.key))
-            if found is None:
-                break
-            if isinstance(found, bool):
-                self.hits += 1
-                return found
-            node = found
-        return self._evaluate(raw)
+        if node is not None and not self.off:
+            find_values(buf, start, end, self.slots, self._firsts)  # every value the walk needs
+            while True:
+                slot = node.slot
+                value = buf[slot.start : slot.stop] if slot.start >= 0 else None
+                found = node.branches.get(value)
+                if found is None:
+                    break
+                if isinstance(found, bool):
+                    self.hits += 1
+                    return found
+                node = found
+        return self._evaluate(buf, start, end)
 
-    def _evaluate(self, raw: bytes) -> bool:
-        props = Properties(raw.decode("utf-8", "replace"))
+    def _node(self, name: str) -> Node:
+        slot = self._slot_of.get(name)
+        if slot is None:
+            slot = self._slot_of[name] = Slot(name.encode())
+            self.slots.append(slot)
+            self._firsts = first_bytes(self.slots)
+        return Node(name, slot)
+
+    def _evaluate(self, buf: bytes, start: i64, end: i64) -> bool:
         if self.off:
-            return self.selector.matches(props)
+            return self._plain(buf, start, end)
         self.misses += 1
         if self.hits + self.misses >= TRIAL and self.misses * 4 > self.hits:
             self.off, self.root = True, None  # mostly unseen values: stop remembering
-            return self.selector.matches(props)
-        recording = Recording(props, raw)
+            return self._plain(buf, start, end)
+        if self.size >= SIZE:  # the tree is full: nothing to record
+            return self._plain(buf, start, end)
+        raw = buf[start:end]
+        recording = Recording(Properties(raw.decode("utf-8", "replace")), raw)
         answer = self.selector.matches(recording)
-        if self.size < SIZE:
-            self._remember(recording.asked, answer)
+        self._remember(recording.asked, answer)
         return answer
+
+    def _plain(self, buf: bytes, start: i64, end: i64) -> bool:
+        """The selector evaluated on the values of the properties it names, found in one walk
+        and each decoded alone (the same strings as decoding the whole text: the items split
+        at ASCII bytes, which UTF-8 never uses inside a character)."""
+        slots = self._all
+        find_values(buf, start, end, slots, self._all_firsts)
+        props: dict[str, str] = {}
+        for i, slot in enumerate(slots):
+            if slot.start >= 0:
+                props[self._names[i]] = buf[slot.start : slot.stop].decode("utf-8", "replace")
+        return self.selector.matches(props)
 
     def _remember(self, asked: list[tuple[str, bytes | None]], answer: bool) -> None:
         for _name, value in asked:
@@ -88,7 +126,7 @@ class Memo:
             self.constant = answer
             return
         if self.root is None:
-            self.root = Node(asked[0][0])
+            self.root = self._node(asked[0][0])
             self.size += 1
         node: Node | bool = self.root
         for i, (name, value) in enumerate(asked):
@@ -97,7 +135,7 @@ class Memo:
                 return
             nxt = node.branches.get(value)
             if nxt is None:
-                nxt = Node(asked[i + 1][0]) if i + 1 < len(asked) else answer
+                nxt = self._node(asked[i + 1][0]) if i + 1 < len(asked) else answer
                 node.branches[value] = nxt
                 self.size += 1
             node = nxt

@@ -24,8 +24,10 @@ from mmap import PAGESIZE, mmap
 from pathlib import Path
 from typing import Final, NamedTuple
 
+from mypy_extensions import i64
+
 from aiorocketmq.broker.store.highwater import HighWater
-from aiorocketmq.broker.store.props import stored_properties
+from aiorocketmq.broker.store.props import RecordFilter, props_span, stored_properties
 from aiorocketmq.broker.store.segment import Segment, SegmentQueue, SpaceCheck
 from aiorocketmq.remoting.files import fsync_dir
 from aiorocketmq.remoting.protocol.message import (
@@ -49,6 +51,7 @@ BLANK_MIN: Final = 8
 _PROPERTY_SEPARATOR: Final = 2
 _NO_LIMIT: Final = 1 << 62
 MIN_RECORD: Final = 91  # the smallest V1 record: IPv4 hosts, empty body, topic and properties
+WINDOW: Final = 64 << 10  # Gather.accepts: bytes of the log copied at a time
 DEFAULT_STEP: Final = 64 << 20  # commitLogAllocateStepMb: blocks allocated at a time
 
 
@@ -322,7 +325,7 @@ class Gather:
     no view outlives ``take``."""
 
     __slots__ = ("_end", "_hi", "_lo", "_mm", "_queue", "_run_seg", "_run_start", "_run_stop",
-                 "_runs", "_seg")  # fmt: skip
+                 "_runs", "_seg", "_win", "_win_hi", "_win_lo")  # fmt: skip
 
     def __init__(self, log: CommitLog) -> None:
         self._queue, self._end = log.queue, log.max_offset
@@ -332,6 +335,9 @@ class Gather:
         self._runs: list[tuple[Segment, int, int]] = []  # segment, [at, stop) in it
         self._run_seg: Segment | None = None
         self._run_start = self._run_stop = -1  # the run being extended, log offsets
+        self._win = b""  # a copy of the log at [_win_lo, _win_hi): what ``accepts`` reads
+        self._win_lo: i64 = 0
+        self._win_hi: i64 = 0
 
     def add_all(self, physs: Sequence[int], sizes: Sequence[int]) -> bool:
         """Add the records at ``physs`` (``sizes`` bytes each), all checked at once: True if
@@ -395,6 +401,30 @@ class Gather:
         if size < MIN_RECORD or phys + size > self._hi:
             return None
         return stored_properties(self._mm, phys - self._lo, phys, size)
+
+    def accepts(self, phys: i64, size: i64, flt: RecordFilter) -> i64:
+        """Whether ``flt`` accepts the properties of the record at ``phys``: 1 or 0; -1 if
+        the record is not there (as ``properties`` says None). The log is read a window at a
+        time: the records of one queue mostly lie in runs, one copy serves a run."""
+        if size < MIN_RECORD:
+            return -1
+        if not (self._win_lo <= phys and phys + size <= self._win_hi):
+            if not self._lo <= phys < self._hi:
+                seg = self._queue.find(phys)
+                if seg is None:
+                    return -1
+                self._seg, self._mm, self._lo = seg, seg.mm, seg.start
+                self._hi = min(seg.end, self._end)
+            if phys + size > self._hi:
+                return -1
+            at = phys - self._lo
+            stop = min(self._hi, phys + max(size, WINDOW)) - self._lo
+            self._win = self._mm[at:stop]
+            self._win_lo, self._win_hi = phys, phys + len(self._win)
+        start, end = props_span(self._win, phys - self._win_lo, phys, size)
+        if start < 0:
+            return -1
+        return 1 if flt.accepts(self._win, start, end) else 0
 
     def _close_run(self) -> None:
         seg = self._run_seg

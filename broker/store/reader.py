@@ -6,13 +6,13 @@ from __future__ import annotations
 import bisect
 import os
 import struct
-from collections.abc import Callable
 from itertools import accumulate
 from typing import Final
 
-from aiorocketmq.broker.store.commitlog import CommitLog
+from aiorocketmq.broker.store.commitlog import CommitLog, Gather
 from aiorocketmq.broker.store.config import StoreConfig
 from aiorocketmq.broker.store.consumequeue import BLANK_SIZE, ConsumeQueue
+from aiorocketmq.broker.store.props import CallFilter, RecordFilter
 from aiorocketmq.broker.store.results import GetResult, GetStatus, RecordMatch
 from aiorocketmq.remoting.protocol.message import SYSFLAG_POS, SysFlag
 
@@ -74,9 +74,9 @@ class Reader:
             if found is not None:
                 return found
         gather = self.commitlog.gather()  # unit by unit: each record checked as it is taken
-        props = gather.properties if match is not None else None
+        flt = match if match is None or isinstance(match, RecordFilter) else CallFilter(match)
         physs, sizes, scanned, status = self._pick(
-            cq, offset, max_msgs, max_bytes, tag_codes, gather.add, props, match
+            cq, offset, max_msgs, max_bytes, tag_codes, gather, flt
         )
         low, high = cq.min_offset, cq.max_offset
         if not physs:
@@ -120,14 +120,13 @@ class Reader:
         max_msgs: int,
         max_bytes: int | None,
         tag_codes: frozenset[int] | None,
-        check: Callable[[int, int], bool],
-        props: Callable[[int, int], bytes | None] | None = None,
-        match: RecordMatch | None = None,
+        gather: Gather,
+        flt: RecordFilter | None = None,
     ) -> tuple[list[int], list[int], int, GetStatus]:
         """The records to serve from ``offset`` (getMessage's loop): the commitlog offsets
-        and sizes of the units that pass the tag filter, ``match`` on the record's
-        ``props(phys, size)`` (isMatchedByCommitLog) and ``check(phys, size)`` (is that
-        record there), until the batch is full; units scanned; the status if none is."""
+        and sizes of the units that pass the tag filter, ``flt`` on the record's properties
+        (isMatchedByCommitLog) and are there (``gather.add``), until the batch is full;
+        units scanned; the status if none is."""
         cfg, physs, sizes = self.config, [], []
         status, total, count, scanned = GetStatus.NO_MATCHED_MESSAGE, 0, 0, 0
         # isTheBatchFull: maxMsgNums and the request's bytes, then the in-memory caps, or the
@@ -148,14 +147,13 @@ class Reader:
                     elif count >= most_mem or total + size > cap_mem:
                         break
                 if tag_codes is None or tags in tag_codes:
-                    if props is not None and match is not None:
-                        found = props(phys, size)  # None: not there, as check will say
-                        if found is not None and not match(found):
-                            if not count:
-                                status = GetStatus.NO_MATCHED_MESSAGE
-                            scanned += 1
-                            continue
-                    if check(phys, size):
+                    # -1: not there, as gather.add will say
+                    if flt is not None and gather.accepts(phys, size, flt) == 0:
+                        if not count:
+                            status = GetStatus.NO_MATCHED_MESSAGE
+                        scanned += 1
+                        continue
+                    if gather.add(phys, size):
                         physs.append(phys)
                         sizes.append(size)
                         total += size

@@ -7,9 +7,11 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Final, NamedTuple, TypeAlias
 
+from aiorocketmq.broker.store.props import RecordFilter
+
 # a property filter: takes a stored message's properties as stored (UTF-8 name\x01value\x02
-# items, broker.store.props), says whether to serve it
-RecordMatch: TypeAlias = Callable[[bytes], bool]
+# items, broker.store.props), says whether to serve it; a RecordFilter reads them in place
+RecordMatch: TypeAlias = Callable[[bytes], bool] | RecordFilter
 
 
 class PutStatus(Enum):

@@ -128,3 +128,132 @@ def decode_columns(
             raise
         raise MessageDecodeError(f"malformed record at {pos}: {exc}") from exc
     return cols
+
+
+# size, magic, crc, queueId, flag, qoff, poff, sysflag, born, bornhost (IPv4 + port as one
+# int), store time, storehost (likewise), reconsumeTimes, prepared offset, body length: a
+# record's head when both hosts are IPv4, read in one call
+_HEAD4 = struct.Struct(">iIiiiqqiqQqQiqi")
+_V6 = BORNHOST_V6_FLAG | STOREHOST_V6_FLAG
+_hosts: dict[int, str] = {}  # IPv4 host + port as one int -> "ip:port" (few per process)
+
+
+@dataclass(slots=True)
+class Layout:
+    """Where the fields of records lie in pull bodies laid end to end (``decode_layout``):
+    the fixed-size fields as values, one list per field, and the variable ones (body, topic,
+    properties text) as ``[start, end)`` byte positions, flat (start, end, start, end, ...),
+    in the bodies joined in the order decoded. A bulk reader builds columns from the
+    positions in native code (Arrow: offsets into one buffer) instead of a Python object
+    per field. ``base`` is where the next body starts in the joined bytes."""
+
+    queue_id: list[int] = field(default_factory=list)
+    queue_offset: list[int] = field(default_factory=list)
+    born_timestamp: list[int] = field(default_factory=list)
+    store_timestamp: list[int] = field(default_factory=list)
+    born_host: list[str] = field(default_factory=list)
+    store_host: list[str] = field(default_factory=list)
+    reconsume_times: list[int] = field(default_factory=list)
+    record: list[int] = field(default_factory=list)  # where each record starts (msgId)
+    body: list[int] = field(default_factory=list)
+    topic: list[int] = field(default_factory=list)
+    properties: list[int] = field(default_factory=list)
+    compressed: list[int] = field(default_factory=list)  # rows whose body is zlib'd
+    base: int = 0
+    last_offset: int = -1  # queue offset of the last record decoded
+
+    def __len__(self) -> int:
+        return len(self.queue_offset)
+
+
+def decode_layout(data: bytes, out: Layout, *, stop_at: int | None = None) -> int:
+    """Append the positions of ``data``'s records (the next body of ``out``'s joined bytes)
+    to ``out``; records at queue offset ``stop_at`` or beyond are not read. Returns how many
+    records were read. Raises MessageDecodeError if malformed."""
+    base = out.base
+    pos, end, n = 0, len(data), 0
+    try:
+        while pos < end:
+            (size, magic, _crc, qid, _flag, qoff, _poff, sysflag, born, bhost, stored, shost,
+             reconsume, _prepared, blen) = _HEAD4.unpack_from(data, pos)  # fmt: skip
+            if magic not in (MAGIC_V1, MAGIC_V2) or size < _HEAD4.size or pos + size > end:
+                raise MessageDecodeError(f"bad record at {pos}: magic {magic:#x}, size {size}")
+            if stop_at is not None and qoff >= stop_at:
+                break
+            if sysflag & _V6:
+                at, born_host, store_host, stored, reconsume, blen = _hosts_v6(data, pos)
+            else:
+                at = pos + _HEAD4.size
+                born_host = _host4(bhost, data, pos + 48)
+                store_host = _host4(shost, data, pos + 64)
+            out.body.append(base + at)
+            at += blen
+            out.body.append(base + at)
+            if magic == MAGIC_V1:
+                tlen = data[at]
+                at += 1
+            else:
+                tlen = (data[at] << 8) | data[at + 1]
+                at += 2
+            out.topic.append(base + at)
+            at += tlen
+            out.topic.append(base + at)
+            plen = (data[at] << 8) | data[at + 1]
+            out.properties.append(base + at + 2)
+            out.properties.append(base + at + 2 + plen)
+            if at + 2 + plen > pos + size:
+                raise MessageDecodeError(f"bad record at {pos}: fields overrun its size {size}")
+            if sysflag & SysFlag.COMPRESSED:
+                out.compressed.append(len(out.queue_offset))
+            out.record.append(base + pos)
+            out.queue_id.append(qid)
+            out.queue_offset.append(qoff)
+            out.born_timestamp.append(born)
+            out.store_timestamp.append(stored)
+            out.born_host.append(born_host)
+            out.store_host.append(store_host)
+            out.reconsume_times.append(reconsume)
+            out.last_offset = qoff
+            pos += size
+            n += 1
+    except (struct.error, IndexError) as exc:
+        raise MessageDecodeError(f"malformed record at {pos}: {exc}") from exc
+    out.base = base + end
+    return n
+
+
+def _host4(key: int, data: bytes, at: int) -> str:
+    host = _hosts.get(key)
+    if host is None:
+        host = unpack_host(data[at : at + 8])
+        if len(_hosts) < 4096:
+            _hosts[key] = host
+    return host
+
+
+def _hosts_v6(data: bytes, pos: int) -> tuple[int, str, str, int, int, int]:
+    """A record with an IPv6 host: (body start, born host, store host, store time,
+    reconsumeTimes, body length)."""
+    sysflag = _I.unpack_from(data, pos + 36)[0]
+    at = pos + _HEAD.size
+    blen = 20 if sysflag & BORNHOST_V6_FLAG else 8
+    born_host = unpack_host(data[at : at + blen])
+    at += blen
+    (stored,) = _Q.unpack_from(data, at)
+    slen = 20 if sysflag & STOREHOST_V6_FLAG else 8
+    store_host = unpack_host(data[at + 8 : at + 8 + slen])
+    at += 8 + slen
+    reconsume, _prepared = _TAIL.unpack_from(data, at)
+    at += _TAIL.size
+    (n,) = _I.unpack_from(data, at)
+    return at + 4, born_host, store_host, stored, reconsume, n
+
+
+def offset_msg_id_at(data: bytes, record: int) -> str:
+    """The offsetMsgId of the record starting at ``record`` in ``data`` (store host + its
+    CommitLog offset), for rows without a UNIQ_KEY."""
+    (_size, _magic, _crc, _qid, _flag, _qoff, poff, sysflag, _born) = _HEAD.unpack_from(
+        data, record
+    )
+    at = record + _HEAD.size + (20 if sysflag & BORNHOST_V6_FLAG else 8) + 8
+    return offset_msg_id(data[at : at + (20 if sysflag & STOREHOST_V6_FLAG else 8)], poff)

@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aiorocketmq.broker.filter.memo import SIZE, TRIAL, Memo
+from aiorocketmq.broker.store.properties import Properties
 from aiorocketmq.remoting.protocol.message import encode_properties
 from aiorocketmq.remoting.protocol.sql92 import compile_selector
 
@@ -86,3 +87,26 @@ def test_the_tree_is_bounded() -> None:
             assert memo.matches(raw(a="x", b="5"))
         assert not memo.matches(raw(a="x", b=f"-{i}"))
     assert not memo.off and memo.size <= SIZE + 1
+
+
+_VALUE_BYTES = st.one_of(
+    st.sampled_from([b"", b"5", b"7", b"x", b"p", b"true", b"7.0", b"\xe2\x82", b"\xff"]),
+    st.binary(max_size=6).map(lambda b: b.replace(b"\x01", b"").replace(b"\x02", b"")),
+)
+_ITEM = st.tuples(st.sampled_from([b"a", b"b", b"c", b"flag", b"ab", b""]), _VALUE_BYTES).map(
+    lambda kv: kv[0] + b"\x01" + kv[1]
+)
+
+
+@given(st.sampled_from(SELECTORS), st.lists(_ITEM, max_size=8))
+def test_an_evaluation_without_the_tree_reads_what_the_text_says(
+    expression: str, items: list[bytes]
+) -> None:
+    """With the memo off, the selector gets only the values of the properties it names,
+    each decoded alone: the answers of the whole text decoded (duplicates, empty values,
+    broken UTF-8 included)."""
+    selector = compile_selector(expression)
+    memo = Memo(selector)
+    memo.off = True
+    text = b"\x02".join(items)
+    assert memo.matches(text) == selector.matches(Properties(text.decode("utf-8", "replace")))

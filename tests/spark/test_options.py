@@ -337,7 +337,8 @@ def test_any_case_of_a_key_is_the_same_option(name: str, rnd: random.Random) -> 
     bad = "(" if name == "subscribePattern" else " "
     options = {k: v for k, v in BASE.items() if k != name.lower()} | {key: bad}
     with pytest.raises(ValueError, match=rf"^{name}\b"):
-        read_options(options, streaming=name not in ("endingOffsets", "endingTimestamp"))
+        batch_only = ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp", "pushFilters")
+        read_options(options, streaming=name not in batch_only)
 
 
 def test_the_option_tables_are_the_issues() -> None:
@@ -352,8 +353,11 @@ def test_the_option_tables_are_the_issues() -> None:
         "expressionType",
         "startingOffsets",
         "startingTimestamp",
+        "startingOffsetsByTimestamp",
+        "startingOffsetsByTimestampStrategy",
         "endingOffsets",
         "endingTimestamp",
+        "endingOffsetsByTimestamp",
         "maxOffsetsPerTrigger",
         "minOffsetsPerTrigger",
         "maxTriggerDelay",
@@ -363,6 +367,7 @@ def test_the_option_tables_are_the_issues() -> None:
         "pullTimeoutMs",
         "group",
         "includeProperties",
+        "pushFilters",
         *SECURITY,
     ]
     # every option is a field: of the options, or of their ``access`` (credentials and TLS)

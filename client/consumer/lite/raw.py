@@ -18,7 +18,13 @@ from aiorocketmq.client.consumer.selector import MessageSelector, selector_of
 from aiorocketmq.client.core import api
 from aiorocketmq.client.core.api import PullStatus
 from aiorocketmq.client.core.message import MessageQueue
-from aiorocketmq.remoting.protocol.columns import Columns, decode_columns
+from aiorocketmq.remoting.protocol.columns import (
+    Columns,
+    Layout,
+    decode_columns,
+    decode_layout,
+    offset_msg_id_at,
+)
 from aiorocketmq.remoting.protocol.message import (
     BORNHOST_POS,
     MAGIC_V2,
@@ -32,11 +38,14 @@ from aiorocketmq.remoting.protocol.msgid import BORNHOST_V6_FLAG, STOREHOST_V6_F
 
 __all__ = [
     "Columns",
+    "Layout",
     "PullStatus",
     "RawPull",
     "decode_columns",
+    "decode_layout",
     "decode_records",
     "keep_tags",
+    "offset_msg_id_at",
     "record_tags",
     "records",
 ]

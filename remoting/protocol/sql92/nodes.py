@@ -118,6 +118,23 @@ class Node:
         return f"({symbol} {self.children[0].java()})"
 
 
+def property_names(node: Node) -> list[str]:
+    """The properties ``node`` reads, each once, in the order they first appear (recursion
+    bounded by the tree's depth)."""
+    names: list[str] = []
+    _collect(node, names)
+    return names
+
+
+def _collect(node: Node, names: list[str]) -> None:
+    if node.tag == PROP:
+        if node.name not in names:
+            names.append(node.name)
+        return
+    for child in node.children:
+        _collect(child, names)
+
+
 def depth_remark() -> str:
     return (
         f"SQL92 selector nested deeper than {MAX_DEPTH} levels "

@@ -8,6 +8,7 @@ from typing import Final
 from aiorocketmq.remoting.protocol.sql92.errors import SelectorError
 from aiorocketmq.remoting.protocol.sql92.evaluator import Eval, EvalError, build
 from aiorocketmq.remoting.protocol.sql92.limits import MAX_EXPRESSION_LENGTH
+from aiorocketmq.remoting.protocol.sql92.nodes import property_names
 from aiorocketmq.remoting.protocol.sql92.parser import parse
 
 # compat: SelectorParser.PARSE_CACHE -- the last 100 selectors, refusals included (ali-ons
@@ -19,11 +20,12 @@ _cache: dict[str, Selector | str] = {}
 class Selector:
     """A compiled selector: ``matches`` is what the broker asks of every message."""
 
-    __slots__ = ("_fn", "expression")
+    __slots__ = ("_fn", "expression", "names")
 
-    def __init__(self, expression: str, fn: Eval) -> None:
+    def __init__(self, expression: str, fn: Eval, names: list[str]) -> None:
         self.expression = expression
         self._fn = fn
+        self.names = names  # the properties it may ask ``matches``'s mapping for
 
     def matches(self, properties: Mapping[str, str]) -> bool:
         """Whether a message with these properties is delivered: only when the selector is
@@ -71,4 +73,5 @@ def compile_uncached(expression: str) -> Selector:
             f"SQL92 selector of {len(expression)} characters: the limit is "
             f"{MAX_EXPRESSION_LENGTH} (sql92.MAX_EXPRESSION_LENGTH)"
         )
-    return Selector(expression, build(parse(expression)))
+    tree = parse(expression)
+    return Selector(expression, build(tree), property_names(tree))
