@@ -1,0 +1,85 @@
+"""Issue 35's Jepsen-style test, short: real name server, broker group and clients, each in
+a network namespace of its own; concurrent producers record every acknowledgement while the
+nemesis kills the master mid-stream, cuts it from its slave and from the clients (each held
+a moment, then healed); then every queue is read back and the history judged (checkers.py).
+The figures are printed; benchmarks/failover.py runs the long version.
+
+``mode`` is the broker group's: ``static`` is today's SYNC_MASTER + SLAVE, whose promise is
+that nothing acknowledged is lost, and which has no failover: after the master's loss no
+other broker ever acknowledges, so the time to a new master is unbounded -- EXPECTED here,
+and asserted as such. ``controller`` (issue 35's controller mode) runs once the broker knows
+5.x's controller keys and etcd is installed (skipped with the reason until then); its
+expectations are the issue's: a new master after every loss, and offsets that follow it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.failover import netns
+from tests.failover.run import Outcome, Settings, run
+from tests.failover.topology import MODES, controller_missing
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        (why := netns.unavailable()) is not None, reason=why or "network namespaces available"
+    ),
+]
+
+
+@dataclass(frozen=True)
+class Expect:
+    """What a mode promises; the lead flips ``controller``'s when controller mode lands."""
+
+    new_master: bool  # a new master acknowledges after every loss of the master
+    offsets_follow: bool  # committed offsets never read back lower (r#9804)
+
+
+EXPECT = {
+    # static roles: no election; a slave's offsets are a copy made every slaveSyncInterval,
+    # so a query answered by the slave while the master is down may be behind (issue 35
+    # item 5): reported, not asserted
+    "static": Expect(new_master=False, offsets_follow=False),
+    "controller": Expect(new_master=True, offsets_follow=True),
+}
+
+
+def check(outcome: Outcome, expect: Expect) -> None:
+    v = outcome.verdicts
+    assert v["loss"].ok, v["loss"]
+    assert v["loss"].figures["lost"] == 0
+    assert v["loss_at_kill"].ok, v["loss_at_kill"]  # SYNC_MASTER's promise: on the slave
+    assert v["loss_at_kill"].figures["acknowledged"], v["loss_at_kill"]
+    assert v["one_master"].ok, v["one_master"]
+    assert not outcome.stuck, outcome.stuck  # writes came back after every heal
+    assert all(code in (0, -9) for _, code in outcome.exits), outcome.exits
+    acked = outcome.history.acked
+    for fault in outcome.history.faults:  # acknowledgements on both sides of every fault
+        assert any(s.end < fault.start for s in acked), fault
+        assert any(s.start > fault.end for s in acked), fault
+    losses, unbounded = (v["new_master"].figures[k] for k in ("losses", "unbounded"))
+    assert losses, "the schedule kills the master at least once"
+    if expect.new_master:
+        assert unbounded == 0, v["new_master"]
+    else:  # EXPECTED with static roles: no other broker ever takes over
+        assert unbounded == losses, v["new_master"]
+    if expect.offsets_follow:
+        assert v["offsets"].ok, v["offsets"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_acknowledged_writes_survive_faults(mode: str, tmp_path: Path) -> None:
+    if mode == "controller" and (missing := controller_missing()) is not None:
+        pytest.skip(missing)
+    outcome = run(tmp_path, Settings(mode=mode, rounds=3))
+    print(outcome.report())
+    if mode == "static":
+        print("EXPECTED (static roles, no failover yet): time to a new master is unbounded")
+    try:
+        check(outcome, EXPECT[mode])
+    except AssertionError:
+        print((tmp_path / "logs.txt").read_text()[-20000:])
+        raise
