@@ -31,6 +31,7 @@ from tests.failover.topology import Topology, hosts
 @dataclass(frozen=True)
 class Settings:
     mode: str = "static"
+    master_role: str = "SYNC_MASTER"  # static mode only
     rounds: int = 3
     hold: float = 2.0  # s each fault lasts
     recover: float = 60.0  # s to wait, after healing, for an acknowledged write
@@ -53,7 +54,8 @@ class Outcome:
     def report(self) -> str:
         counts = self.history.counts()
         lines = [
-            f"failover run, mode={self.settings.mode}, {len(self.recoveries)} rounds in "
+            f"failover run, mode={self.settings.mode} ({self.settings.master_role} in static "
+            f"mode), {len(self.recoveries)} rounds in "
             f"{self.elapsed:.1f} s; sends: " + ", ".join(f"{k} {v}" for k, v in counts.items()),
         ]
         lines += [
@@ -115,7 +117,7 @@ def run(root: Path, settings: Settings) -> Outcome:
     stuck: list[str] = []
     kills: list[tuple[float, Path]] = []
     with network(hosts(settings.mode)) as net:
-        topo = Topology(net, root, settings.mode)
+        topo = Topology(net, root, settings.mode, settings.master_role)
         try:
             topo.start()
             clients = topo.start_clients(history_file, settings.producers, settings.in_flight)

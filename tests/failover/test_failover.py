@@ -39,9 +39,10 @@ class Expect:
 
 
 EXPECT = {
-    # static roles: no election; a slave's offsets are a copy made every slaveSyncInterval,
-    # so a query answered by the slave while the master is down may be behind (issue 35
-    # item 5): reported, not asserted
+    # static roles: no election. Offsets are reported, not asserted: a master SIGKILLed
+    # comes back with the consumer offsets it last flushed (flushConsumerOffsetInterval,
+    # 5 s, as Java's ConsumerOffsetManager), answering lower than it had acknowledged
+    # (seen: 0 after 565 committed); a slave's are a copy made every slaveSyncInterval
     "static": Expect(new_master=False, offsets_follow=False),
     "controller": Expect(new_master=True, offsets_follow=True),
 }

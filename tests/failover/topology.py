@@ -97,6 +97,7 @@ class Topology:
     net: Network
     root: Path
     mode: str = "static"
+    master_role: str = "SYNC_MASTER"  # static mode: a0's brokerRole (ASYNC_MASTER to compare)
     procs: dict[str, Proc] = field(default_factory=dict)
     paused: set[str] = field(default_factory=set)
     exits: list[tuple[str, int]] = field(default_factory=list)
@@ -161,7 +162,8 @@ class Topology:
             "storePathRootDir": str(self.root / host),
         }
         if self.mode == "static":
-            return {**sets, **STATIC[host]}
+            role = {"brokerRole": self.master_role} if host == "a0" else {}
+            return {**sets, **STATIC[host], **role}
         # issue 35's controller mode, 5.x's keys (the role and brokerId are the controller's)
         return {
             **sets,
