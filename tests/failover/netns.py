@@ -16,6 +16,7 @@ import itertools
 import os
 import re
 import shutil
+import signal
 import subprocess
 from collections.abc import Iterable, Iterator, Sequence
 
@@ -53,13 +54,32 @@ def ours() -> list[str]:
     return [name for name in namespaces() if _NAME.match(name)]
 
 
+def pids(ns: str) -> list[int]:
+    """The processes inside namespace ``ns`` (``ip netns pids``)."""
+    try:
+        return [int(p) for p in _ip("netns", "pids", ns).split()]
+    except RuntimeError:
+        return []
+
+
+def kill_inside(ns: str) -> list[int]:
+    """SIGKILLs every process still inside ``ns`` (a run's leftovers: only namespaces of
+    this harness are ever passed), by PID; returns them."""
+    found = pids(ns)
+    for pid in found:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return found
+
+
 def sweep_stale() -> list[str]:
     """Deletes the namespaces of runs whose process is gone (a run killed before its
-    cleanup); returns their names."""
+    cleanup), the processes left inside them first; returns their names."""
     gone = []
     for name in ours():
         match = _NAME.match(name)
         if match is not None and not _pid_alive(int(match.group(1))):
+            kill_inside(name)
             with contextlib.suppress(RuntimeError):
                 _ip("netns", "del", name)
                 gone.append(name)
@@ -94,6 +114,7 @@ class Network:
         self.hub = f"{self.tag}-hub"
         self._cuts: set[frozenset[str]] = set()
         self._made: list[str] = []
+        self.leftovers: list[int] = []  # PIDs close() found still inside and killed
 
     def ns(self, host: str) -> str:
         return f"{self.tag}-{host}"
@@ -162,9 +183,12 @@ class Network:
         return self._nft("list", "ruleset")
 
     def close(self) -> None:
-        """Deletes every namespace made (the veths and rules go with them). A process still
-        inside keeps its namespace alive, nameless, until it exits: stop them first."""
+        """Deletes every namespace made (the veths and rules go with them). The processes
+        should be stopped first; any still inside is SIGKILLed (by its PID) and named in
+        ``self.leftovers``, so that nothing outlives the run."""
         errors = []
+        for ns in self._made:
+            self.leftovers += kill_inside(ns)
         for ns in reversed(self._made):
             try:
                 _ip("netns", "del", ns)

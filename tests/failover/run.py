@@ -127,6 +127,8 @@ def run(root: Path, settings: Settings) -> Outcome:
             nemesis = Nemesis(topo)
             for i, kind in enumerate(schedule(settings.mode, settings.rounds)):
                 time.sleep(settings.quiet)  # acknowledgements on both sides of each fault
+                tail.poll()
+                topo.master = topo.host_of(tail.acked[-1].host)  # whoever acknowledges now
                 active = nemesis.inject(kind)
                 time.sleep(settings.hold)  # the fault's length: held, not waited on
                 if kind.startswith("kill"):  # what the survivors hold, the master still dead

@@ -74,6 +74,17 @@ def test_closing_deletes_every_namespace_even_after_a_failure() -> None:
     assert not set(made) & set(netns.namespaces())
 
 
+def test_closing_kills_a_process_left_inside() -> None:
+    """A server the run failed to stop (here: never stopped) is SIGKILLed by its PID, not
+    left running in a nameless namespace."""
+    with network(["x"]) as net:
+        server = ServerProcess(["-c", LISTEN], prefix=net.prefix("x"))
+        server.listening_port()
+    assert net.leftovers == [server.proc.pid]
+    assert server.proc.wait(10) == -9
+    server.stop()
+
+
 def test_the_host_namespace_is_left_alone() -> None:
     """The run's links live in its namespaces only: the host's interfaces are the same
     before, during and after."""

@@ -98,6 +98,11 @@ class Topology:
     root: Path
     mode: str = "static"
     master_role: str = "SYNC_MASTER"  # static mode: a0's brokerRole (ASYNC_MASTER to compare)
+    # the group's master as the clients last saw it: the store host of the latest
+    # acknowledgement (run.py keeps it current; static roles: a0 always). Controller mode
+    # starts from a0 too: the seam where the lead reads the first master the controller
+    # installs (the route's brokerId 0) before the clients create the topic on it
+    master: str = "a0"
     procs: dict[str, Proc] = field(default_factory=dict)
     paused: set[str] = field(default_factory=set)
     exits: list[tuple[str, int]] = field(default_factory=list)
@@ -114,12 +119,12 @@ class Topology:
     def brokers(self) -> list[str]:
         return [h for h in self.net.hosts if h.startswith("a")]
 
-    @property
-    def master(self) -> str:
-        """The host of the group's master. Static roles: always a0. Controller mode: the
-        seam for the lead: whichever host the controller installed (to be read from etcd or
-        the route); a0 until then."""
-        return "a0"
+    def host_of(self, addr: str) -> str:
+        """The broker host whose address is ``addr`` (a store host from an offsetMsgId)."""
+        found = [h for h in self.brokers if self.broker_addr(h) == addr]
+        if not found:
+            raise ValueError(f"no broker of this run at {addr}")
+        return found[0]
 
     def slaves(self) -> list[str]:
         return [h for h in self.brokers if h != self.master]
