@@ -7,8 +7,9 @@ The figures are printed; benchmarks/failover.py runs the long version.
 ``mode`` is the broker group's: ``static`` is today's SYNC_MASTER + SLAVE, whose promise is
 that nothing acknowledged is lost, and which has no failover: after the master's loss no
 other broker ever acknowledges, so the time to a new master is unbounded -- EXPECTED here,
-and asserted as such. ``controller`` (issue 35's controller mode) runs once the broker knows
-5.x's controller keys and etcd is installed (skipped with the reason until then); its
+and asserted as such. ``controller`` (issue 35's controller mode) runs once the lead enables
+it (topology.CONTROLLER_ENABLED; FAILOVER_CONTROLLER=1 tries it before) and the broker knows
+5.x's controller keys, with etcd installed (skipped with the reason until then); its
 expectations are the issue's: a new master after every loss, and offsets that follow it."""
 
 from __future__ import annotations
