@@ -169,7 +169,7 @@ def on_survivors(sends: list[Send], kills: list[tuple[float, list[Stored]]]) -> 
         for p in one.problems:
             v.add(f"kill {i + 1}: {p}")
         v.count += one.count - len(one.problems)
-    v.figures.update(kills=len(kills), acknowledged=total, lost=lost)
+    v.figures.update(kills=len(kills), acknowledged_summed_over_kills=total, lost=lost)
     return v
 
 

@@ -42,8 +42,8 @@ class Expect:
 EXPECT = {
     # static roles: no election. Offsets are reported, not asserted: a master SIGKILLed
     # comes back with the consumer offsets it last flushed (flushConsumerOffsetInterval,
-    # 5 s, as Java's ConsumerOffsetManager), answering lower than it had acknowledged
-    # (seen: 0 after 565 committed); a slave's are a copy made every slaveSyncInterval
+    # 5 s, as Java's ConsumerOffsetManager), and a slave's are a copy made every
+    # slaveSyncInterval: either may answer lower than was acknowledged
     "static": Expect(new_master=False, offsets_follow=False),
     "controller": Expect(new_master=True, offsets_follow=True),
 }
@@ -54,7 +54,7 @@ def check(outcome: Outcome, expect: Expect) -> None:
     assert v["loss"].ok, v["loss"]
     assert v["loss"].figures["lost"] == 0
     assert v["loss_at_kill"].ok, v["loss_at_kill"]  # SYNC_MASTER's promise: on the slave
-    assert v["loss_at_kill"].figures["acknowledged"], v["loss_at_kill"]
+    assert v["loss_at_kill"].figures["acknowledged_summed_over_kills"], v["loss_at_kill"]
     assert v["one_master"].ok, v["one_master"]
     assert not outcome.stuck, outcome.stuck  # writes came back after every heal
     assert all(code in (0, -9) for _, code in outcome.exits), outcome.exits
@@ -76,7 +76,12 @@ def check(outcome: Outcome, expect: Expect) -> None:
 def test_acknowledged_writes_survive_faults(mode: str, tmp_path: Path) -> None:
     if mode == "controller" and (missing := controller_missing()) is not None:
         pytest.skip(missing)
-    outcome = run(tmp_path, Settings(mode=mode, rounds=3))
+    try:
+        outcome = run(tmp_path, Settings(mode=mode, rounds=3))
+    except Exception:
+        logs = tmp_path / "logs.txt"
+        print(logs.read_text()[-20000:] if logs.exists() else "no logs")
+        raise
     print(outcome.report())
     if mode == "static":
         print("EXPECTED (static roles, no failover yet): time to a new master is unbounded")

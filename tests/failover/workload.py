@@ -99,8 +99,9 @@ async def produce(
 class Consuming:
     """A PullConsumer of the topic (auto-commit off): deliveries recorded per queue; every
     COMMIT_EVERY seconds each queue's position (never lower than committed before) is
-    committed with an acknowledged UPDATE_CONSUMER_OFFSET to the queue's master, then read
-    back the SDK's way (RemoteOffsetStore.fetch: the master, else a slave)."""
+    committed -- into the consumer's own table (``commit(persist=False)``), then with an
+    acknowledged UPDATE_CONSUMER_OFFSET to the queue's master -- and read back the SDK's way
+    (RemoteOffsetStore.fetch: the master, else a slave)."""
 
     def __init__(self, consumer: PullConsumer, record: Recorder) -> None:
         self.consumer = consumer
@@ -132,6 +133,10 @@ class Consuming:
                 await asyncio.wait_for(stop.wait(), COMMIT_EVERY)
             for mq, pos in sorted(self.position.items()):
                 offset = max(pos, self.committed[mq])
+                # the SDK's own table first: its periodic and rebalance writes (oneway) then
+                # carry this offset, never the 0 a consumer that committed nothing would write
+                with contextlib.suppress(MQClientError):
+                    await self.consumer.commit({mq: offset}, persist=False)
                 start, ok, host = time.monotonic(), False, ""
                 try:
                     host = await instance.master_addr(mq.broker_name, mq.topic)
