@@ -23,6 +23,10 @@ from tests.failover.topology import GROUP, Topology
 SHORT = ("kill", "cut-slave", "cut-clients")
 KINDS = (*SHORT, "pause", "cut-namesrv", "cut-controller", "kill-with-controller")
 CONTROLLER_ONLY = frozenset({"cut-controller", "kill-with-controller"})
+# not in any schedule: the harness's own check that its verdicts fail on real processes
+# (a master restarted without its CommitLog: what a second master lacking the first's
+# acknowledgements looks like to the clients)
+SELF_TEST = ("kill-wipe",)
 
 
 def schedule(mode: str, rounds: int) -> list[str]:
@@ -51,6 +55,10 @@ class Nemesis:
         if kind == "kill":
             topo.kill(master)
             undo = lambda: topo.restart(master)  # noqa: E731
+        elif kind == "kill-wipe":
+            topo.kill(master)
+            topo.wipe(master)
+            undo = lambda: topo.restart(master)  # noqa: E731
         elif kind == "kill-with-controller":
             topo.kill(master)
             topo.kill("ctl")
@@ -68,7 +76,7 @@ class Nemesis:
             net.partition([master], other)
             undo = net.heal
         else:
-            raise ValueError(f"unknown fault {kind!r}; one of {KINDS}")
+            raise ValueError(f"unknown fault {kind!r}; one of {KINDS + SELF_TEST}")
         # the fault's start: once in effect (the process gone or frozen, the rules loaded)
         return Active(kind, master, addr, time.monotonic(), undo)
 

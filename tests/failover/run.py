@@ -38,6 +38,7 @@ class Settings:
     quiet: float = 1.0  # s of undisturbed traffic before each fault
     producers: int = 2
     in_flight: int = 2
+    kinds: tuple[str, ...] = ()  # the faults in order; () = nemesis.schedule(mode, rounds)
 
 
 @dataclass
@@ -125,7 +126,8 @@ def run(root: Path, settings: Settings) -> Outcome:
             if not tail.acked_after(0, settings.recover):
                 raise RuntimeError(f"no write acknowledged within {settings.recover} s of start")
             nemesis = Nemesis(topo)
-            for i, kind in enumerate(schedule(settings.mode, settings.rounds)):
+            kinds = settings.kinds or schedule(settings.mode, settings.rounds)
+            for i, kind in enumerate(kinds):
                 time.sleep(settings.quiet)  # acknowledgements on both sides of each fault
                 tail.poll()
                 topo.master = topo.host_of(tail.acked[-1].host)  # whoever acknowledges now

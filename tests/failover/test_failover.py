@@ -90,3 +90,17 @@ def test_acknowledged_writes_survive_faults(mode: str, tmp_path: Path) -> None:
     except AssertionError:
         print((tmp_path / "logs.txt").read_text()[-20000:])
         raise
+
+
+def test_the_verdicts_fail_when_a_master_acknowledges_on_another_log(tmp_path: Path) -> None:
+    """The harness's self-test on real processes: the master is killed and comes back
+    without its CommitLog (a lost disk), so it acknowledges new messages at offsets it had
+    already acknowledged for others, on a log lacking them -- what two masters leave
+    behind. The one-master verdict names the fork and the loss verdict the lost messages."""
+    outcome = run(tmp_path, Settings(kinds=("kill-wipe",)))
+    print(outcome.report())
+    v = outcome.verdicts
+    assert not v["one_master"].ok, v["one_master"]
+    assert any(p.startswith(("fork", "went back")) for p in v["one_master"].problems)
+    assert not v["loss"].ok and int(str(v["loss"].figures["lost"])) > 0, v["loss"]
+    assert v["loss_at_kill"].ok  # before the wipe the slave had everything (SYNC_MASTER)

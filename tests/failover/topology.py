@@ -245,6 +245,17 @@ class Topology:
         self.procs[host].proc.send_signal(signal.SIGCONT)
         self.paused.discard(host)
 
+    def wipe(self, host: str) -> None:
+        """Deletes a stopped broker's messages (CommitLog, ConsumeQueues, index, checkpoint),
+        keeping its config (topics, offsets): a disk lost, for the harness's self-test."""
+        assert host not in self.procs or self.procs[host].proc.poll() is not None
+        for part in ("commitlog", "consumequeue", "index", "checkpoint"):
+            path = self.root / host / part
+            if path.is_dir():
+                shutil.rmtree(path)
+            elif path.exists():
+                path.unlink()
+
     def restart(self, host: str) -> None:
         """Starts ``host`` again (same store, same address) after a kill."""
         self.start_host(host)
