@@ -8,11 +8,11 @@ HA on 10912, etcd 2379/2380): the namespaces' port spaces are their own.
 Modes: ``static`` is today's SYNC_MASTER (a0) + SLAVE (a1); ``controller`` is issue 35's
 controller mode: three replicas and etcd, with 5.x's keys (``enableControllerMode``,
 ``controllerAddr``, ``allAckInSyncStateSet``). ``controller_missing()`` says why this tree
-cannot run it yet (a skip), until the broker knows those keys."""
+cannot run it yet (a skip): until the lead enables it (CONTROLLER_ENABLED) and the broker's
+config knows those keys."""
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import shutil
 import signal
@@ -61,6 +61,7 @@ def controller_missing() -> str | None:
     (CONTROLLER_ENABLED, or FAILOVER_CONTROLLER=1), the broker's config must know 5.x's
     controller keys, and etcd must be installed."""
     from aiorocketmq.broker.config import BrokerConfig
+    from aiorocketmq.remoting.config import config_keys
 
     if not (CONTROLLER_ENABLED or os.environ.get("FAILOVER_CONTROLLER") == "1"):
         return (
@@ -68,7 +69,7 @@ def controller_missing() -> str | None:
             " FAILOVER_CONTROLLER=1 tries it)"
         )
 
-    known = {f.metadata.get("key", f.name) for f in dataclasses.fields(BrokerConfig)}
+    known = config_keys(BrokerConfig)
     missing = [k for k in CONTROLLER_KEYS if k not in known]
     if missing:
         return f"controller mode is not in this tree yet (the broker has no {', '.join(missing)})"
