@@ -49,7 +49,9 @@ def test_etcd_in_its_namespace_is_cut_and_healed_and_killed(tmp_path: Path) -> N
         topo = Topology(net, tmp_path, "controller")
         try:
             etcd = topo.start_host("ctl")
-            assert netns.pids(net.ns("ctl")) == [etcd.proc.pid]  # ip netns exec: etcd itself
+            # ip netns exec: etcd itself (once `ip` has entered the namespace and exec'd)
+            assert until(lambda: netns.pids(net.ns("ctl")) != [])
+            assert netns.pids(net.ns("ctl")) == [etcd.proc.pid]
             assert until(lambda: healthy(net)), topo.dump()[-3000:]
             net.partition(["ctl"], ["cl"])
             assert not healthy(net)
