@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from aiorocketmq.broker.controller.state import Entry
+
+T = TypeVar("T")
 
 
 class EtcdError(Exception):
@@ -115,24 +117,49 @@ class Etcd:
         client, self._client = self._client, None
         self._next += 1
         if client is not None:
-            with contextlib.suppress(self._aetcd.exceptions.ClientError, TimeoutError, OSError):
-                await asyncio.wait_for(client.close(), self.timeout)
+            with contextlib.suppress(EtcdError):
+                await self._run("close", client.close(), self.timeout)
 
     async def close(self) -> None:
         await self._drop()
         self._closed = True
 
+    async def _run(self, what: str, call: Coroutine[Any, Any, T], timeout: float) -> T:
+        """Awaits one aetcd coroutine in a task of its own, for at most ``timeout`` s.
+
+        Its own task: a deadline cancels that task, never the caller's, and aetcd's handling
+        of cancellation (it swallows some, and turns others into errors) stays inside it --
+        cancelling the caller's own task directly, a deadline was seen to leave the caller
+        cancelled for good."""
+        task = asyncio.ensure_future(call)
+        try:
+            done, _ = await asyncio.wait({task}, timeout=timeout)
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        if not done:
+            task.cancel()
+            task.add_done_callback(_retrieve)
+            raise EtcdError(f"{what}: no answer from {self.endpoint} within {timeout:g} s")
+        if task.cancelled():
+            raise EtcdError(f"{what}: cancelled inside the etcd client ({self.endpoint})")
+        error = task.exception()
+        if error is None:
+            return task.result()
+        if isinstance(error, self._aetcd.exceptions.ClientError):
+            raise await self._failed(what, error) from error
+        raise error
+
     async def _call(self, what: str, method: str, *args: Any, **kwargs: Any) -> Any:
         client = await self._connected()
         try:
-            async with asyncio.timeout(self.timeout):
-                return await getattr(client, method)(*args, **kwargs)
-        except TimeoutError:
-            at = self.endpoint
-            await self._drop()
-            raise EtcdError(f"{what}: no answer from {at} within {self.timeout} s") from None
-        except self._aetcd.exceptions.ClientError as e:
-            raise await self._failed(what, e) from e
+            return await self._run(what, getattr(client, method)(*args, **kwargs), self.timeout)
+        except LeaseGone:
+            raise
+        except EtcdError:
+            if self._client is client:
+                await self._drop()
+            raise
 
     async def _failed(self, what: str, e: Exception) -> EtcdError:
         """An aetcd error as ours. Only a lease etcd does not know keeps the connection:
@@ -141,9 +168,7 @@ class Etcd:
         text = str(e) or type(e).__name__
         if "lease not found" in text:
             return LeaseGone(f"{what}: {text}")
-        at = self.endpoint
-        await self._drop()
-        return EtcdError(f"{what}: {at}: {type(e).__name__}: {text}")
+        return EtcdError(f"{what}: {self.endpoint}: {type(e).__name__}: {text}")
 
     async def snapshot(self, prefix: str) -> Snapshot:
         """Every key under ``prefix``, read linearizably."""
@@ -205,22 +230,37 @@ class Etcd:
         key = prefix.encode()
         client = await self._connected()
         try:
-            async with asyncio.timeout(self.timeout):
-                watch = await client.watch(key, range_end=_range_end(key), start_revision=after + 1)
-        except TimeoutError:
-            await self._drop()
-            raise EtcdError(f"watch: no answer within {self.timeout} s") from None
-        except self._aetcd.exceptions.ClientError as e:
-            raise await self._failed("watch", e) from e
-        try:
-            async with asyncio.timeout(timeout):
-                async for _ in watch:
-                    return True
-        except TimeoutError:
-            return False
-        except self._aetcd.exceptions.ClientError as e:
-            raise await self._failed("watch", e) from e
-        finally:
-            with contextlib.suppress(self._aetcd.exceptions.ClientError, TimeoutError):
-                await asyncio.wait_for(watch.cancel(), self.timeout)
-        return False
+            watch = await self._run(
+                "watch",
+                client.watch(key, range_end=_range_end(key), start_revision=after + 1),
+                self.timeout,
+            )
+            try:
+                return await self._run("watch", _first(watch), timeout)
+            except EtcdError as e:
+                if "no answer" in str(e):
+                    return False  # nothing changed within timeout
+                raise
+            finally:
+                if self._client is client:
+                    with contextlib.suppress(EtcdError):
+                        await self._run("watch cancel", watch.cancel(), self.timeout)
+        except LeaseGone:
+            raise
+        except EtcdError:
+            if self._client is client:
+                await self._drop()
+            raise
+
+
+async def _first(watch: Any) -> bool:
+    """Whether the watch gives an event (False: it ended without one)."""
+    async for _ in watch:
+        return True
+    return False
+
+
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    """A call left behind at its deadline: its outcome is nobody's now."""
+    if not task.cancelled():
+        task.exception()
