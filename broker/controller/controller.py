@@ -171,7 +171,7 @@ class Controller:
     async def start(self) -> None:
         self._tasks = [
             asyncio.create_task(self.keeper.run(), name="controller-lease"),
-            asyncio.create_task(every(0.0, self._round, name="controller"), name="controller"),
+            asyncio.create_task(every(0.02, self._round, name="controller"), name="controller"),
         ]
 
     async def close(self, *, revoke: bool = True) -> None:
