@@ -30,6 +30,12 @@ The API the broker wires (``broker/controller/controller.py``)::
   rules: it keeps the master, only live replicas, differs from the old; compare-and-swap on
   the master, its epoch and the set's epoch). Returns the new GroupState or raises
   ``state.Refused`` (``.refusal``: 5.x's CONTROLLER_* names) or ``etcd.EtcdError``.
+- Wiring notes. Ask ``may_ack()`` last, right before the answer is sent (after the wait for
+  replicas), not when the request arrives: a check made earlier may be stale by the time the
+  answer leaves. Count a slave in the acks before calling ``alter_sync_state_set`` to add it
+  (it is caught up), and stop counting a removed one only after the call returns: until etcd
+  holds the smaller set, the removed slave may still be elected, and must hold every
+  acknowledged message.
 - ``ctl.acks.needed(in_sync)``: replicas a message needing HA waits for (``inSyncReplicas``,
   ``minInSyncReplicas``, ``allAckInSyncStateSet``; None = IN_SYNC_REPLICAS_NOT_ENOUGH).
 - ``ctl.role`` / ``ctl.epoch`` / ``ctl.master_addr``: what was told last; ``ctl.state``: the

@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from aiorocketmq.broker.controller.controller import Role
 from aiorocketmq.broker.controller.state import Master
 from tests.controller.conftest import Node
@@ -16,6 +18,7 @@ from tests.util import wait_until
 UP = 30.0
 
 
+@pytest.mark.slow
 async def test_a_lost_etcd_member_is_skipped(tmp_path: Path, nodes: list[Node]) -> None:
     with etcd_cluster(tmp_path, 3) as cluster:
         a = Node(cluster.controller_addr, 0)
