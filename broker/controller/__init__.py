@@ -24,8 +24,9 @@ The API the broker wires (``broker/controller/controller.py``)::
   is logged and the loop goes on.
 - ``ctl.may_ack()``: ask before acknowledging a write. True only while this broker is the
   master *and* its lease is certainly alive (last successful keep-alive's send time + TTL -
-  margin, on the monotonic clock): it turns false before etcd can expire the lease, hence
-  before anyone else can be elected. ``ctl.lease_valid()``: the lease part alone.
+  margin, on CLOCK_BOOTTIME: monotonic, and counting a suspend): it turns false before etcd
+  can expire the lease, hence before anyone else can be elected. ``ctl.lease_valid()``: the
+  lease part alone.
 - ``await ctl.alter_sync_state_set(members)``: the master sets the SyncStateSet (5.x's
   rules: it keeps the master, only live replicas, differs from the old; compare-and-swap on
   the master, its epoch and the set's epoch). Returns the new GroupState or raises

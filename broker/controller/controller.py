@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-import time
 from collections.abc import Awaitable, Callable, Iterable
 from enum import StrEnum
 
@@ -19,7 +18,7 @@ from aiorocketmq.broker.config import BrokerConfig
 from aiorocketmq.broker.controller import campaign
 from aiorocketmq.broker.controller.acks import AckRule
 from aiorocketmq.broker.controller.etcd import Etcd, EtcdError, LeaseGone, parse_endpoints
-from aiorocketmq.broker.controller.fence import Fence
+from aiorocketmq.broker.controller.fence import Fence, boot_clock
 from aiorocketmq.broker.controller.layout import GroupKeys, LayoutError
 from aiorocketmq.broker.controller.lease import LeaseKeeper
 from aiorocketmq.broker.controller.state import GroupState, Refused, read_state
@@ -61,7 +60,7 @@ class Controller:
         elect_unclean: bool = False,
         acks: AckRule | None = None,
         margin: float | None = None,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = boot_clock,
     ) -> None:
         """``margin``: seconds before the lease's earliest expiry at which ``may_ack`` turns
         false; a quarter of the TTL by default."""

@@ -1,7 +1,7 @@
 """Fencing: until when a broker may act on its etcd lease (no I/O; the clock is passed in).
 
 etcd expires a lease TTL seconds after the last keep-alive it processed, on its own clock. A
-keep-alive is processed after it was sent, so ``sent + TTL`` (our monotonic clock, at the
+keep-alive is processed after it was sent, so ``sent + TTL`` (our clock, boot_clock, at the
 send) is a lower bound of the expiry; ``margin`` covers clock-rate differences and the time an
 acknowledgement already decided on takes to leave. Until ``sent + TTL - margin`` of the last
 successful keep-alive (or the grant) the lease is certainly alive, and so is a master key held
@@ -13,6 +13,17 @@ expire the lease, so an old master stops acknowledging before a new one is insta
 from __future__ import annotations
 
 import math
+import time
+
+BOOTTIME: int | None = getattr(time, "CLOCK_BOOTTIME", None)
+
+
+def boot_clock() -> float:
+    """Seconds on a clock that never goes back and keeps counting while the host sleeps
+    (Linux's CLOCK_BOOTTIME; CLOCK_MONOTONIC stops during a suspend, etcd's clock on another
+    host does not, and a master resumed from a suspend must find its lease run out).
+    time.monotonic where there is no CLOCK_BOOTTIME."""
+    return time.clock_gettime(BOOTTIME) if BOOTTIME is not None else time.monotonic()
 
 
 class Fence:
@@ -24,7 +35,7 @@ class Fence:
 
     @property
     def valid_until(self) -> float:
-        """The monotonic time at which ``valid`` turns false (-inf: no lease)."""
+        """The clock time (boot_clock) at which ``valid`` turns false (-inf: no lease)."""
         return self._valid_until
 
     def renewed(self, sent_at: float, ttl: float) -> None:

@@ -11,11 +11,10 @@ nothing: the fence runs out by itself, before etcd can expire the lease.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable
 
 from aiorocketmq.broker.controller.etcd import Etcd, EtcdError, LeaseGone
-from aiorocketmq.broker.controller.fence import Fence
+from aiorocketmq.broker.controller.fence import Fence, boot_clock
 from aiorocketmq.remoting.log import get_logger
 
 log = get_logger(__name__)
@@ -30,7 +29,7 @@ class LeaseKeeper:
         register: Callable[[int], Awaitable[None]],
         *,
         changed: Callable[[], None] = lambda: None,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = boot_clock,
     ) -> None:
         """``register(lease_id)`` writes the keys held with a new lease; ``changed()`` is
         called when the lease is granted or lost (the controller looks at the state again)."""
