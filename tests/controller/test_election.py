@@ -5,6 +5,8 @@ process, a partition between one of them and etcd made by a forwarder that stops
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 from collections.abc import AsyncIterator
 
 import pytest
@@ -12,10 +14,12 @@ import pytest
 from aiorocketmq.broker.controller import campaign
 from aiorocketmq.broker.controller.controller import Role
 from aiorocketmq.broker.controller.etcd import Etcd
+from aiorocketmq.broker.controller.fence import boot_clock
 from aiorocketmq.broker.controller.layout import GroupKeys
 from aiorocketmq.broker.controller.state import GroupState, Master, Refusal, Refused, read_state
 from tests.controller.conftest import Node
 from tests.etcd import EtcdMember
+from tests.harness import ServerProcess
 from tests.partition import Forwarder
 from tests.util import wait_until
 
@@ -275,3 +279,58 @@ async def test_state_survives_an_etcd_restart(
     await wait_until(a.ctl.may_ack, UP)
     assert a.told == [("master", 1)] and b.told == [("slave", a.addr, 1)]
     assert a.ctl.elections == 1 and b.ctl.elections == 0
+
+
+@pytest.mark.slow
+async def test_a_stopped_master_never_acks_beside_its_successor(
+    etcd: EtcdMember, nodes: list[Node]
+) -> None:
+    """The master is a process, stopped with SIGSTOP for longer than its lease (a GC pause, a
+    stalled VM), and another broker is elected meanwhile (unclean here: the set is the old
+    master alone). Each time the stopped broker said may_ack -- before the stop and after
+    SIGCONT -- its fence bound lay before the successor was told it is master, on the host's
+    one CLOCK_BOOTTIME; resumed, it follows the new master."""
+    proc = ServerProcess(["-m", "tests.controller.node", etcd.endpoint, "0", "3000"])
+    try:
+        await asyncio.to_thread(proc.wait_for, "controller_elected", UP)
+        told_master: list[float] = []
+
+        b = Node(etcd.endpoint, 1, elect_unclean=True)
+        nodes.append(b)
+
+        async def on_master(epoch: int) -> None:
+            told_master.append(boot_clock())
+            b.told.append(("master", epoch))
+
+        b.ctl._on_master = on_master
+        await b.ctl.start()
+        await wait_until(lambda: b.told == [("slave", "127.0.0.1:10911", 1)], UP)
+        await asyncio.to_thread(proc.wait_for, "tick", UP)  # acking, seen before the stop
+
+        os.kill(proc.proc.pid, signal.SIGSTOP)
+        try:
+            await wait_until(lambda: b.ctl.role is Role.MASTER, UP)
+        finally:
+            os.kill(proc.proc.pid, signal.SIGCONT)
+        assert b.told[-1] == ("master", 2) and len(told_master) == 1
+
+        # resumed, it reads the new master and follows it
+        await asyncio.to_thread(proc.wait_for, "controller_role", UP, 2)
+        tells = [e for e in proc.events if e.get("event") == "controller_role"]
+        assert [(e["role"], e["epoch"]) for e in tells] == [("MASTER", 1), ("SLAVE", 2)]
+        assert tells[-1]["master"] == b.addr
+        seen = len([e for e in proc.events if e.get("event") == "tick"])
+        await asyncio.to_thread(proc.wait_for, "tick", UP, seen + 1)  # one after the tell
+        ticks = [e for e in proc.events if e.get("event") == "tick"]
+        acked = [e for e in ticks if e["may_ack"]]
+        assert acked, "the master never acknowledged"
+        # it asked before the successor was told, and its bound lay before that too
+        assert all(e["at"] < told_master[0] for e in acked), (acked[-1], told_master)
+        assert all(e["valid_until"] <= told_master[0] for e in acked), (acked[-1], told_master)
+        assert (ticks[-1]["may_ack"], ticks[-1]["role"], ticks[-1]["epoch"]) == (
+            False,
+            "SLAVE",
+            2,
+        )
+    finally:
+        proc.stop()
