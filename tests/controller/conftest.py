@@ -11,6 +11,7 @@ import pytest
 
 from aiorocketmq.broker.controller.controller import Controller
 from aiorocketmq.broker.controller.etcd import Etcd, parse_endpoints
+from aiorocketmq.broker.controller.fence import boot_clock
 from tests.etcd import EtcdMember, etcd_server
 
 
@@ -22,11 +23,13 @@ def etcd(tmp_path: Path) -> Iterator[EtcdMember]:
 
 class Node:
     """A broker's controller in this process; ``told`` lists its callbacks in order:
-    ``("master", epoch)`` and ``("slave", master_addr, epoch)``."""
+    ``("master", epoch)`` and ``("slave", master_addr, epoch)``; ``told_at`` when each came
+    (fence.boot_clock)."""
 
     def __init__(self, controller_addr: str, broker_id: int, **options: Any) -> None:
         self.addr = f"127.0.0.1:{10911 + 10 * broker_id}"  # what it advertises; nothing listens
         self.told: list[tuple[object, ...]] = []
+        self.told_at: list[float] = []
         options.setdefault("lease_ttl_ms", 3000)
         self.ctl = Controller(
             controller_addr=controller_addr,
@@ -40,9 +43,11 @@ class Node:
         )
 
     async def _on_master(self, epoch: int) -> None:
+        self.told_at.append(boot_clock())
         self.told.append(("master", epoch))
 
     async def _on_slave(self, master_addr: str, epoch: int) -> None:
+        self.told_at.append(boot_clock())
         self.told.append(("slave", master_addr, epoch))
 
 
