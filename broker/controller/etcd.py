@@ -147,7 +147,10 @@ class Etcd:
         if error is None:
             return task.result()
         if isinstance(error, self._aetcd.exceptions.ClientError):
-            raise await self._failed(what, error) from error
+            raise self._failed(what, error) from error
+        if isinstance(error, Exception):
+            # gRPC's own (a channel closed by another call meanwhile): a failed call too
+            raise EtcdError(f"{what}: {self.endpoint}: {type(error).__name__}: {error}") from error
         raise error
 
     async def _call(self, what: str, method: str, *args: Any, **kwargs: Any) -> Any:
@@ -161,7 +164,7 @@ class Etcd:
                 await self._drop()
             raise
 
-    async def _failed(self, what: str, e: Exception) -> EtcdError:
+    def _failed(self, what: str, e: Exception) -> EtcdError:
         """An aetcd error as ours. Only a lease etcd does not know keeps the connection:
         anything else (unreachable, no leader, a transport failure) may go better at the
         next member."""
