@@ -150,9 +150,14 @@ class EtcdCluster:
         return ";".join(m.endpoint for m in self.members)
 
 
-def _member_ports() -> tuple[int, int]:
-    client = free_listen_port(1)
-    return client, client + 1
+def _member_ports(taken: set[int]) -> tuple[int, int]:
+    """A client port and the peer port after it, free now and not ``taken`` by another
+    member of the cluster being made (none of which listens yet)."""
+    while True:
+        client = free_listen_port(1)
+        if not {client, client + 1} & taken:
+            taken |= {client, client + 1}
+            return client, client + 1
 
 
 @contextlib.contextmanager
@@ -160,9 +165,9 @@ def etcd_cluster(base: Path, size: int = 3) -> Iterator[EtcdCluster]:
     """``size`` etcd members forming one cluster, healthy; all stopped by PID on exit."""
     etcd_binary()
     token = f"t-{uuid.uuid4().hex[:12]}"
-    members = []
+    members, taken = [], set[int]()
     for i in range(size):
-        client, peer = _member_ports()
+        client, peer = _member_ports(taken)
         members.append(EtcdMember(base, f"m{i}", client, peer, token))
     initial = ",".join(f"{m.name}={m.peer_url}" for m in members)
     for m in members:
