@@ -44,19 +44,21 @@ $(STAMP): $(DEPS) setup.py $(COMPILED)
 
 setup: $(STAMP) etcd
 
-# etcd, the controller's store in the failover tests (tests/etcd.py starts its own on free ports):
-# Debian's etcd-server when `etcd` is missing, with apt-get as root (or sudo -n); where neither
-# works, those tests are skipped, saying why. The package's own service is not what the tests use
-# (Debian starts it on :2379 where the init system lets it). Its lines go to stderr: stdout stays
-# the steps of the install (tests/test_build.py reads them)
+# etcd, the controller's store in the failover tests (tests/etcd.py starts its own on free ports;
+# tests/failover drives etcdctl too): Debian's etcd-server and etcd-client, each when its command
+# is missing, with apt-get as root (or sudo -n); where neither works, those tests are skipped,
+# saying why. The package's own service is not what the tests use (Debian starts it on :2379
+# where the init system lets it). Its lines go to stderr: stdout stays the steps of the install
+# (tests/test_build.py reads them)
 etcd:
-	@command -v etcd >/dev/null 2>&1 || { \
+	@pkgs="$$(command -v etcd >/dev/null 2>&1 || echo etcd-server) $$(command -v etcdctl >/dev/null 2>&1 || echo etcd-client)"; \
+	pkgs=$$(echo $$pkgs); [ -z "$$pkgs" ] || { \
 		if [ "$$(id -u)" = 0 ]; then sudo=""; elif sudo -n true 2>/dev/null; then sudo="sudo -n"; \
-		else echo "etcd not found, and not root: apt-get install etcd-server, or the failover tests will be skipped"; exit 0; fi; \
-		echo "== etcd not found: apt-get install etcd-server (the failover tests' controller store)"; \
-		DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q etcd-server \
-		|| { $$sudo apt-get update -q && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q etcd-server; } \
-		|| echo "apt-get could not install etcd-server: the failover tests will be skipped"; } >&2
+		else echo "$$pkgs not installed, and not root: apt-get install $$pkgs, or the failover tests will be skipped"; exit 0; fi; \
+		echo "== etcd for the failover tests: apt-get install $$pkgs"; \
+		DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q $$pkgs \
+		|| { $$sudo apt-get update -q && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q $$pkgs; } \
+		|| echo "apt-get could not install $$pkgs: the failover tests will be skipped"; } >&2
 
 $(COMPAT_STAMP): $(COMPAT)/package-lock.json
 	@if command -v npm >/dev/null 2>&1; then \
