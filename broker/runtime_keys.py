@@ -74,6 +74,8 @@ REFUSED: Final[Mapping[str, str]] = {
     "aclFile": _PATH,
     "aclDir": _PATH,
     "innerClientAuthenticationCredentials": _SECURITY,
+    "enableControllerMode": _IDENTITY,
+    "controllerAddr": _ADDRESS,
 }
 
 # key patterns refused as REFUSED's keys are (re.match: from the key's start)

@@ -62,6 +62,8 @@ SAMPLE = {
     "aclFile": "/tmp/acl.yml",
     "aclDir": "/tmp/acl",
     "innerClientAuthenticationCredentials": '{"accessKey":"innerKey1","secretKey":"innerSecret"}',
+    "enableControllerMode": "true",
+    "controllerAddr": "127.0.0.1:1",
 }
 # keys REFUSED_PATTERNS refuses, whether this broker has them or not: every storePath*, the
 # ACL and TLS keys of 4.9.8 (AclConstants, TlsSystemConfig) and others naming a file
