@@ -106,8 +106,9 @@ class MetaStream:
 
     def offsets_replicated(self) -> Awaitable[None]:
         """Until the offsets record covering every commit made so far is stored as a put
-        is (on a SYNC_MASTER: a slave holds it, or syncFlushTimeout passed)."""
-        if self._flushing is None:
+        is (on a SYNC_MASTER: a slave holds it, or syncFlushTimeout passed); at once on
+        any other broker (nothing is promised there)."""
+        if self._flushing is None or self.ctx.store.replicate is None:
             return _nothing()
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.append(fut)
