@@ -133,3 +133,24 @@ async def test_a_deleted_topic_and_group_are_gone_from_the_slave(
     assert topics.code == 0 and b'"MetaGone"' not in topics.body
     groups = await client.invoke(slave.addr, all_groups)
     assert groups.code == 0 and b'"cg_gone"' not in groups.body
+
+
+async def test_offsets_committed_oneway_reach_an_async_masters_slave_with_the_stream(
+    cluster: Cluster, client: RemotingClient
+) -> None:
+    """What consumers send (UPDATE_CONSUMER_OFFSET oneway, as Java's persistAll): no answer
+    to wait for, so no promise at the ack -- but the commit reaches the slave with the stream
+    (one offsets record per 100 ms at most), not at the next timer round: here the timer's
+    first round (3 s after the slave starts) has run and the next is 10 minutes away."""
+    master = cluster.add_broker("broker-a")  # ASYNC_MASTER
+    slave = cluster.add_broker("broker-a-s", sets={**SLAVE, "slaveSyncInterval": "600000"})
+    assert (await client.invoke(master.addr, create_topic("MetaOneway", 2))).code == 0
+    assert slave.proc is not None
+    await asyncio.to_thread(slave.proc.wait_for, "slave_topics_synced", 30)  # round one ran
+    where = {"consumerGroup": "cg_oneway", "topic": "MetaOneway", "queueId": "0"}
+    commit = api.request(C.UPDATE_CONSUMER_OFFSET, {**where, "commitOffset": "42"})
+    await client.invoke_oneway(master.addr, commit)
+    query = api.request(C.QUERY_CONSUMER_OFFSET, where)
+    async with asyncio.timeout(30):
+        while (await client.invoke(slave.addr, query)).ext_fields.get("offset") != "42":  # noqa: ASYNC110 -- state of another process
+            await asyncio.sleep(0.1)
