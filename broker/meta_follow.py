@@ -70,6 +70,8 @@ class MetaFollower:
         except (MessageDecodeError, ValueError, KeyError, TypeError, AttributeError) as exc:
             log.error("metadata_record_unreadable", offset=queue_offset, error=str(exc))
             return
+        if queue_offset < self.next:  # the log was cut back (a new master's history): the
+            self.skip_below.clear()  # numbers a full copy held now name other records
         self.next = queue_offset + 1
         table = str(record["table"])
         if queue_offset < self.skip_below.get(table, 0):
