@@ -23,9 +23,19 @@ from aiorocketmq.client import (
 from aiorocketmq.client.consumer.types import PushOptions
 from aiorocketmq.client.core import api
 from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.config import ServerConfig
+from aiorocketmq.remoting.dispatch import Route
 from aiorocketmq.remoting.protocol.codes import RequestCode as C
 from aiorocketmq.remoting.protocol.codes import ResponseCode
-from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.command import RemotingCommand, response_to
+from aiorocketmq.remoting.protocol.register import (
+    DataVersion,
+    RegisterBrokerBody,
+    TopicConfigWrapper,
+)
+from aiorocketmq.remoting.protocol.route import dumps
+from aiorocketmq.remoting.protocol.topic import TopicConfig
+from aiorocketmq.remoting.server import RemotingServer
 from tests.broker.wire import create_topic, send_v2
 from tests.cluster import BrokerProc, Cluster
 from tests.util import wait_until
@@ -154,3 +164,54 @@ async def test_offsets_committed_oneway_reach_an_async_masters_slave_with_the_st
     async with asyncio.timeout(30):
         while (await client.invoke(slave.addr, query)).ext_fields.get("offset") != "42":  # noqa: ASYNC110 -- state of another process
             await asyncio.sleep(0.1)
+
+
+async def test_a_slave_of_a_4_9_8_master_takes_its_copies_on_the_timer(
+    cluster: Cluster, client: RemotingClient
+) -> None:
+    """A 4.9.8 master writes no records and its answers carry no metaOffset: our slave takes
+    its full copies as they come, every slaveSyncInterval, as before. The master here is a
+    real server on a free port answering 21, 43, 45 and 201 as 4.9.8 does, registered with
+    the name server as broker-a's master (brokerId 0)."""
+    topics = TopicConfigWrapper(
+        topic_config_table={"Old498": TopicConfig(topic_name="Old498", read_queue_nums=2,
+                                                  write_queue_nums=2)},
+        data_version=DataVersion(7, 1_700_000_000_000),
+    )  # fmt: skip
+    bodies: dict[int, bytes] = {
+        C.GET_ALL_TOPIC_CONFIG: dumps(topics.to_json()),
+        C.GET_ALL_CONSUMER_OFFSET: b'{"offsetTable":{"Old498@cg_old":{"0":9}}}',
+        C.GET_ALL_DELAY_OFFSET: b'{"offsetTable":{}}',
+        C.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: dumps({
+            "dataVersion": {"counter": 3, "timestamp": 1_700_000_000_000},
+            "subscriptionGroupTable": {"cg_old": {"groupName": "cg_old", "retryMaxTimes": 5}},
+        }),
+    }  # fmt: skip
+
+    def answer(req: RemotingCommand, _ch: object) -> RemotingCommand:
+        return response_to(req, ResponseCode.SUCCESS, body=bodies[req.code])
+
+    config = ServerConfig(listen_port=0, bind_address="127.0.0.1")
+    old = RemotingServer({code: Route(answer) for code in bodies}, config, announce=False)
+    await old.start()
+    try:
+        register = api.request(C.REGISTER_BROKER, {
+            "brokerName": "broker-a", "brokerAddr": f"127.0.0.1:{old.port}",
+            "clusterName": "DefaultCluster", "haServerAddr": f"127.0.0.1:{old.port}",
+            "brokerId": "0", "compressed": "false", "bodyCrc32": "0",
+        }, RegisterBrokerBody(topic_config_wrapper=topics).encode())  # fmt: skip
+        assert (await client.invoke(cluster.namesrv_addr, register)).code == 0
+        slave = cluster.add_broker("broker-a-s", sets={**SLAVE, "slaveSyncInterval": "300"})
+        where = {"consumerGroup": "cg_old", "topic": "Old498", "queueId": "0"}
+        query = api.request(C.QUERY_CONSUMER_OFFSET, where)
+        all_topics = RemotingCommand.request(C.GET_ALL_TOPIC_CONFIG)
+        all_groups = RemotingCommand.request(C.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+        async with asyncio.timeout(30):
+            while (  # noqa: ASYNC110 -- state of another process
+                (await client.invoke(slave.addr, query)).ext_fields.get("offset") != "9"
+                or b'"Old498"' not in (await client.invoke(slave.addr, all_topics)).body
+                or b'"retryMaxTimes":5' not in (await client.invoke(slave.addr, all_groups)).body
+            ):
+                await asyncio.sleep(0.1)
+    finally:
+        await old.close()
