@@ -5,7 +5,8 @@ Topic and group changes: one record each, appended when the change is made (in t
 changes are made), and awaited by the change -- on a SYNC_MASTER until a slave holds it, as a
 send's put waits (CommitLog.handleHA: at most ``syncFlushTimeout``; no slave, or one too far
 behind, answers at once). The change is made whatever the wait says (the master has it; a
-slave that missed it copies it on the timer), logged as ``metadata_not_replicated``.
+slave that missed it copies it on the timer), logged as ``metadata_not_replicated``. A broker
+that has had no slave since it started writes no records.
 
 Consumer offsets change with nearly every pull (the pull's commit flag): they are coalesced,
 one record for what changed in the last ``OFFSETS_RECORD_SECONDS`` at most;
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 import structlog
@@ -44,9 +45,13 @@ OFFSETS_RECORD_SECONDS: Final = 0.1  # at most ten offsets records a second
 
 
 class MetaStream:
-    def __init__(self, ctx: BrokerContext, offsets: ConsumerOffsets) -> None:
+    def __init__(
+        self, ctx: BrokerContext, offsets: ConsumerOffsets, replicated: Callable[[], bool]
+    ) -> None:
+        """``replicated``: whether a slave has connected since start."""
         self.ctx = ctx
         self.offsets = offsets
+        self.replicated = replicated
         self.written = 0  # records appended by this process (a metric, and for tests)
         # offsets changed since the last offsets record; keys removed before those changes
         self._changed: dict[str, dict[int, int]] = {}
@@ -58,8 +63,11 @@ class MetaStream:
 
     @property
     def active(self) -> bool:
-        """Whether this broker writes records (a master; read each time: roles change)."""
-        return not self.ctx.config.is_slave
+        """Whether this broker writes records: a master (read each time: roles change) that
+        has had a slave since it started. A broker alone writes none and pays nothing; a
+        slave that connects later takes what came before from the timer's full copy (3 s
+        after it starts, then every slaveSyncInterval)."""
+        return self.replicated() and not self.ctx.config.is_slave
 
     # ------------------------------------------------------------ topics and groups
 

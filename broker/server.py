@@ -146,7 +146,8 @@ class Broker(Service):
         ops = self.transactions.rebuild()
         self.tx_check = TransactionCheck(self.transactions, self.consumers.registry)
         # metadata with the HA stream: a master writes its changes, a slave applies them
-        self.meta = MetaStream(ctx, self.consumers.offsets)
+        master = self.replication.master
+        self.meta = MetaStream(ctx, self.consumers.offsets, lambda: master.ever_connected)
         ctx.topics.replicate = self.meta.topics_changed
         ctx.groups.replicate = self.meta.groups_changed
         self.meta_follower = MetaFollower(ctx, self.consumers.offsets)
