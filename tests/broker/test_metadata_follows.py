@@ -2,9 +2,10 @@
 consumer offset a SYNC_MASTER acknowledged is on its slave when the master dies at once --
 copied with the HA stream (broker/meta_stream.py), not on the 10 s slaveSyncInterval timer.
 
-Each test kills the master (SIGKILL) right after the acknowledgement, with the timer left at
-4.9.8's 10 s and its first round 3 s after the slave starts: only what came with the stream
-can be on the slave.
+The SYNC_MASTER tests kill the master (SIGKILL) right after the acknowledgement, with the
+timer left at 4.9.8's 10 s: only what came with the stream can be on the slave. The others:
+a oneway commit on an ASYNC_MASTER reaches the slave with the stream; a 4.9.8-style master
+(no records) is still copied on the timer.
 """
 
 from __future__ import annotations
