@@ -6,66 +6,22 @@ message naming what failed (AccessDenied), and such a broker is never master."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from aiorocketmq.broker.controller.access import EtcdAccess, load_access
 from aiorocketmq.broker.controller.controller import Role
 from aiorocketmq.broker.controller.etcd import AccessDenied, Etcd, parse_endpoints
 from aiorocketmq.broker.controller.layout import GroupKeys
 from aiorocketmq.broker.controller.state import read_state
-from tests.controller.conftest import Node
-from tests.etcd import ROOT_PASSWORD, EtcdMember, EtcdTls, enable_auth, etcd_server
+from tests.controller.conftest import PASSWORD, Node, access
+from tests.etcd import ROOT_PASSWORD, EtcdMember, EtcdTls
 from tests.tls_certs import CA
 from tests.util import wait_until
 
 KEYS = GroupKeys("DefaultCluster", "broker-a")
 UP = 30.0
-PASSWORD = "broker-pw-0123"  # the etcd user's, made up here
-
-
-@pytest.fixture
-def tls(tmp_path: Path) -> EtcdTls:
-    return EtcdTls.make(tmp_path, client_cert_auth=True)
-
-
-@pytest.fixture
-def secured(tmp_path: Path, tls: EtcdTls) -> Iterator[EtcdMember]:
-    """etcd over TLS only, client certificates required, auth on: user ``broker`` with the
-    controller's role."""
-    with etcd_server(tmp_path, tls=tls) as member:
-        enable_auth(member, {"broker": PASSWORD})
-        yield member
-
-
-def password_file(tmp_path: Path, name: str, text: str) -> str:
-    path = tmp_path / name
-    path.write_text(text + "\n")
-    path.chmod(0o600)
-    return str(path)
-
-
-def access(
-    tmp_path: Path,
-    ca: Path,
-    *,
-    cert: CA | None,
-    username: str = "",
-    password: str = "",
-) -> EtcdAccess:
-    """TLS trusting ``ca``; a client certificate from ``cert`` (whose CN is no etcd user, so
-    etcd cannot take it for one); ``username`` with ``password`` in a file."""
-    pair = cert.issue("a-broker-host", client=True) if cert is not None else None
-    return load_access(
-        tls=True,
-        ca_path=str(ca),
-        cert_path=str(pair.cert) if pair else "",
-        key_path=str(pair.key) if pair else "",
-        username=username,
-        password_file=password_file(tmp_path, f"pw-{password}", password) if password else "",
-    )
 
 
 @pytest.fixture
