@@ -171,7 +171,6 @@ class Etcd:
             raise EtcdError(f"{what}: cancelled inside the etcd client ({self.endpoint})")
         error = task.exception()
         if error is None:
-            self.denied = None
             return task.result()
         if isinstance(error, self._aetcd.exceptions.ClientError | self._aetcd.rpc.AioRpcError):
             failed = self._failed(what, error)
@@ -187,7 +186,9 @@ class Etcd:
     async def _call(self, what: str, method: str, *args: Any, **kwargs: Any) -> Any:
         client = await self._connected()
         try:
-            return await self._run(what, getattr(client, method)(*args, **kwargs), self.timeout)
+            result = await self._run(what, getattr(client, method)(*args, **kwargs), self.timeout)
+            self.denied = None  # etcd took this call: whatever it refused before, it takes now
+            return result
         except LeaseGone:
             raise
         except EtcdError:
