@@ -14,6 +14,7 @@ import pytest
 from aiorocketmq.broker.controller.controller import Role
 from aiorocketmq.broker.controller.etcd import AccessDenied, Etcd, parse_endpoints
 from aiorocketmq.broker.controller.layout import GroupKeys
+from aiorocketmq.broker.controller.metrics import controller_metrics
 from aiorocketmq.broker.controller.state import read_state
 from tests.controller.conftest import PASSWORD, Node, access
 from tests.etcd import ROOT_PASSWORD, EtcdMember, EtcdTls
@@ -106,3 +107,5 @@ async def test_refused_access_is_named_and_never_master(
     assert not a.ctl.keeper.registered and a.ctl.role is Role.NONE and not a.ctl.may_ack()
     assert a.told == []
     await no_master(root)
+    collected = {m.name: m.samples[0].value for m in controller_metrics(a.ctl).collect()}
+    assert collected["rocketmq_controller_access_denied"] == 1
