@@ -105,6 +105,9 @@ def etcd_client(args: Namespace) -> Etcd:
         endpoints = parse_endpoints(addr)
     except (ConfigError, ValueError) as exc:
         raise AdminError(str(exc)) from None
+    # gRPC's C core logs a refused TLS handshake on stderr by itself; mqadmin's one line
+    # (etcd.AccessDenied) says it already. Read when gRPC first starts, so set before that.
+    os.environ.setdefault("GRPC_VERBOSITY", "NONE")
     return Etcd(endpoints, timeout=args.timeout, access=access)
 
 

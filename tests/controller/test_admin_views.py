@@ -17,6 +17,7 @@ from aiorocketmq.broker.controller.controller import Role
 from tests.controller.conftest import PASSWORD, Node, access, password_file
 from tests.etcd import EtcdMember, EtcdTls
 from tests.harness import ROOT
+from tests.tls_certs import CA
 from tests.util import wait_until
 
 UP = 30.0
@@ -149,8 +150,14 @@ async def test_the_views_take_etcd_tls_and_credentials(
     assert err.startswith("mqadmin getSyncStateSet: etcd: range: etcd at "), err
     assert "refused the controller's access" in err and "authentication failed" in err, err
     assert "not-the-password" not in err and "Traceback" not in err
-    mqadmin_lines = [line for line in err.splitlines() if line.startswith("mqadmin")]
-    assert len(mqadmin_lines) == 1  # (gRPC may log its own lines to stderr)
+    assert len(err.splitlines()) == 1, err
+
+    other = CA(tmp_path, "other")  # etcd's certificate is not signed by it
+    run = await mqadmin("getSyncStateSet", "-a", secured.endpoint, "-c", "DefaultCluster",
+                        *flags[:1], "--etcd-ca", str(other.path), *flags[3:],
+                        "--etcd-password-file", good)  # fmt: skip
+    assert run.code == 1 and len(run.err.strip().splitlines()) == 1, run.err
+    assert "refused the controller's access" in run.err and "handshake failed" in run.err.lower()
 
     run = await mqadmin("getSyncStateSet", "-a", secured.endpoint, "-c", "DefaultCluster",
                         "--etcd-user", "broker")  # fmt: skip
