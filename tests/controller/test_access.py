@@ -109,3 +109,24 @@ async def test_refused_access_is_named_and_never_master(
     await no_master(root)
     collected = {m.name: m.samples[0].value for m in controller_metrics(a.ctl).collect()}
     assert collected["rocketmq_controller_access_denied"] == 1
+
+
+async def test_a_restarted_etcd_is_authenticated_again(
+    tmp_path: Path, tls: EtcdTls, secured: EtcdMember, nodes: list[Node]
+) -> None:
+    """etcd forgets its auth tokens when it restarts: the controller's next calls are
+    refused as unauthenticated, it dials again, authenticates again, and goes on renewing its
+    lease as master."""
+    a = Node(
+        secured.endpoint,
+        0,
+        access=access(tmp_path, tls.ca.path, cert=tls.ca, username="broker", password=PASSWORD),
+    )
+    nodes.append(a)
+    await a.ctl.start()
+    await wait_until(lambda: a.ctl.role is Role.MASTER, UP)
+    secured.restart()  # blocks the loop a while: the lease may lapse, and a new one is granted
+    before = a.ctl.keeper.keep_alives
+    await wait_until(lambda: a.ctl.keeper.keep_alives >= before + 3, UP)
+    await wait_until(lambda: a.ctl.role is Role.MASTER and a.ctl.may_ack(), UP)
+    assert a.ctl.denied is None
