@@ -55,6 +55,7 @@ class HAMaster:
         self._timer: asyncio.TimerHandle | None = None
         self._server: asyncio.Server | None = None
         self.admit: Admit | None = None  # set when ACL is on: who may replicate (ha_auth)
+        self.ever_connected = False  # a slave has connected since start (broker.meta_stream)
         store.add_dispatch_listener(self._arrived)
 
     async def start(self, sock: socket.socket) -> None:
@@ -85,6 +86,7 @@ class HAMaster:
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = HAConnection(self, reader, writer)
         self.connections.add(conn)
+        self.ever_connected = True
         log.info("ha_slave_connected", peer=conn.peer)
         try:
             await conn.run()
