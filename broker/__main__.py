@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from aiorocketmq.broker.config import DEFAULT_LISTEN_PORT, BrokerConfig
+from aiorocketmq.broker.controller.access import access_from_config
 from aiorocketmq.broker.server import Broker
 from aiorocketmq.broker.store.config import StoreConfig
 from aiorocketmq.remoting.config import ServerConfig
@@ -53,6 +54,8 @@ def configs(
     broker = dataclasses.replace(broker, namesrv_addr=namesrv, metrics_port=metrics)
     if metrics >= 0 and broker.metrics_bearer_token_file:  # a token file that cannot serve
         read_token(Path(broker.metrics_bearer_token_file).expanduser())
+    if broker.enable_controller_mode:  # etcd's TLS files and password file, read now
+        access_from_config(broker)
     return broker, store, server, load_tls(tls)
 
 

@@ -150,6 +150,18 @@ class BrokerConfig:
     enable_controller_mode: bool = False
     # etcd's client endpoints, "host:port;host:port" (5.x: the controllers' addresses)
     controller_addr: str = ""
+    # ours (5.x's brokers reach their controllers over remoting; etcd has its own): how the
+    # broker reaches etcd (broker/controller/access.py). TLS, the server checked against
+    # controllerTlsTrustCertPath (a PEM CA; unset: the system's), with a client certificate
+    # for etcd's --client-cert-auth (PEM files, as tls.client.trustCertPath/certPath/keyPath)
+    controller_tls_enable: bool = False
+    controller_tls_trust_cert_path: str = ""
+    controller_tls_cert_path: str = ""
+    controller_tls_key_path: str = ""
+    # etcd's user (etcdctl auth enable; a role granting readwrite on /aiorocketmq/controller/)
+    # and a file holding its password: never the password itself in the config
+    controller_username: str = ""
+    controller_password_file: str = ""
     # ms: the TTL of the broker's etcd lease -- a master silent this long loses its place, and
     # stops acknowledging a quarter of it sooner (fencing). 5.x's key (the controller's
     # heartbeat timeout); 5.x's 10 s made 3 s here, for a failover within 5 s. etcd counts

@@ -7,8 +7,9 @@ and their limits: ``REFUSED`` lists those keys, each with the reason the answer 
 it name a file or directory, or change a security setting, whether the broker has the key
 today or not: ``REFUSED_PATTERNS`` refuses every ``storePath*`` key, every key whose name ends
 in Path, Dir, File, Home, Folder or Directory (``aclFile``, ``tls.server.keyPath``,
-``tls.config.file``, ``metricsBearerTokenFile``...), every ``acl*`` and ``tls*`` key, and any
-key naming a secret, password, access key, token or credential, so a key added later is
+``tls.config.file``, ``metricsBearerTokenFile``...), every ``acl*`` and ``tls*`` key and every
+key with an ``Acl`` or ``Tls`` word (``controllerTlsEnable``), and any key naming a secret,
+password, access key, token, credential or user name, so a key added later is
 refused from its first day (a request that moved a file would make the broker read or write
 one outside its store, or stop authenticating, after its next restart). They are set in the
 config file (or with ``--set``) and take effect when the broker starts.
@@ -82,8 +83,11 @@ REFUSED: Final[Mapping[str, str]] = {
 REFUSED_PATTERNS: Final[tuple[tuple[re.Pattern[str], str], ...]] = (
     (re.compile(r"storePath"), _PATH),
     (re.compile(r".*(path|dir|file|home|folder|directory)$", re.IGNORECASE), _FILE),
-    (re.compile(r"(acl|tls)([A-Z._]|$)"), _SECURITY),
-    (re.compile(r".*(secret|password|accesskey|token|credential)", re.IGNORECASE), _SECURITY),
+    (re.compile(r"(acl|tls|.*[a-z0-9](Acl|Tls))([A-Z._]|$)"), _SECURITY),
+    (
+        re.compile(r".*(secret|password|accesskey|token|credential|username)", re.IGNORECASE),
+        _SECURITY,
+    ),
 )
 
 _MINUTE: Final = 60_000

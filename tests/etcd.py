@@ -11,6 +11,10 @@ that use these are skipped, saying why. Reuse::
     with etcd_cluster(tmp_path, 3) as cluster:  # three members, one raft group
         cluster.controller_addr                 # "127.0.0.1:P1;127.0.0.1:P2;127.0.0.1:P3"
         cluster.members[0].stop()
+    tls = EtcdTls.make(tmp_path, client_cert_auth=True)  # certificates made in the run
+    with etcd_server(tmp_path, tls=tls) as etcd:  # clients over TLS only
+        etcd.etcdctl("put", "k", "v")           # etcdctl with the fixture's own certificate
+        enable_auth(etcd, {"broker": "pw"})     # etcd's auth: root, and a user per name
 """
 
 from __future__ import annotations
@@ -20,17 +24,53 @@ import json
 import os
 import shutil
 import signal
+import ssl
 import subprocess
 import time
 import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from tests.ports import free_listen_port
+from tests.tls_certs import CA, Pair
+
+# the controller's keys (broker/controller/layout.py ROOT): what its etcd role may touch
+CONTROLLER_PREFIX = "/aiorocketmq/controller/"
+ROOT_PASSWORD = "root-pw"  # a test etcd's, made in the run
+
+
+@dataclass(frozen=True)
+class EtcdTls:
+    """TLS for etcd's client port: its CA, the server's certificate, whether it requires a
+    client certificate (``--client-cert-auth``), and one the fixture's own calls use."""
+
+    ca: CA
+    server: Pair
+    client: Pair
+    client_cert_auth: bool = False
+
+    @classmethod
+    def make(cls, base: Path, *, client_cert_auth: bool = False) -> EtcdTls:
+        directory = base / "etcd-tls"
+        directory.mkdir(exist_ok=True)
+        ca = CA(directory, "etcd")
+        return cls(ca, ca.issue("etcd-server"), ca.issue("etcd-fixture", client=True),
+                   client_cert_auth)  # fmt: skip
+
+    def argv(self) -> list[str]:
+        argv = ["--cert-file", str(self.server.cert), "--key-file", str(self.server.key),
+                "--trusted-ca-file", str(self.ca.path)]  # fmt: skip
+        return [*argv, "--client-cert-auth"] if self.client_cert_auth else argv
+
+    def context(self) -> ssl.SSLContext:
+        ctx = ssl.create_default_context(cafile=str(self.ca.path))
+        ctx.load_cert_chain(str(self.client.cert), str(self.client.key))
+        return ctx
 
 
 def etcd_binary() -> str:
@@ -44,8 +84,18 @@ def etcd_binary() -> str:
 class EtcdMember:
     """One etcd process. ``initial_cluster`` names every member (``name=http://peer``)."""
 
-    def __init__(self, base: Path, name: str, client_port: int, peer_port: int, token: str) -> None:
+    def __init__(
+        self,
+        base: Path,
+        name: str,
+        client_port: int,
+        peer_port: int,
+        token: str,
+        tls: EtcdTls | None = None,
+    ) -> None:
         self.name = name
+        self.tls = tls
+        self.root_password: str | None = None  # set by enable_auth
         self.client_port = client_port
         self.peer_port = peer_port
         self.token = token
@@ -60,7 +110,7 @@ class EtcdMember:
 
     @property
     def client_url(self) -> str:
-        return f"http://{self.endpoint}"
+        return f"{'https' if self.tls else 'http'}://{self.endpoint}"
 
     @property
     def peer_url(self) -> str:
@@ -80,6 +130,7 @@ class EtcdMember:
             "--initial-cluster-state", "new",
             "--initial-cluster-token", self.token,
             "--logger", "zap",
+            *(self.tls.argv() if self.tls else []),
         ]  # fmt: skip
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
@@ -87,7 +138,9 @@ class EtcdMember:
     def healthy(self) -> bool:
         """etcd's /health says true: this member serves reads through a leader."""
         try:
-            with urllib.request.urlopen(f"{self.client_url}/health", timeout=2) as resp:
+            ctx = self.tls.context() if self.tls else None
+            url = f"{self.client_url}/health"
+            with urllib.request.urlopen(url, timeout=2, context=ctx) as resp:
                 return bool(json.loads(resp.read()).get("health") == "true")
         except (OSError, ValueError, urllib.error.URLError):
             return False
@@ -133,6 +186,27 @@ class EtcdMember:
         assert self.proc is not None
         os.kill(self.proc.pid, signal.SIGCONT)
 
+    def etcdctl(self, *args: str, user: str | None = None) -> str:
+        """etcdctl (v3) against this member, with the fixture's certificate under TLS and as
+        root once auth is on (or ``user``, "name:password"); its stdout. Skips without
+        etcdctl; raises with its stderr when it fails."""
+        path = shutil.which("etcdctl")
+        if path is None:
+            pytest.skip("etcdctl is not installed (make setup installs Debian's etcd-client)")
+        argv = [path, "--endpoints", self.client_url, "--dial-timeout", "10s"]
+        if self.tls:
+            argv += ["--cacert", str(self.tls.ca.path), "--cert", str(self.tls.client.cert),
+                     "--key", str(self.tls.client.key)]  # fmt: skip
+        if user is None and self.root_password is not None:
+            user = f"root:{self.root_password}"
+        if user is not None:
+            argv += ["--user", user]
+        env = {**os.environ, "ETCDCTL_API": "3"}
+        done = subprocess.run([*argv, *args], capture_output=True, text=True, env=env, timeout=60)
+        if done.returncode != 0:
+            raise RuntimeError(f"etcdctl {' '.join(args)}: {done.stderr.strip()}")
+        return done.stdout
+
     def dump(self) -> str:
         try:
             return self.log.read_text(errors="replace")[-4000:]
@@ -160,15 +234,32 @@ def _member_ports(taken: set[int]) -> tuple[int, int]:
             return client, client + 1
 
 
+def enable_auth(
+    member: EtcdMember, users: dict[str, str], *, prefix: str = CONTROLLER_PREFIX
+) -> None:
+    """etcd's auth on (``etcdctl auth enable``): a root user (ROOT_PASSWORD), a role
+    ``controller`` granting readwrite on ``prefix``, and each of ``users`` (name: password)
+    holding that role. The member's own etcdctl calls go as root from then on."""
+    member.etcdctl("user", "add", f"root:{ROOT_PASSWORD}")
+    member.etcdctl("role", "add", "controller")
+    member.etcdctl("role", "grant-permission", "controller", "--prefix=true", "readwrite", prefix)
+    for name, password in users.items():
+        member.etcdctl("user", "add", f"{name}:{password}")
+        member.etcdctl("user", "grant-role", name, "controller")
+    member.etcdctl("auth", "enable")
+    member.root_password = ROOT_PASSWORD
+
+
 @contextlib.contextmanager
-def etcd_cluster(base: Path, size: int = 3) -> Iterator[EtcdCluster]:
-    """``size`` etcd members forming one cluster, healthy; all stopped by PID on exit."""
+def etcd_cluster(base: Path, size: int = 3, tls: EtcdTls | None = None) -> Iterator[EtcdCluster]:
+    """``size`` etcd members forming one cluster, healthy; all stopped by PID on exit.
+    ``tls``: their client ports speak TLS only (peers stay plaintext)."""
     etcd_binary()
     token = f"t-{uuid.uuid4().hex[:12]}"
     members, taken = [], set[int]()
     for i in range(size):
         client, peer = _member_ports(taken)
-        members.append(EtcdMember(base, f"m{i}", client, peer, token))
+        members.append(EtcdMember(base, f"m{i}", client, peer, token, tls))
     initial = ",".join(f"{m.name}={m.peer_url}" for m in members)
     for m in members:
         m.initial_cluster = initial
@@ -184,7 +275,7 @@ def etcd_cluster(base: Path, size: int = 3) -> Iterator[EtcdCluster]:
 
 
 @contextlib.contextmanager
-def etcd_server(base: Path) -> Iterator[EtcdMember]:
+def etcd_server(base: Path, tls: EtcdTls | None = None) -> Iterator[EtcdMember]:
     """One etcd member, healthy; stopped by PID on exit."""
-    with etcd_cluster(base, 1) as cluster:
+    with etcd_cluster(base, 1, tls) as cluster:
         yield cluster.members[0]

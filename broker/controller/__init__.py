@@ -40,8 +40,13 @@ The API the broker wires (``broker/controller/controller.py``)::
 - ``ctl.acks.needed(in_sync)``: replicas a message needing HA waits for (``inSyncReplicas``,
   ``minInSyncReplicas``, ``allAckInSyncStateSet``; None = IN_SYNC_REPLICAS_NOT_ENOUGH).
 - ``ctl.role`` / ``ctl.epoch`` / ``ctl.master_addr``: what was told last; ``ctl.state``: the
-  GroupState last read; ``await ctl.read_state()``: a fresh one (mqadmin's
-  getSyncStateSet / getBrokerEpoch views).
+  GroupState last read; ``await ctl.read_state()``: a fresh one. mqadmin's getSyncStateSet /
+  getBrokerEpoch read without a Controller: ``view.read_groups(etcd, cluster, broker_name)``.
+- TLS and etcd's user/password (``controllerTls*``, ``controllerUsername``,
+  ``controllerPasswordFile``): ``from_config`` reads their files (ConfigError naming the key).
+  ``ctl.denied``: the AccessDenied etcd answered last (wrong credentials or certificate), or
+  None; refused, a broker is never master.
+- ``metrics.controller_metrics(ctl)``: the Collector to add to the broker's Metrics.
 
 Election, as 5.x's ReplicasInfoManager (state.py): the first master of a group is whoever
 campaigns first; after that only a live SyncStateSet member, or with
@@ -51,6 +56,8 @@ SyncStateSet is ``{itself}`` and its epoch is the last + 1; it adds members as t
 side's to say).
 
 Files, one concern each: layout.py (keys and values), state.py (state and transitions, pure),
-acks.py (the ack rule, pure), fence.py (fencing, pure), etcd.py (the etcd calls), lease.py
-(the lease kept alive), campaign.py (the guarded transactions), controller.py (the loop).
+acks.py (the ack rule, pure), fence.py (fencing, pure), access.py (TLS and credentials for
+etcd), etcd.py (the etcd calls), lease.py (the lease kept alive), campaign.py (the guarded
+transactions), controller.py (the loop), view.py (the state read, for mqadmin), metrics.py
+(the /metrics collector).
 """

@@ -16,8 +16,15 @@ from enum import StrEnum
 
 from aiorocketmq.broker.config import BrokerConfig
 from aiorocketmq.broker.controller import campaign
+from aiorocketmq.broker.controller.access import EtcdAccess, access_from_config
 from aiorocketmq.broker.controller.acks import AckRule
-from aiorocketmq.broker.controller.etcd import Etcd, EtcdError, LeaseGone, parse_endpoints
+from aiorocketmq.broker.controller.etcd import (
+    AccessDenied,
+    Etcd,
+    EtcdError,
+    LeaseGone,
+    parse_endpoints,
+)
 from aiorocketmq.broker.controller.fence import Fence, boot_clock
 from aiorocketmq.broker.controller.layout import GroupKeys, LayoutError
 from aiorocketmq.broker.controller.lease import LeaseKeeper
@@ -61,9 +68,11 @@ class Controller:
         acks: AckRule | None = None,
         margin: float | None = None,
         clock: Callable[[], float] = boot_clock,
+        access: EtcdAccess | None = None,
     ) -> None:
         """``margin``: seconds before the lease's earliest expiry at which ``may_ack`` turns
-        false; a quarter of the TTL by default."""
+        false; a quarter of the TTL by default. ``access``: TLS and etcd credentials
+        (access.py)."""
         self.keys = GroupKeys(cluster, broker_name)
         self.broker_id = broker_id
         self.broker_addr = broker_addr
@@ -71,7 +80,7 @@ class Controller:
         self.acks = acks or AckRule()
         ttl = max(1, math.ceil(lease_ttl_ms / 1000))
         self.ttl = ttl
-        self.etcd = Etcd(parse_endpoints(controller_addr), timeout=max(0.5, ttl / 3))
+        self.etcd = Etcd(parse_endpoints(controller_addr), timeout=max(0.5, ttl / 3), access=access)
         self.fence = Fence(ttl / 4 if margin is None else margin)
         self._wake = asyncio.Event()
         self.keeper = LeaseKeeper(
@@ -98,7 +107,8 @@ class Controller:
         on_master: OnMaster = _nothing_on_master,
         on_slave: OnSlave = _nothing_on_slave,
     ) -> Controller:
-        """The broker's controller from its config (``enableControllerMode``'s keys)."""
+        """The broker's controller from its config (``enableControllerMode``'s keys). Raises
+        ConfigError when its TLS or credential files cannot be read (access.py)."""
         return cls(
             controller_addr=config.controller_addr,
             cluster=config.broker_cluster_name,
@@ -114,6 +124,7 @@ class Controller:
                 config.min_in_sync_replicas,
                 config.all_ack_in_sync_state_set,
             ),
+            access=access_from_config(config),
         )
 
     # -- what the broker asks -------------------------------------------------------------
@@ -131,6 +142,13 @@ class Controller:
             and self.keeper.lease_id == self._master_lease
             and self.keeper.valid()
         )
+
+    @property
+    def denied(self) -> AccessDenied | None:
+        """Why etcd refused this controller's access at its last call (TLS or credentials:
+        the message names what failed), or None. Refused, it is never master: it can get no
+        lease, read nothing and campaign for nothing."""
+        return self.etcd.denied
 
     async def read_state(self) -> GroupState:
         """The group's state in etcd now (one linearizable read)."""

@@ -16,6 +16,7 @@ from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
+from aiorocketmq.broker.controller.access import EtcdAccess, make_client
 from aiorocketmq.broker.controller.state import Entry
 
 T = TypeVar("T")
@@ -27,6 +28,22 @@ class EtcdError(Exception):
 
 class LeaseGone(EtcdError):
     """etcd no longer has the lease a request named (it expired or was revoked)."""
+
+
+class AccessDenied(EtcdError):
+    """etcd refused who we are: credentials it does not take (a wrong or missing user or
+    password, a user without the role), or a TLS handshake that failed (an untrusted
+    certificate either way, no client certificate where etcd requires one, TLS to a
+    plaintext etcd). Retrying the same thing will not help; the message names what failed."""
+
+
+# what etcd (and gRPC's TLS) say when they refuse who we are
+_DENIED = (
+    "authentication failed", "user name is empty", "user name not found", "permission denied",
+    "invalid auth management", "ssl handshake failed", "certificate_verify_failed",
+    "handshake failed", "tlsv1 alert", "ssl_error", "wrong version number",
+    "unwrap failed",  # our certificate refused: etcd's alert arrives as a bad TLS record
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,11 +101,20 @@ def _range_end(prefix: bytes) -> bytes:
 
 
 class Etcd:
-    def __init__(self, endpoints: Sequence[tuple[str, int]], timeout: float = 2.0) -> None:
+    def __init__(
+        self,
+        endpoints: Sequence[tuple[str, int]],
+        timeout: float = 2.0,
+        access: EtcdAccess | None = None,
+    ) -> None:
+        """``access``: TLS and credentials (access.py); plaintext, unauthenticated without."""
         if not endpoints:
             raise ValueError("no etcd endpoint")
         self.endpoints = list(endpoints)
         self.timeout = timeout
+        self.access = access or EtcdAccess()
+        self.denied: AccessDenied | None = None  # the last call's refusal; None once one passes
+        self.denials = 0  # calls refused so far
         self._next = 0
         self._client: Any = None  # aetcd.Client, untyped
         self._aetcd: Any = None
@@ -109,7 +135,7 @@ class Etcd:
 
                 self._aetcd = aetcd
             host, port = self.endpoints[self._next % len(self.endpoints)]
-            self._client = self._aetcd.Client(host=host, port=port, timeout=self.timeout)
+            self._client = make_client(self._aetcd, self.access, host, port, self.timeout)
         return self._client
 
     async def _drop(self) -> None:
@@ -146,8 +172,12 @@ class Etcd:
         error = task.exception()
         if error is None:
             return task.result()
-        if isinstance(error, self._aetcd.exceptions.ClientError):
-            raise self._failed(what, error) from error
+        if isinstance(error, self._aetcd.exceptions.ClientError | self._aetcd.rpc.AioRpcError):
+            failed = self._failed(what, error)
+            if isinstance(failed, AccessDenied):
+                self.denied = failed
+                self.denials += 1
+            raise failed from error
         if isinstance(error, Exception):
             # gRPC's own (a channel closed by another call meanwhile): a failed call too
             raise EtcdError(f"{what}: {self.endpoint}: {type(error).__name__}: {error}") from error
@@ -156,7 +186,9 @@ class Etcd:
     async def _call(self, what: str, method: str, *args: Any, **kwargs: Any) -> Any:
         client = await self._connected()
         try:
-            return await self._run(what, getattr(client, method)(*args, **kwargs), self.timeout)
+            result = await self._run(what, getattr(client, method)(*args, **kwargs), self.timeout)
+            self.denied = None  # etcd took this call: whatever it refused before, it takes now
+            return result
         except LeaseGone:
             raise
         except EtcdError:
@@ -168,9 +200,17 @@ class Etcd:
         """An aetcd error as ours. Only a lease etcd does not know keeps the connection:
         anything else (unreachable, no leader, a transport failure) may go better at the
         next member."""
-        text = str(e) or type(e).__name__
+        if isinstance(e, self._aetcd.rpc.AioRpcError):  # TLS's connect leaves gRPC's own
+            text = f"{e.code().name}: {e.details()}"
+        else:
+            text = " ".join(str(e).split()) or type(e).__name__
         if "lease not found" in text:
             return LeaseGone(f"{what}: {text}")
+        if any(word in text.lower() for word in _DENIED):
+            return AccessDenied(
+                f"{what}: etcd at {self.endpoint} refused the controller's access "
+                f"({self.access.describe()}): {text}"
+            )
         return EtcdError(f"{what}: {self.endpoint}: {type(e).__name__}: {text}")
 
     async def snapshot(self, prefix: str) -> Snapshot:

@@ -28,6 +28,7 @@ MODULES = (
     "aiorocketmq.client.admin.cmd_query",
     "aiorocketmq.client.admin.cmd_trace",
     "aiorocketmq.client.admin.cmd_acl",
+    "aiorocketmq.client.admin.cmd_controller",
 )
 
 Run = Callable[["Session", "Namespace"], Awaitable["Output"]]

@@ -90,6 +90,13 @@ PATTERN_SAMPLE = {
     "accessKey": "RocketMQ",
     "secretKey": "12345678",
     "metricsBearerToken": "t",
+    # issue 35: how the broker reaches etcd (broker/controller/access.py)
+    "controllerTlsEnable": "false",
+    "controllerTlsTrustCertPath": "/tmp/ca.pem",
+    "controllerTlsCertPath": "/tmp/c.pem",
+    "controllerTlsKeyPath": "/tmp/k.pem",
+    "controllerUsername": "root",
+    "controllerPasswordFile": "/tmp/etcd-password",
 }
 
 

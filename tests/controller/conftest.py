@@ -1,5 +1,6 @@
-"""Fixtures: a real etcd per test (tests/etcd.py), and brokers' controllers that record what
-they are told."""
+"""Fixtures: a real etcd per test (tests/etcd.py) -- plain, or ``secured`` (TLS, client
+certificates required, etcd's auth on) -- and brokers' controllers that record what they are
+told."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ from typing import Any
 
 import pytest
 
+from aiorocketmq.broker.controller.access import EtcdAccess, load_access
 from aiorocketmq.broker.controller.controller import Controller
 from aiorocketmq.broker.controller.etcd import Etcd, parse_endpoints
 from aiorocketmq.broker.controller.fence import boot_clock
-from tests.etcd import EtcdMember, etcd_server
+from tests.etcd import EtcdMember, EtcdTls, enable_auth, etcd_server
+from tests.tls_certs import CA
 
 
 @pytest.fixture
@@ -66,3 +69,48 @@ async def observer(etcd: EtcdMember) -> AsyncIterator[Etcd]:
     client = Etcd(parse_endpoints(etcd.endpoint), timeout=5)
     yield client
     await client.close()
+
+
+PASSWORD = "broker-pw-0123"  # the etcd user's, made up here
+
+
+@pytest.fixture
+def tls(tmp_path: Path) -> EtcdTls:
+    return EtcdTls.make(tmp_path, client_cert_auth=True)
+
+
+@pytest.fixture
+def secured(tmp_path: Path, tls: EtcdTls) -> Iterator[EtcdMember]:
+    """etcd over TLS only, client certificates required, auth on: user ``broker`` with the
+    controller's role."""
+    with etcd_server(tmp_path, tls=tls) as member:
+        enable_auth(member, {"broker": PASSWORD})
+        yield member
+
+
+def password_file(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(text + "\n")
+    path.chmod(0o600)
+    return str(path)
+
+
+def access(
+    tmp_path: Path,
+    ca: Path,
+    *,
+    cert: CA | None,
+    username: str = "",
+    password: str = "",
+) -> EtcdAccess:
+    """TLS trusting ``ca``; a client certificate from ``cert`` (whose CN is no etcd user, so
+    etcd cannot take it for one); ``username`` with ``password`` in a file."""
+    pair = cert.issue("a-broker-host", client=True) if cert is not None else None
+    return load_access(
+        tls=True,
+        ca_path=str(ca),
+        cert_path=str(pair.cert) if pair else "",
+        key_path=str(pair.key) if pair else "",
+        username=username,
+        password_file=password_file(tmp_path, f"pw-{password}", password) if password else "",
+    )
