@@ -72,8 +72,9 @@ async def test_halves_sent_together_end_together_in_order(cluster: Cluster) -> N
         Producer("pg_sdk_sender", namesrv_addr=namesrv) as producer,
         TransactionProducer(GROUP, Unasked(), namesrv) as tx,
     ):
-        queues = await producer.instance.publish_info(TOPIC, 3.0)
-        mq = next(q for q in queues.queues if q.broker_name == "broker-a" and q.queue_id == 2)
+        queues = await producer.fetch_publish_message_queues(TOPIC)
+        assert {q.broker_name for q in queues} == {"broker-a", "broker-b"}
+        mq = next(q for q in queues if q.broker_name == "broker-a" and q.queue_id == 2)
         halves = [half_message(Message(TOPIC, f"r{i}".encode()), GROUP) for i in range(6)]
         sent = await send_halves(producer, halves, mq)
         assert [s.status for s in sent] == [SendStatus.SEND_OK] * 6
@@ -104,7 +105,7 @@ async def test_a_broker_without_them_refuses_and_one_at_a_time_still_works(
         Producer("pg_sdk_sender", namesrv_addr=namesrv) as producer,
         TransactionProducer(GROUP, Unasked(), namesrv) as tx,
     ):
-        queues = (await producer.instance.publish_info(TOPIC, 3.0)).queues
+        queues = await producer.fetch_publish_message_queues(TOPIC)
         mq_b = next(q for q in queues if q.broker_name == "broker-b" and q.queue_id == 1)
         mq_a = next(q for q in queues if q.broker_name == "broker-a" and q.queue_id == 1)
         halves = [half_message(Message(TOPIC, f"b{i}".encode()), GROUP) for i in range(3)]
