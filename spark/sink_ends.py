@@ -43,8 +43,6 @@ END_TIMEOUT_S = 600.0  # a commit's ENDs
 WINDOW = 64  # unordered ENDs (one at a time), or 4 batch ENDs, in flight per broker
 PART = 1024  # ENDs per END_TRANSACTION_BATCH
 BATCH_WINDOW = 4
-# brokers that answered the batch END as unknown (per process; an upgrade needs a restart)
-_no_batch: set[str] = set()
 
 Todo = list[tuple[Half, LocalTransactionState]]
 
@@ -67,12 +65,12 @@ async def end_halves(
 
 
 async def _broker(tx: TransactionProducer, broker: str, todo: Todo) -> list[Half]:
-    if broker not in _no_batch:
-        try:
-            return await _batched(tx, todo)
-        except TransactionBatchNotSupported as exc:  # nothing of it was ended
-            _no_batch.add(broker)
-            log.info("sink_end_batch_not_supported broker=%s (%s): one END a half", broker, exc)
+    """A broker's ENDs: batched, unless it refuses the first request (then nothing of it
+    was ended; asked again at the next call, so an upgraded broker is used at once)."""
+    try:
+        return await _batched(tx, todo)
+    except TransactionBatchNotSupported as exc:
+        log.info("sink_end_batch_not_supported broker=%s (%s): one END a half", broker, exc)
     return await _one_by_one(tx, todo)
 
 
@@ -90,8 +88,11 @@ async def _batched(tx: TransactionProducer, todo: Todo) -> list[Half]:
         return [h for i in range(0, len(run), PART) for h in await part(run[i : i + PART])]
 
     parts = [part(loose[i : i + PART]) for i in range(0, len(loose), PART)]
-    done = await asyncio.gather(in_turn(ordered), *parts)
-    return [h for failed in done for h in failed]
+    done = await asyncio.gather(in_turn(ordered), *parts, return_exceptions=True)
+    for outcome in done:  # every request finished before the fallback starts
+        if isinstance(outcome, BaseException):
+            raise outcome
+    return [h for failed in done if not isinstance(failed, BaseException) for h in failed]
 
 
 async def _one_by_one(tx: TransactionProducer, todo: Todo) -> list[Half]:

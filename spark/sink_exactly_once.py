@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import random
 import threading
 import uuid
 from collections.abc import Iterator, Sequence
@@ -80,8 +81,6 @@ SINGLES = 64  # halves in flight per write() to a broker without half batches: o
 BATCHES_IN_FLIGHT = 2  # record batches a write() sends at once
 BATCH_ID_PROPERTY = "streaming.sql.batchId"  # MicroBatchExecution.BATCH_ID_KEY
 END_TIMEOUT_S = 600.0  # a commit's ENDs (and the barrier after them)
-# brokers that refused a batch of halves (per process; an upgrade needs a new worker)
-_no_batch: set[str] = set()
 
 
 @dataclass
@@ -155,9 +154,12 @@ class _HalfSender:
         self._handles: list[list[Half | None]] = []  # per record batch, filled on the loop
         self.sent = HalvesSent(writer)
         self.error: BaseException | None = None
-        self._turn = 0  # round robin over the topic's queues (on the loop only)
+        # round robin over the topic's queues (on the loop only), from a random one: tasks
+        # that each send a run or two spread over the queues
+        self._turn = random.randrange(1 << 16)
         self._queues: dict[str, list[MessageQueue]] = {}  # per topic (on the loop only)
         self._singles = asyncio.Semaphore(SINGLES)
+        self._no_batch: set[str] = set()  # brokers that refused a batch of halves
 
     def submit(self, halves: list[tuple[Message, int | None]]) -> None:
         """Start sending one record batch's halves (and their queueIds); blocks while two
@@ -256,11 +258,11 @@ class _HalfSender:
         # one try each (send_halves and a send to a given queue are never retried): a retried
         # send whose first try timed out yet was stored would leave a second half of a row,
         # and check-backs would commit it with the task's others. A failure fails the task.
-        if mq.broker_name not in _no_batch:
+        if mq.broker_name not in self._no_batch:
             try:
                 return await send_halves(self._producer, halves, mq)
             except TransactionBatchNotSupported as exc:  # nothing of it was stored
-                _no_batch.add(mq.broker_name)
+                self._no_batch.add(mq.broker_name)
                 log.info("sink_half_batch_not_supported broker=%s (%s): one half a request",
                          mq.broker_name, exc)  # fmt: skip
         return list(await asyncio.gather(*(self._one(mq, half) for half in halves)))
