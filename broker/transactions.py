@@ -12,7 +12,9 @@ restarted broker rebuilds its state by reading the op queue (``rebuild``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import struct
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
 from typing import Final, NamedTuple
 
 import structlog
@@ -28,7 +30,14 @@ from aiorocketmq.remoting.protocol.headers.transaction import (
     TRANSACTION_COMMIT_TYPE,
     EndTransactionRequestHeader,
 )
-from aiorocketmq.remoting.protocol.message import MessageExt, Prop, SysFlag, decode_record, now_ms
+from aiorocketmq.remoting.protocol.message import (
+    MessageExt,
+    Prop,
+    SysFlag,
+    body_crc,
+    decode_record,
+    now_ms,
+)
 from aiorocketmq.remoting.protocol.msgid import UniqKeyGenerator
 from aiorocketmq.remoting.protocol.topic import TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, Perm
 from aiorocketmq.remoting.tasks import TimeSlice
@@ -38,6 +47,8 @@ log = structlog.get_logger(__name__)
 CHECK_GROUP: Final = "CID_RMQ_SYS_TRANS"  # TransactionalMessageUtil.buildConsumerGroup
 REMOVE_TAG: Final = "d"  # TransactionalMessageUtil.REMOVETAG
 READ_BATCH: Final = 32
+RECENT_HALVES: Final = 1 << 16  # halves this process parked, kept for their END
+_CRC_AND_QUEUE_OFFSET: Final = struct.Struct(">8xi8xq")  # a record's BODYCRC, QUEUEOFFSET
 
 # EndTransactionProcessor.sendFinalMessage: put status -> (code, remark)
 FINAL_FAILED: Final[dict[PutStatus, tuple[int, str]]] = {
@@ -69,6 +80,17 @@ class Transactions:
         self.ops = HalfOps()
         self._ids = UniqKeyGenerator()
         self.ending: set[int] = set()  # chains (first record's offset) being ended now
+        # CommitLog offset -> a half as this process stored it, so its END need not read
+        # and decode it again (the oldest dropped past RECENT_HALVES)
+        self._recent: OrderedDict[int, MessageExt] = OrderedDict()
+
+    def remember(self, halves: Iterable[MessageExt]) -> None:
+        """Halves just stored (their CommitLog offsets set), for ``find_half``."""
+        recent = self._recent
+        for half in halves:
+            recent[half.commit_log_offset] = half
+        while len(recent) > RECENT_HALVES:
+            recent.popitem(last=False)
 
     # ------------------------------------------------------------ half and op topics
 
@@ -119,6 +141,8 @@ class Transactions:
         if result.status in STORED:
             for offset in ended:
                 self.ops.add(offset)
+            for half in halves:
+                self._recent.pop(half.commit_log_offset, None)
         else:
             log.error("transaction_end_not_stored", half_offsets=ended[:8], halves=len(halves),
                       status=result.status.name)  # fmt: skip
@@ -127,7 +151,18 @@ class Transactions:
     # ------------------------------------------------------------ END_TRANSACTION
 
     def find_half(self, commit_log_offset: int) -> MessageExt | None:
-        """getHalfMessageByOffset: the half message stored at that CommitLog offset."""
+        """getHalfMessageByOffset: the half message stored at that CommitLog offset. One this
+        process stored is taken from memory once the record there still is that half (its
+        body CRC and half-queue offset: a half-queue offset is never reused); else read,
+        verified and decoded."""
+        half = self._recent.get(commit_log_offset)
+        if half is not None:
+            record = self.store.commitlog.read_record(commit_log_offset)
+            if record is not None:
+                crc, queue_offset = _CRC_AND_QUEUE_OFFSET.unpack_from(record)
+                if crc == body_crc(half.body) and queue_offset == half.queue_offset:
+                    return half
+            del self._recent[commit_log_offset]
         record = self.store.read(commit_log_offset)
         if record is None:
             return None

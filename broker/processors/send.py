@@ -107,6 +107,8 @@ class SendProcessor:
         except Refused as exc:
             return response_to(req, exc.code, exc.remark, self._base_ext())
         result = await self.store.put(msg, wait_flush=wait)
+        if msg.topic == TRANS_HALF_TOPIC and result.status in STORED:
+            self.transactions.remember([msg])
         return self._answer(req, result, msg.topic, queue_id)
 
     def send_many(
@@ -158,6 +160,10 @@ class SendProcessor:
             waits.append(wait)
             answers.append(None)
         results = self.store.put_many(msgs) if msgs else []
+        parked = zip(msgs, results, strict=True)
+        self.transactions.remember(
+            m for m, r in parked if m.topic == TRANS_HALF_TOPIC and r.status in STORED
+        )
         if self.store.waits and any(waits):
             settled = self.store.settle_many(results, waits)
             return Deferred(len(answers), self._answered(reqs, answers, taken, msgs, settled))
@@ -214,6 +220,8 @@ class SendProcessor:
         except Refused as exc:
             return response_to(req, exc.code, exc.remark, self._base_ext())
         result = await self.store.put_batch(msgs, wait_flush=wait)
+        if halves and result.status in STORED:
+            self.transactions.remember(msgs)
         return self._answer(req, result, hdr.topic, queue_id)
 
     def _half_batch(self, req: RemotingCommand, hdr: SendMessageHeader) -> bool:
