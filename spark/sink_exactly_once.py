@@ -122,16 +122,16 @@ def write(
         BATCH_PROPERTY: str(batch),
         WRITER_PROPERTY: uuid.uuid4().hex,
     }
-    sender = _HalfSender(loop, prod, props[WRITER_PROPERTY], opts.batch_size)
+    sender = _HalfSender(loop, prod, props[WRITER_PROPERTY], opts.batch_size, place.group)
     rows, done = 0, False
     try:
         for record_batch in batches:
             rows += record_batch.num_rows
-            halves = []
+            rows_of_batch = []  # each row's message, sent as half_message(msg, group) makes it
             for msg, queue_id in in_order(record_batch, cols, opts.topic):
                 msg.properties.update(props)
-                halves.append((half_message(msg, place.group), queue_id))
-            sender.submit(halves)
+                rows_of_batch.append((msg, queue_id))
+            sender.submit(rows_of_batch)
         sent = sender.finish()
         done = True
     finally:
@@ -146,9 +146,11 @@ class _HalfSender:
     flight; two record batches at a time), their handles kept in row order."""
 
     def __init__(
-        self, loop: asyncio.AbstractEventLoop, prod: Producer, writer: str, batch_size: int
-    ) -> None:
+        self, loop: asyncio.AbstractEventLoop, prod: Producer, writer: str, batch_size: int,
+        group: str,
+    ) -> None:  # fmt: skip
         self._loop, self._producer, self._batch_size = loop, prod, batch_size
+        self._group = group  # the halves' producer group
         self._slots = threading.Semaphore(BATCHES_IN_FLIGHT)
         self._futures: list[concurrent.futures.Future[None]] = []
         self._handles: list[list[Half | None]] = []  # per record batch, filled on the loop
@@ -254,22 +256,23 @@ class _HalfSender:
                 raise SinkSendError(f"rocketmq sink: topic {topic} has no writable queue")
         return queues
 
-    async def _send(self, mq: MessageQueue, halves: list[Message]) -> list[SendResult]:
+    async def _send(self, mq: MessageQueue, msgs: list[Message]) -> list[SendResult]:
+        """``msgs`` sent as halves of the write's group to ``mq``."""
         # one try each (send_halves and a send to a given queue are never retried): a retried
         # send whose first try timed out yet was stored would leave a second half of a row,
         # and check-backs would commit it with the task's others. A failure fails the task.
         if mq.broker_name not in self._no_batch:
             try:
-                return await send_halves(self._producer, halves, mq)
+                return await send_halves(self._producer, msgs, self._group, mq)
             except TransactionBatchNotSupported as exc:  # nothing of it was stored
                 self._no_batch.add(mq.broker_name)
                 log.info("sink_half_batch_not_supported broker=%s (%s): one half a request",
                          mq.broker_name, exc)  # fmt: skip
-        return list(await asyncio.gather(*(self._one(mq, half) for half in halves)))
+        return list(await asyncio.gather(*(self._one(mq, msg) for msg in msgs)))
 
-    async def _one(self, mq: MessageQueue, half: Message) -> SendResult:
+    async def _one(self, mq: MessageQueue, msg: Message) -> SendResult:
         async with self._singles:
-            return await self._producer.send(half, queue=mq)
+            return await self._producer.send(half_message(msg, self._group), queue=mq)
 
     def _handle(self, result: SendResult, ordered: bool) -> Half:
         if result.status is not SendStatus.SEND_OK:

@@ -4,8 +4,8 @@ broker that does not take them (4.9.8, 5.x, ours with ``enableBatchTransaction=f
 refuses before storing or ending anything, raised as ``TransactionBatchNotSupported``: send
 and end one at a time then (``Producer.send`` and ``TransactionProducer.end_transaction``).
 
-    halves = [half_message(Message("T", body), "tx_group") for body in bodies]
-    sent = await send_halves(producer, halves, queue)        # one SendResult a half
+    msgs = [Message("T", body) for body in bodies]
+    sent = await send_halves(producer, msgs, "tx_group", queue)  # one SendResult a half
     ok = await end_transactions(tx, [(s, COMMIT) for s in sent])  # one bool a half
 """
 
@@ -19,7 +19,7 @@ from aiorocketmq.client.core.errors import MQBrokerError, MQClientError
 from aiorocketmq.client.core.message import Message, MessageQueue, SendResult
 from aiorocketmq.client.core.validate import check_message
 from aiorocketmq.client.producer.producer import Producer
-from aiorocketmq.client.producer.transaction import TransactionProducer
+from aiorocketmq.client.producer.transaction import TransactionProducer, half_message
 from aiorocketmq.client.producer.transaction_types import COMMIT_OR_ROLLBACK, LocalTransactionState
 from aiorocketmq.remoting.errors import MessageDecodeError, RemotingError
 from aiorocketmq.remoting.log import get_logger
@@ -47,6 +47,9 @@ _NOT_TAKEN: Final = frozenset(
     {ResponseCode.MESSAGE_ILLEGAL, ResponseCode.REQUEST_CODE_NOT_SUPPORTED}
 )
 _ids = UniqKeyGenerator()
+# properties a message's own map may hold that the quick path would write twice or keep
+_OWN: Final = frozenset({Prop.DELAY, Prop.UNIQ_KEY, Prop.WAIT, Prop.TRAN_MSG, Prop.PGROUP,
+                         Prop.TAGS, Prop.KEYS})  # fmt: skip
 
 
 class TransactionBatchNotSupported(MQBrokerError):
@@ -56,26 +59,34 @@ class TransactionBatchNotSupported(MQBrokerError):
 
 
 async def send_halves(
-    producer: Producer, halves: Sequence[Message], queue: MessageQueue, *,
+    producer: Producer, msgs: Sequence[Message], group: str, queue: MessageQueue, *,
     timeout_ms: int | None = None,
 ) -> list[SendResult]:  # fmt: skip
-    """Send ``halves`` (``half_message``'s, one topic, at most 4096) to ``queue`` in one
-    SEND_BATCH_MESSAGE, parked together; one SendResult a half, as ``Producer.send`` gives
-    for one (its own offsets: any ``TransactionProducer`` of the group ends it). Sent once,
-    never retried. Raises TransactionBatchNotSupported (nothing stored), MQBrokerError for
-    another refusal, MQClientError / MQTimeoutError as a send does."""
-    if not halves or len(halves) > MAX_HALVES:
-        raise MQClientError(f"send_halves: 1 to {MAX_HALVES} half messages, not {len(halves)}")
+    """Send ``msgs`` (one topic, at most 4096) as half messages of ``group`` -- each as
+    ``half_message(msg, group)`` makes it -- to ``queue`` in one SEND_BATCH_MESSAGE, parked
+    together; one SendResult a half, as ``Producer.send`` gives for one (its own offsets: any
+    ``TransactionProducer`` of the group ends it). Sent once, never retried. Raises
+    TransactionBatchNotSupported (nothing stored), MQBrokerError for another refusal,
+    MQClientError / MQTimeoutError as a send does."""
+    if not msgs or len(msgs) > MAX_HALVES:
+        raise MQClientError(f"send_halves: 1 to {MAX_HALVES} messages, not {len(msgs)}")
+    if not group:
+        raise MQClientError("send_halves: the halves need a producer group")
+    tail = f"{Prop.TRAN_MSG}\x01true\x02{Prop.PGROUP}\x01{group}\x02"
     items, uniq = [], []
-    for msg in halves:
+    for msg in msgs:
         if msg.topic != queue.topic:
-            raise MQClientError("send_halves: every half must be of the queue's topic")
+            raise MQClientError("send_halves: every message must be of the queue's topic")
         check_message(msg, producer.options.max_message_size)
-        props = msg.wire_properties()
-        if props.get(Prop.TRAN_MSG) != "true" or not props.get(Prop.PGROUP):
-            raise MQClientError("send_halves: not a half message (use half_message)")
-        uniq.append(props.setdefault(Prop.UNIQ_KEY, _ids.next()))
-        items.append(BatchItem(msg.body, msg.flag, encode_properties(props)))
+        props = msg.properties
+        if msg.delay_level or (props and not _OWN.isdisjoint(props)):  # half_message's way
+            wire = half_message(msg, group).wire_properties()
+            uniq.append(wire.setdefault(Prop.UNIQ_KEY, _ids.next()))
+            text = encode_properties(wire)
+        else:  # the same properties, written out at once: every row of a Spark write
+            uniq.append(key := _ids.next())
+            text = f"{encode_properties(props) if props else ''}{tail}{msg.wire_text(key)}"
+        items.append(BatchItem(msg.body, msg.flag, text))
     request = api.send_message(
         queue.topic, encode_batch(items), group=producer.group, properties="",
         queue_id=queue.queue_id, sys_flag=SysFlag.TRANSACTION_PREPARED, batch=True,
@@ -87,12 +98,12 @@ async def send_halves(
     status = api.send_status(answer, addr)
     msg_ids, queue_id, first = api.send_ids(answer.ext_fields)
     offset_ids = msg_ids.split(",")
-    if len(offset_ids) != len(halves):
-        raise MQClientError(f"send_halves: {len(offset_ids)} ids for {len(halves)} halves")
+    if len(offset_ids) != len(msgs):
+        raise MQClientError(f"send_halves: {len(offset_ids)} ids for {len(msgs)} halves")
     mq = MessageQueue(queue.topic, queue.broker_name, queue_id)
     region = answer.ext_fields.get("MSG_REGION")
     return [SendResult(status, uniq[i], offset_ids[i], mq, first + i, region)
-            for i in range(len(halves))]  # fmt: skip
+            for i in range(len(msgs))]  # fmt: skip
 
 
 async def end_transactions(

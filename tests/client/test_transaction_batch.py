@@ -14,6 +14,7 @@ import pytest
 from aiorocketmq.client import (
     LocalTransactionState,
     Message,
+    MessageExt,
     MessageQueue,
     MQClientError,
     Producer,
@@ -54,18 +55,22 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
         yield c
 
 
-async def bodies_in(cluster: Cluster, mq: MessageQueue) -> list[bytes]:
+async def messages_in(cluster: Cluster, mq: MessageQueue) -> list[MessageExt]:
     async with PullConsumer("cg_sdk_batch", cluster.namesrv_addr) as consumer:
-        raw = await consumer.pull_raw(mq, 0, 64)
-        return [m.body for m in raw.messages()]
+        return (await consumer.pull_raw(mq, 0, 64)).messages()
+
+
+async def bodies_in(cluster: Cluster, mq: MessageQueue) -> list[bytes]:
+    return [m.body for m in await messages_in(cluster, mq)]
 
 
 async def test_halves_sent_together_end_together_in_order(cluster: Cluster) -> None:
-    """Six halves in one request: a SendResult each (its own queue offset and offsetMsgId),
-    nothing visible; one end_transactions, out of the send order and with a rollback and
-    a half of the wrong group among them: the commits appear in the order given, the
-    rollback never, the bad one is False and the others True; ending them again is True
-    each and changes nothing."""
+    """Six halves in one request (made as half_message makes them: tags, properties and
+    UNIQ_KEY kept, TRAN_MSG and PGROUP added, a delay level dropped): a SendResult each (its
+    own queue offset and offsetMsgId), nothing visible; one end_transactions, out of the
+    send order and with a rollback and a half of the wrong group among them: the commits
+    appear in the order given, the rollback never, the bad one is False and the others
+    True; ending them again is True each and changes nothing."""
     await create_everywhere(cluster, TOPIC)
     namesrv = cluster.namesrv_addr
     async with (
@@ -75,19 +80,27 @@ async def test_halves_sent_together_end_together_in_order(cluster: Cluster) -> N
         queues = await producer.fetch_publish_message_queues(TOPIC)
         assert {q.broker_name for q in queues} == {"broker-a", "broker-b"}
         mq = next(q for q in queues if q.broker_name == "broker-a" and q.queue_id == 2)
-        halves = [half_message(Message(TOPIC, f"r{i}".encode()), GROUP) for i in range(6)]
-        sent = await send_halves(producer, halves, mq)
+        msgs = [Message(TOPIC, f"r{i}".encode(), tags="T", properties={"p": str(i)})
+                for i in range(5)]  # fmt: skip
+        # one with a delay level: dropped, as half_message drops it
+        msgs.append(Message(TOPIC, b"r5", delay_level=3, properties={"p": "5"}))
+        sent = await send_halves(producer, msgs, GROUP, mq)
         assert [s.status for s in sent] == [SendStatus.SEND_OK] * 6
         assert [s.queue_offset for s in sent] == list(range(sent[0].queue_offset,
                                                             sent[0].queue_offset + 6))  # fmt: skip
         assert len({s.offset_msg_id for s in sent}) == 6 and all(s.queue == mq for s in sent)
-        stranger = (await send_halves(producer, [half_message(Message(TOPIC, b"x"), "other")],
-                                      mq))[0]  # fmt: skip
+        stranger = (await send_halves(producer, [Message(TOPIC, b"x")], "other", mq))[0]
         assert await bodies_in(cluster, mq) == []
         order = [4, 1, 5, 0, 2]
         ends = [(sent[i], COMMIT) for i in order] + [(sent[3], ROLLBACK), (stranger, COMMIT)]
         assert await end_transactions(tx, ends) == [True] * 6 + [False]
         assert await bodies_in(cluster, mq) == [f"r{i}".encode() for i in order]
+        got = await messages_in(cluster, mq)
+        assert [m.properties["p"] for m in got] == [str(i) for i in order]
+        assert all(m.properties["TRAN_MSG"] == "true" and m.properties["PGROUP"] == GROUP
+                   and "DELAY" not in m.properties for m in got)  # fmt: skip
+        assert [m.tags for m in got] == [None if m.body == b"r5" else "T" for m in got]
+        assert [m.properties["UNIQ_KEY"] for m in got] == [sent[i].msg_id for i in order]
         assert await end_transactions(tx, ends[:6]) == [True] * 6
         assert await bodies_in(cluster, mq) == [f"r{i}".encode() for i in order]
 
@@ -108,10 +121,11 @@ async def test_a_broker_without_them_refuses_and_one_at_a_time_still_works(
         queues = await producer.fetch_publish_message_queues(TOPIC)
         mq_b = next(q for q in queues if q.broker_name == "broker-b" and q.queue_id == 1)
         mq_a = next(q for q in queues if q.broker_name == "broker-a" and q.queue_id == 1)
-        halves = [half_message(Message(TOPIC, f"b{i}".encode()), GROUP) for i in range(3)]
+        msgs = [Message(TOPIC, f"b{i}".encode()) for i in range(3)]
         with pytest.raises(TransactionBatchNotSupported) as refused:
-            await send_halves(producer, halves, mq_b)
+            await send_halves(producer, msgs, GROUP, mq_b)
         assert refused.value.code == 13
+        halves = [half_message(m, GROUP) for m in msgs]
         one_by_one: list[SendResult] = [await producer.send(h, queue=mq_b) for h in halves]
         with pytest.raises(TransactionBatchNotSupported) as refused:
             await end_transactions(tx, [(s, COMMIT) for s in one_by_one])
@@ -120,8 +134,8 @@ async def test_a_broker_without_them_refuses_and_one_at_a_time_still_works(
         for s in one_by_one:
             assert await tx.end_transaction(s, COMMIT, oneway=False)
         assert await bodies_in(cluster, mq_b) == [b"b0", b"b1", b"b2"]
-        on_a = await send_halves(producer, [half_message(Message(TOPIC, b"a"), GROUP)], mq_a)
+        on_a = await send_halves(producer, [Message(TOPIC, b"a")], GROUP, mq_a)
         with pytest.raises(MQClientError, match="one broker"):
             await end_transactions(tx, [(on_a[0], COMMIT), (one_by_one[0], COMMIT)])
-        with pytest.raises(MQClientError, match="not a half"):
-            await send_halves(producer, [Message(TOPIC, b"plain")], mq_a)
+        with pytest.raises(MQClientError, match="producer group"):
+            await send_halves(producer, [Message(TOPIC, b"plain")], "", mq_a)
