@@ -47,7 +47,9 @@ log = structlog.get_logger(__name__)
 CHECK_GROUP: Final = "CID_RMQ_SYS_TRANS"  # TransactionalMessageUtil.buildConsumerGroup
 REMOVE_TAG: Final = "d"  # TransactionalMessageUtil.REMOVETAG
 READ_BATCH: Final = 32
-RECENT_HALVES: Final = 1 << 16  # halves this process parked, kept for their END
+RECENT_HALVES: Final = 1 << 16  # halves this process parked, kept for their END ...
+RECENT_BYTES: Final = 64 << 20  # ... and at most this much of them (bodies, and 1 KiB a half)
+_RECENT_OVERHEAD: Final = 1024  # about what a decoded half holds beside its body
 _CRC_AND_QUEUE_OFFSET: Final = struct.Struct(">8xi8xq")  # a record's BODYCRC, QUEUEOFFSET
 
 # EndTransactionProcessor.sendFinalMessage: put status -> (code, remark)
@@ -81,16 +83,24 @@ class Transactions:
         self._ids = UniqKeyGenerator()
         self.ending: set[int] = set()  # chains (first record's offset) being ended now
         # CommitLog offset -> a half as this process stored it, so its END need not read
-        # and decode it again (the oldest dropped past RECENT_HALVES)
+        # and decode it again (the oldest dropped past RECENT_HALVES or RECENT_BYTES)
         self._recent: OrderedDict[int, MessageExt] = OrderedDict()
+        self._recent_bytes = 0
 
     def remember(self, halves: Iterable[MessageExt]) -> None:
         """Halves just stored (their CommitLog offsets set), for ``find_half``."""
         recent = self._recent
         for half in halves:
+            if half.commit_log_offset not in recent:
+                self._recent_bytes += len(half.body) + _RECENT_OVERHEAD
             recent[half.commit_log_offset] = half
-        while len(recent) > RECENT_HALVES:
-            recent.popitem(last=False)
+        while recent and (len(recent) > RECENT_HALVES or self._recent_bytes > RECENT_BYTES):
+            self._recent_bytes -= len(recent.popitem(last=False)[1].body) + _RECENT_OVERHEAD
+
+    def _forget(self, commit_log_offset: int) -> None:
+        half = self._recent.pop(commit_log_offset, None)
+        if half is not None:
+            self._recent_bytes -= len(half.body) + _RECENT_OVERHEAD
 
     # ------------------------------------------------------------ half and op topics
 
@@ -142,7 +152,7 @@ class Transactions:
             for offset in ended:
                 self.ops.add(offset)
             for half in halves:
-                self._recent.pop(half.commit_log_offset, None)
+                self._forget(half.commit_log_offset)
         else:
             log.error("transaction_end_not_stored", half_offsets=ended[:8], halves=len(halves),
                       status=result.status.name)  # fmt: skip
@@ -162,7 +172,7 @@ class Transactions:
                 crc, queue_offset = _CRC_AND_QUEUE_OFFSET.unpack_from(record)
                 if crc == body_crc(half.body) and queue_offset == half.queue_offset:
                     return half
-            del self._recent[commit_log_offset]
+            self._forget(commit_log_offset)
         record = self.store.read(commit_log_offset)
         if record is None:
             return None
