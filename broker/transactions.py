@@ -50,7 +50,8 @@ READ_BATCH: Final = 32
 RECENT_HALVES: Final = 1 << 16  # halves this process parked, kept for their END ...
 RECENT_BYTES: Final = 64 << 20  # ... and at most this much of them (bodies, and 1 KiB a half)
 _RECENT_OVERHEAD: Final = 1024  # about what a decoded half holds beside its body
-_CRC_AND_QUEUE_OFFSET: Final = struct.Struct(">8xi8xq")  # a record's BODYCRC, QUEUEOFFSET
+# a record's BODYCRC, QUEUEOFFSET and BORNTIMESTAMP (protocol.md 7.1)
+_CRC_QUEUE_OFFSET_BORN: Final = struct.Struct(">8xi8xq12xq")
 
 # EndTransactionProcessor.sendFinalMessage: put status -> (code, remark)
 FINAL_FAILED: Final[dict[PutStatus, tuple[int, str]]] = {
@@ -86,6 +87,7 @@ class Transactions:
         # and decode it again (the oldest dropped past RECENT_HALVES or RECENT_BYTES)
         self._recent: OrderedDict[int, MessageExt] = OrderedDict()
         self._recent_bytes = 0
+        self._log_end = 0  # the CommitLog's end when last looked at
 
     def remember(self, halves: Iterable[MessageExt]) -> None:
         """Halves just stored (their CommitLog offsets set), for ``find_half``."""
@@ -163,14 +165,23 @@ class Transactions:
     def find_half(self, commit_log_offset: int) -> MessageExt | None:
         """getHalfMessageByOffset: the half message stored at that CommitLog offset. One this
         process stored is taken from memory once the record there still is that half (its
-        body CRC and half-queue offset: a half-queue offset is never reused); else read,
-        verified and decoded."""
+        body CRC, half-queue offset and birth time; all of them are dropped if the CommitLog
+        ever shrank, as a truncation would make it); else read, verified and decoded."""
+        log_end = self.store.commitlog.max_offset
+        if log_end < self._log_end:
+            self._recent.clear()
+            self._recent_bytes = 0
+        self._log_end = log_end
         half = self._recent.get(commit_log_offset)
         if half is not None:
             record = self.store.commitlog.read_record(commit_log_offset)
             if record is not None:
-                crc, queue_offset = _CRC_AND_QUEUE_OFFSET.unpack_from(record)
-                if crc == body_crc(half.body) and queue_offset == half.queue_offset:
+                crc, queue_offset, born = _CRC_QUEUE_OFFSET_BORN.unpack_from(record)
+                if (crc, queue_offset, born) == (
+                    body_crc(half.body),
+                    half.queue_offset,
+                    half.born_timestamp,
+                ):
                     return half
             self._forget(commit_log_offset)
         record = self.store.read(commit_log_offset)
