@@ -85,6 +85,9 @@ class BrokerConfig:
     broker_topic_enable: bool = True
     default_topic_queue_nums: int = 8
     reject_transaction_message: bool = False
+    # ours (issue 34): half messages in one SEND_BATCH_MESSAGE and END_TRANSACTION_BATCH
+    # (remoting/protocol/txbatch.py); false answers both as 4.9.8 does
+    enable_batch_transaction: bool = True
     transaction_time_out: int = 6_000  # ms: a half younger than this is not checked yet
     transaction_check_max: int = 15  # checks before a half moves to TRANS_CHECK_MAX_TIME_TOPIC
     transaction_check_interval: int = 60_000  # ms between check rounds

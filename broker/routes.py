@@ -19,6 +19,7 @@ from aiorocketmq.broker.processors.send import SendProcessor
 from aiorocketmq.broker.slave_sync import SyncProcessor
 from aiorocketmq.remoting.dispatch import Bulkhead, Route, Routes
 from aiorocketmq.remoting.protocol.codes import RequestCode as C
+from aiorocketmq.remoting.protocol.txbatch import END_TRANSACTION_BATCH
 
 SEND_BUSY = (
     "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, "
@@ -53,6 +54,7 @@ def routes(p: Processors) -> Routes:
         C.CONSUMER_SEND_MSG_BACK: Route(p.client.send_back, group="send"),
         C.END_TRANSACTION: Route(p.endtx.end),
         C.RESUME_CHECK_HALF_MESSAGE: Route(p.endtx.resume_check),
+        END_TRANSACTION_BATCH: Route(p.endtx.end_batch),  # ours: remoting/protocol/txbatch.py
         C.GET_ALL_CONSUMER_OFFSET: Route(p.sync.all_consumer_offsets),
         C.GET_ALL_DELAY_OFFSET: Route(p.sync.all_delay_offsets),
         C.PULL_MESSAGE: Route(p.pull.pull),

@@ -12,7 +12,9 @@ restarted broker rebuilds its state by reading the op queue (``rebuild``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import struct
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
 from typing import Final, NamedTuple
 
 import structlog
@@ -28,7 +30,14 @@ from aiorocketmq.remoting.protocol.headers.transaction import (
     TRANSACTION_COMMIT_TYPE,
     EndTransactionRequestHeader,
 )
-from aiorocketmq.remoting.protocol.message import MessageExt, Prop, SysFlag, decode_record, now_ms
+from aiorocketmq.remoting.protocol.message import (
+    MessageExt,
+    Prop,
+    SysFlag,
+    body_crc,
+    decode_record,
+    now_ms,
+)
 from aiorocketmq.remoting.protocol.msgid import UniqKeyGenerator
 from aiorocketmq.remoting.protocol.topic import TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, Perm
 from aiorocketmq.remoting.tasks import TimeSlice
@@ -38,6 +47,11 @@ log = structlog.get_logger(__name__)
 CHECK_GROUP: Final = "CID_RMQ_SYS_TRANS"  # TransactionalMessageUtil.buildConsumerGroup
 REMOVE_TAG: Final = "d"  # TransactionalMessageUtil.REMOVETAG
 READ_BATCH: Final = 32
+RECENT_HALVES: Final = 1 << 16  # halves this process parked, kept for their END ...
+RECENT_BYTES: Final = 64 << 20  # ... and at most this much of them (bodies, and 1 KiB a half)
+_RECENT_OVERHEAD: Final = 1024  # about what a decoded half holds beside its body
+# a record's BODYCRC, QUEUEOFFSET and BORNTIMESTAMP (protocol.md 7.1)
+_CRC_QUEUE_OFFSET_BORN: Final = struct.Struct(">8xi8xq12xq")
 
 # EndTransactionProcessor.sendFinalMessage: put status -> (code, remark)
 FINAL_FAILED: Final[dict[PutStatus, tuple[int, str]]] = {
@@ -68,7 +82,27 @@ class Transactions:
         self.offsets = offsets
         self.ops = HalfOps()
         self._ids = UniqKeyGenerator()
-        self._ending: set[int] = set()  # chains (first record's offset) being ended now
+        self.ending: set[int] = set()  # chains (first record's offset) being ended now
+        # CommitLog offset -> a half as this process stored it, so its END need not read
+        # and decode it again (the oldest dropped past RECENT_HALVES or RECENT_BYTES)
+        self._recent: OrderedDict[int, MessageExt] = OrderedDict()
+        self._recent_bytes = 0
+        self._log_end = 0  # the CommitLog's end when last looked at
+
+    def remember(self, halves: Iterable[MessageExt]) -> None:
+        """Halves just stored (their CommitLog offsets set), for ``find_half``."""
+        recent = self._recent
+        for half in halves:
+            if half.commit_log_offset not in recent:
+                self._recent_bytes += len(half.body) + _RECENT_OVERHEAD
+            recent[half.commit_log_offset] = half
+        while recent and (len(recent) > RECENT_HALVES or self._recent_bytes > RECENT_BYTES):
+            self._recent_bytes -= len(recent.popitem(last=False)[1].body) + _RECENT_OVERHEAD
+
+    def _forget(self, commit_log_offset: int) -> None:
+        half = self._recent.pop(commit_log_offset, None)
+        if half is not None:
+            self._recent_bytes -= len(half.body) + _RECENT_OVERHEAD
 
     # ------------------------------------------------------------ half and op topics
 
@@ -79,11 +113,12 @@ class Transactions:
                 TRANS_HALF_TOPIC, 1, Perm.READ | Perm.WRITE, wait_registered=False
             )
 
-    def _op(self, half_offset: int) -> MessageExt:
-        """makeOpMessageInner: an op message for the half at ``half_offset``."""
+    def _op(self, half_offsets: list[int]) -> MessageExt:
+        """makeOpMessageInner: an op message for the halves at ``half_offsets`` (one, as
+        4.9.8 writes; several joined with commas, as 5.x's does, for a batch END)."""
         return MessageExt(
             topic=TRANS_OP_HALF_TOPIC,
-            body=str(half_offset).encode(),
+            body=",".join(map(str, half_offsets)).encode(),
             properties={Prop.TAGS: REMOVE_TAG, Prop.UNIQ_KEY: self._ids.next()},
             queue_id=0,
             born_timestamp=now_ms(),
@@ -97,27 +132,58 @@ class Transactions:
         copy, the chain's first record) in one append: all stored, or none. Java writes the
         final message and the op one after the other; a crash between them re-checks, and
         a producer answering COMMIT again delivered twice."""
+        return await self.put_ends(msgs, [half], wait_flush=wait_flush)
+
+    async def put_ends(
+        self, msgs: list[MessageExt], halves: list[MessageExt], *, wait_flush: bool = False
+    ) -> PutResult:
+        """``msgs`` and the ops ending every chain of ``halves``, in one append: an op per
+        record for one half (4.9.8's form), one op naming them all for several (a batch
+        END: one record instead of one a half)."""
         if self.ctx.topics.get(TRANS_OP_HALF_TOPIC) is None:
             await self.ctx.topics.create_plain(
                 TRANS_OP_HALF_TOPIC, 1, Perm.READ | Perm.WRITE, wait_registered=False
             )
-        root = chain_root(half)
-        ended = [half.queue_offset] if root == half.queue_offset else [half.queue_offset, root]
-        result = await self.store.put_batch(
-            [*msgs, *(self._op(offset) for offset in ended)], wait_flush=wait_flush
-        )
+        ended: list[int] = []
+        for half in halves:
+            root = chain_root(half)
+            ended += [half.queue_offset] if root == half.queue_offset else [half.queue_offset, root]
+        ops = [self._op([offset]) for offset in ended] if len(halves) == 1 else [self._op(ended)]
+        result = await self.store.put_batch([*msgs, *ops], wait_flush=wait_flush)
         if result.status in STORED:
             for offset in ended:
                 self.ops.add(offset)
+            for half in halves:
+                self._forget(half.commit_log_offset)
         else:
-            log.error("transaction_end_not_stored", half_offset=half.queue_offset,
+            log.error("transaction_end_not_stored", half_offsets=ended[:8], halves=len(halves),
                       status=result.status.name)  # fmt: skip
         return result
 
     # ------------------------------------------------------------ END_TRANSACTION
 
     def find_half(self, commit_log_offset: int) -> MessageExt | None:
-        """getHalfMessageByOffset: the half message stored at that CommitLog offset."""
+        """getHalfMessageByOffset: the half message stored at that CommitLog offset. One this
+        process stored is taken from memory once the record there still is that half (its
+        body CRC, half-queue offset and birth time; all of them are dropped if the CommitLog
+        ever shrank, as a truncation would make it); else read, verified and decoded."""
+        log_end = self.store.commitlog.max_offset
+        if log_end < self._log_end:
+            self._recent.clear()
+            self._recent_bytes = 0
+        self._log_end = log_end
+        half = self._recent.get(commit_log_offset)
+        if half is not None:
+            record = self.store.commitlog.read_record(commit_log_offset)
+            if record is not None:
+                crc, queue_offset, born = _CRC_QUEUE_OFFSET_BORN.unpack_from(record)
+                if (crc, queue_offset, born) == (
+                    body_crc(half.body),
+                    half.queue_offset,
+                    half.born_timestamp,
+                ):
+                    return half
+            self._forget(commit_log_offset)
         record = self.store.read(commit_log_offset)
         if record is None:
             return None
@@ -127,60 +193,55 @@ class Transactions:
             return None
         return half if half.topic == TRANS_HALF_TOPIC else None
 
+    def checked(
+        self, group: str, commit_log_offset: int, tran_state_table_offset: int
+    ) -> MessageExt | Outcome:
+        """checkPrepareMessage: the half at ``commit_log_offset`` if the END's group and
+        offsets match it, else the refusal."""
+        half = self.find_half(commit_log_offset)
+        if half is None:
+            return Outcome(R.SYSTEM_ERROR, "Find prepared transaction message failed")
+        if half.properties.get(Prop.PGROUP) != group:
+            return Outcome(R.SYSTEM_ERROR, "The producer group wrong")
+        if half.queue_offset != tran_state_table_offset:
+            return Outcome(R.SYSTEM_ERROR, "The transaction state table offset wrong")
+        if half.commit_log_offset != commit_log_offset:
+            return Outcome(R.SYSTEM_ERROR, "The commit log offset wrong")
+        return half
+
     async def end(self, hdr: EndTransactionRequestHeader) -> Outcome:
         """Commit (8) or rollback (12) the half message ``hdr`` names (checkPrepareMessage's
         three checks first); a second END for a half, or for another record of its chain, is
         answered SUCCESS and changes nothing (stricter than 4.9.8: protocol.md 12.4)."""
-        half = self.find_half(hdr.commit_log_offset)
-        if half is None:
-            return Outcome(R.SYSTEM_ERROR, "Find prepared transaction message failed")
-        if half.properties.get(Prop.PGROUP) != hdr.producer_group:
-            return Outcome(R.SYSTEM_ERROR, "The producer group wrong")
-        if half.queue_offset != hdr.tran_state_table_offset:
-            return Outcome(R.SYSTEM_ERROR, "The transaction state table offset wrong")
-        if half.commit_log_offset != hdr.commit_log_offset:
-            return Outcome(R.SYSTEM_ERROR, "The commit log offset wrong")
+        half = self.checked(hdr.producer_group, hdr.commit_log_offset, hdr.tran_state_table_offset)
+        if isinstance(half, Outcome):
+            return half
         root = chain_root(half)
-        if self.ops.ended(half) or root in self._ending:
+        if self.ops.ended(half) or root in self.ending:
             log.info("transaction_already_ended", msg_id=hdr.msg_id, offset=half.queue_offset)
             return Outcome(R.SUCCESS)
-        self._ending.add(root)  # an END for another record of the chain waits for none
+        self.ending.add(root)  # an END for another record of the chain waits for none
         try:
             if hdr.commit_or_rollback != TRANSACTION_COMMIT_TYPE:
                 # rollbackMessage: the op alone; a failure is logged (the half is checked again)
                 await self.put_with_ops([], half)
                 return Outcome(R.SUCCESS)
-            return await self._commit(half, hdr.commit_log_offset)
+            msg = final_message(half, hdr.commit_log_offset)
+            if msg is None:
+                return Outcome(R.SYSTEM_ERROR, "Find prepared transaction message failed")
+            apply_delay(msg, len(self.store.delays))
+            result = await self.put_with_ops([msg], half, wait_flush=True)
+            if result.status in STORED:
+                self.ctx.stats.on_put(msg.topic, 1, result.wrote_bytes)
+            return self.final_outcome(result.status)
         finally:
-            self._ending.discard(root)
+            self.ending.discard(root)
 
-    async def _commit(self, half: MessageExt, commit_log_offset: int) -> Outcome:
-        """endMessageTransaction + sendFinalMessage: the half, under its real topic and queue,
-        with its properties string as stored (TRAN_MSG=true and REAL_* kept, as 4.9.8's
-        CommitLog writes them: fidelity.md 3.1), stored with its ops."""
-        props = half.properties
-        try:
-            topic, queue_id = props[Prop.REAL_TOPIC], int(props[Prop.REAL_QID])
-        except (KeyError, ValueError):
-            return Outcome(R.SYSTEM_ERROR, "Find prepared transaction message failed")
-        msg = MessageExt(
-            topic=topic,
-            body=half.body,
-            flag=half.flag,
-            properties=dict(props),
-            queue_id=queue_id,
-            sys_flag=(half.sys_flag & ~SysFlag.TRANSACTION_MASK) | SysFlag.TRANSACTION_COMMIT,
-            born_timestamp=half.born_timestamp,
-            born_host=half.born_host,
-            reconsume_times=half.reconsume_times,
-            prepared_transaction_offset=commit_log_offset,
-        )
-        apply_delay(msg, len(self.store.delays))
-        result = await self.put_with_ops([msg], half, wait_flush=True)
-        if result.status in STORED:
-            self.ctx.stats.on_put(msg.topic, 1, result.wrote_bytes)
+    def final_outcome(self, status: PutStatus) -> Outcome:
+        """sendFinalMessage's answer for the final message's put status."""
+        if status in STORED:
             return Outcome(R.SUCCESS)
-        code, remark = FINAL_FAILED.get(result.status, (R.SYSTEM_ERROR, "UNKNOWN_ERROR DEFAULT"))
+        code, remark = FINAL_FAILED.get(status, (R.SYSTEM_ERROR, "UNKNOWN_ERROR DEFAULT"))
         return Outcome(code, remark.format(body=self.ctx.store_config.max_message_size))
 
     async def resume(self, commit_log_offset: int) -> bool:
@@ -257,6 +318,29 @@ class Transactions:
                 break
             offset = max(offset, at + 1)  # a malformed op is passed over too
         return offset
+
+
+def final_message(half: MessageExt, commit_log_offset: int) -> MessageExt | None:
+    """endMessageTransaction: the half, under its real topic and queue, with its properties
+    string as stored (TRAN_MSG=true and REAL_* kept, as 4.9.8's CommitLog writes them:
+    fidelity.md 3.1); None when its REAL_TOPIC / REAL_QID are missing or bad."""
+    props = half.properties
+    try:
+        topic, queue_id = props[Prop.REAL_TOPIC], int(props[Prop.REAL_QID])
+    except (KeyError, ValueError):
+        return None
+    return MessageExt(
+        topic=topic,
+        body=half.body,
+        flag=half.flag,
+        properties=dict(props),
+        queue_id=queue_id,
+        sys_flag=(half.sys_flag & ~SysFlag.TRANSACTION_MASK) | SysFlag.TRANSACTION_COMMIT,
+        born_timestamp=half.born_timestamp,
+        born_host=half.born_host,
+        reconsume_times=half.reconsume_times,
+        prepared_transaction_offset=commit_log_offset,
+    )
 
 
 def op_half_offsets(record: bytes) -> tuple[int, list[int]]:

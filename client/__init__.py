@@ -5,7 +5,9 @@ import-linter contracts keep them to it):
 
 - ``aiorocketmq.client`` (the same names as ``aiorocketmq``): ``Producer`` (sends with
   RocketMQ's retries and fault avoidance; DefaultMQProducer's settings as typed keywords),
-  ``TransactionProducer`` (``half_message``: a half message any producer can send),
+  ``TransactionProducer`` (``half_message``: a half message any producer can send;
+  ours beyond 4.9.8: ``send_halves`` and ``end_transactions``, many in one request, or
+  ``TransactionBatchNotSupported`` from a broker without them),
   ``PushConsumer`` (listeners or ``async for``), ``PullConsumer`` (``poll``, ``pull_raw``
   for bulk readers, ``list_topics``), ``MessageSelector`` (a tag or SQL92 subscription:
   ``MessageSelector.by_sql("a > 5")``), ``Message`` / ``MessageExt`` / ``SendResult`` and
@@ -62,6 +64,11 @@ from aiorocketmq.client.producer.options import ProducerOptions
 from aiorocketmq.client.producer.producer import Producer, select_by_hash
 from aiorocketmq.client.producer.request import create_reply
 from aiorocketmq.client.producer.transaction import TransactionProducer, half_message
+from aiorocketmq.client.producer.transaction_batch import (
+    TransactionBatchNotSupported,
+    end_transactions,
+    send_halves,
+)
 from aiorocketmq.client.producer.transaction_types import (
     LocalTransactionState,
     TransactionListener,
@@ -118,14 +125,17 @@ __all__ = [
     "SecuritySettings",
     "SendResult",
     "SendStatus",
+    "TransactionBatchNotSupported",
     "TransactionListener",
     "TransactionProducer",
     "TransactionSendResult",
     "create_reply",
     "decode_columns",
     "decode_layout",
+    "end_transactions",
     "half_message",
     "offset_msg_id_at",
     "select_by_hash",
+    "send_halves",
     "tls_context",
 ]

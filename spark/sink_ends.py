@@ -8,11 +8,16 @@ about a half whose END was answered SUCCESS is about a stale copy of it (the bro
 half each time it checks one) and is answered ROLLBACK; only a half whose END failed is
 committed by a check-back (spark/sink_txlog.py ``TxLog.decide``).
 
-A queue's ordered halves (their rows gave a queueId or keys) are ended one at a time, each
-END answered before the next goes: the broker writes a committed message into its queue when
-the END arrives, and a broker may run ENDs in a pool (Java's endTransactionExecutor), so
-only this keeps the queue in row order. Queues go at once; the other halves ``WINDOW`` at a
-time per broker.
+A broker's halves are ended ``PART`` to an END_TRANSACTION_BATCH (ours: the SDK's
+``end_transactions``), each answered per half. The broker appends a request's committed
+messages in the order of its entries, so a queue's ordered halves (their rows gave a
+queueId or keys) go in row order, in requests one after another, each answered before the
+next goes (a broker may run requests in a pool, as Java's endTransactionExecutor); the
+other halves ``WINDOW`` requests at a time. Brokers go at once.
+
+A broker without the batch END (an Apache broker, or ours with
+``enableBatchTransaction=false``) gets one END_TRANSACTION a half, as before: a queue's
+ordered halves one at a time, the others ``WINDOW`` at a time.
 """
 
 from __future__ import annotations
@@ -26,14 +31,18 @@ from aiorocketmq.client import (
     MessageQueue,
     SendResult,
     SendStatus,
+    TransactionBatchNotSupported,
     TransactionProducer,
+    end_transactions,
 )
 from aiorocketmq.spark.sink_txlog import Half
 
 log = logging.getLogger(__name__)
 
 END_TIMEOUT_S = 600.0  # a commit's ENDs
-WINDOW = 64  # unordered ENDs in flight per broker
+WINDOW = 64  # unordered ENDs (one at a time), or 4 batch ENDs, in flight per broker
+PART = 1024  # ENDs per END_TRANSACTION_BATCH
+BATCH_WINDOW = 4
 
 Todo = list[tuple[Half, LocalTransactionState]]
 
@@ -43,15 +52,11 @@ async def end_halves(
 ) -> list[Half]:
     """END each half of each list with its state; the halves whose END failed (logged by the
     SDK, never raised)."""
-    runs: dict[tuple[str, str, int], Todo] = {}
+    by_broker: dict[str, Todo] = {}
     for halves, state in ends:
         for half in halves:
-            topic, broker, queue_id = half[0], half[1], half[2]
-            where = (topic, broker, queue_id) if queue_id >= 0 else ("", broker, -1)
-            runs.setdefault(where, []).append((half, state))
-    calls = [
-        _in_turn(tx, run) if where[2] >= 0 else _windowed(tx, run) for where, run in runs.items()
-    ]
+            by_broker.setdefault(half[1], []).append((half, state))
+    calls = [_broker(tx, broker, todo) for broker, todo in by_broker.items()]
     failed = [h for part in await asyncio.wait_for(asyncio.gather(*calls), END_TIMEOUT_S)
               for h in part]  # fmt: skip
     if failed:
@@ -59,11 +64,58 @@ async def end_halves(
     return failed
 
 
-async def _end(tx: TransactionProducer, half: Half, state: LocalTransactionState) -> bool:
+async def _broker(tx: TransactionProducer, broker: str, todo: Todo) -> list[Half]:
+    """A broker's ENDs: batched, unless it refuses the first request (then nothing of it
+    was ended; asked again at the next call, so an upgraded broker is used at once)."""
+    try:
+        return await _batched(tx, todo)
+    except TransactionBatchNotSupported as exc:
+        log.info("sink_end_batch_not_supported broker=%s (%s): one END a half", broker, exc)
+    return await _one_by_one(tx, todo)
+
+
+async def _batched(tx: TransactionProducer, todo: Todo) -> list[Half]:
+    ordered = [t for t in todo if t[0][2] >= 0]  # in row order per queue, as given
+    loose = [t for t in todo if t[0][2] < 0]
+    slots = asyncio.Semaphore(BATCH_WINDOW)
+
+    async def part(run: Todo) -> list[Half]:
+        async with slots:
+            took = await end_transactions(tx, [(_sent(half), state) for half, state in run])
+        return [half for (half, _), ok in zip(run, took, strict=True) if not ok]
+
+    async def in_turn(run: Todo) -> list[Half]:
+        return [h for i in range(0, len(run), PART) for h in await part(run[i : i + PART])]
+
+    parts = [part(loose[i : i + PART]) for i in range(0, len(loose), PART)]
+    done = await asyncio.gather(in_turn(ordered), *parts, return_exceptions=True)
+    for outcome in done:  # every request finished before the fallback starts
+        if isinstance(outcome, BaseException):
+            raise outcome
+    return [h for failed in done if not isinstance(failed, BaseException) for h in failed]
+
+
+async def _one_by_one(tx: TransactionProducer, todo: Todo) -> list[Half]:
+    """One END_TRANSACTION a half: a queue's ordered halves in turn, the others windowed."""
+    runs: dict[tuple[str, int], Todo] = {}
+    for half, state in todo:
+        where = (half[0], half[2]) if half[2] >= 0 else ("", -1)
+        runs.setdefault(where, []).append((half, state))
+    calls = [
+        _in_turn(tx, run) if where[1] >= 0 else _windowed(tx, run) for where, run in runs.items()
+    ]
+    return [h for part in await asyncio.gather(*calls) for h in part]
+
+
+def _sent(half: Half) -> SendResult:
+    """The half's SendResult, rebuilt from its handle (what the SDK's ENDs take)."""
     topic, broker, queue_id, queue_offset, offset_msg_id, msg_id = half
-    sent = SendResult(SendStatus.SEND_OK, msg_id, offset_msg_id,
+    return SendResult(SendStatus.SEND_OK, msg_id, offset_msg_id,
                       MessageQueue(topic, broker, max(queue_id, 0)), queue_offset)  # fmt: skip
-    return await tx.end_transaction(sent, state, oneway=False)
+
+
+async def _end(tx: TransactionProducer, half: Half, state: LocalTransactionState) -> bool:
+    return await tx.end_transaction(_sent(half), state, oneway=False)
 
 
 async def _in_turn(tx: TransactionProducer, run: Todo) -> list[Half]:

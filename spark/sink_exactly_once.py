@@ -1,18 +1,20 @@
 """The sink's ``exactlyOnce`` mode: each task sends its rows as half (transactional)
 messages, and the driver's commit of the batch makes them visible (issue 34 item 1).
 
-- **Executors** (``write``): every row is sent, one message a request (RocketMQ takes no half
-  message in a batch), as a half message of the write's producer group (``Place.group``:
-  one per query, derived from its checkpoint, so a restarted driver has the same one), sent
-  by the sink's ordinary ``producerGroup`` producer. Each half carries the query, the batch
+- **Executors** (``write``): every row is sent as a half message of the write's producer
+  group (``Place.group``: one per query, derived from its checkpoint, so a restarted driver
+  has the same one), by the sink's ordinary ``producerGroup`` producer, ``batchSize`` halves
+  of one queue to a SEND_BATCH_MESSAGE (ours beyond 4.9.8: the SDK's ``send_halves``; one
+  half a request to a broker that refuses that). Each half carries the query, the batch
   id (Spark's ``streaming.sql.batchId`` local property; 0 for a batch job) and the task
   attempt (``writer``, a fresh id per ``write()`` call). The task returns the halves' handles
   in row order. A task that fails rolls back what it sent, best effort.
 - **Driver** (``commit``): the batch's record -- the task attempts it commits and their
   halves -- is written to the commit log (spark/sink_txlog.py) first, the first commit of a
-  batch id winning; then END_TRANSACTION COMMIT goes to each half, in row order per task
-  (the broker writes a committed message into its queue when the END arrives, so rows of one
-  queue appear in row order). A re-run of a batch whose record exists (a driver killed after
+  batch id winning; then END_TRANSACTION COMMIT goes to each half (many to a request where
+  the broker takes it: spark/sink_ends.py), in row order per task (the broker writes a
+  committed message into its queue when the END arrives, so rows of one queue appear in row
+  order). A re-run of a batch whose record exists (a driver killed after
   its commit began) rolls its own halves back and commits the recorded ones again.
   ``abort`` rolls back the halves the finished tasks reported.
 - **Check-backs** (halves of a killed task, ENDs lost with a driver): answered from the log
@@ -28,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import random
 import threading
 import uuid
 from collections.abc import Iterator, Sequence
@@ -40,16 +43,25 @@ from aiorocketmq.client import (
     Message,
     MessageQueue,
     Producer,
+    SendResult,
     SendStatus,
+    TransactionBatchNotSupported,
     TransactionProducer,
     half_message,
     select_by_hash,
+    send_halves,
 )
 from aiorocketmq.spark.options import WriteOptions
 from aiorocketmq.spark.sink_answerer import Answers, Settings, driver_pid, ensure
 from aiorocketmq.spark.sink_ends import end_halves
-from aiorocketmq.spark.sink_rows import Columns, in_order
-from aiorocketmq.spark.sink_send import SinkSendError, by_queue_id, producer
+from aiorocketmq.spark.sink_rows import Columns, chunks, in_order
+from aiorocketmq.spark.sink_send import (
+    BATCH_BYTES,
+    NoSuchQueueError,
+    SinkSendError,
+    by_queue_id,
+    producer,
+)
 from aiorocketmq.spark.sink_txlog import (
     BATCH_PROPERTY,
     QUERY_PROPERTY,
@@ -64,7 +76,8 @@ from aiorocketmq.spark.sink_txlog import (
 
 log = logging.getLogger(__name__)
 
-WINDOW = 64  # half messages in flight per record batch: one request each
+REQUESTS = 8  # SEND_BATCH_MESSAGE requests of halves in flight per record batch
+SINGLES = 64  # halves in flight per write() to a broker without half batches: one a request
 BATCHES_IN_FLIGHT = 2  # record batches a write() sends at once
 BATCH_ID_PROPERTY = "streaming.sql.batchId"  # MicroBatchExecution.BATCH_ID_KEY
 END_TIMEOUT_S = 600.0  # a commit's ENDs (and the barrier after them)
@@ -109,16 +122,16 @@ def write(
         BATCH_PROPERTY: str(batch),
         WRITER_PROPERTY: uuid.uuid4().hex,
     }
-    sender = _HalfSender(loop, prod, props[WRITER_PROPERTY])
+    sender = _HalfSender(loop, prod, props[WRITER_PROPERTY], opts.batch_size, place.group)
     rows, done = 0, False
     try:
         for record_batch in batches:
             rows += record_batch.num_rows
-            halves = []
+            rows_of_batch = []  # each row's message, sent as half_message(msg, group) makes it
             for msg, queue_id in in_order(record_batch, cols, opts.topic):
                 msg.properties.update(props)
-                halves.append((half_message(msg, place.group), queue_id))
-            sender.submit(halves)
+                rows_of_batch.append((msg, queue_id))
+            sender.submit(rows_of_batch)
         sent = sender.finish()
         done = True
     finally:
@@ -128,17 +141,27 @@ def write(
 
 
 class _HalfSender:
-    """One write()'s half messages: each record batch's sent by one coroutine on the loop
-    (``WINDOW`` sends in flight; two batches at a time), their handles kept in row order."""
+    """One write()'s half messages: each record batch's sent by one coroutine on the loop, in
+    SEND_BATCH_MESSAGE requests of up to ``batchSize`` halves a queue (``REQUESTS`` in
+    flight; two record batches at a time), their handles kept in row order."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, prod: Producer, writer: str) -> None:
-        self._loop, self._producer = loop, prod
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, prod: Producer, writer: str, batch_size: int,
+        group: str,
+    ) -> None:  # fmt: skip
+        self._loop, self._producer, self._batch_size = loop, prod, batch_size
+        self._group = group  # the halves' producer group
         self._slots = threading.Semaphore(BATCHES_IN_FLIGHT)
         self._futures: list[concurrent.futures.Future[None]] = []
         self._handles: list[list[Half | None]] = []  # per record batch, filled on the loop
         self.sent = HalvesSent(writer)
         self.error: BaseException | None = None
-        self._turn = 0  # round robin over the topic's queues (on the loop only)
+        # round robin over the topic's queues (on the loop only), from a random one: tasks
+        # that each send a run or two spread over the queues
+        self._turn = random.randrange(1 << 16)
+        self._queues: dict[str, list[MessageQueue]] = {}  # per topic (on the loop only)
+        self._singles = asyncio.Semaphore(SINGLES)
+        self._no_batch: set[str] = set()  # brokers that refused a batch of halves
 
     def submit(self, halves: list[tuple[Message, int | None]]) -> None:
         """Start sending one record batch's halves (and their queueIds); blocks while two
@@ -160,39 +183,101 @@ class _HalfSender:
     async def _send_all(
         self, halves: list[tuple[Message, int | None]], out: list[Half | None]
     ) -> None:
-        todo = iter(enumerate(halves))
+        unplanned: list[Exception] = []
+        parts = await self._parts(halves, unplanned)
         errors: list[Exception] = []
+        slots = asyncio.Semaphore(REQUESTS)
 
-        async def worker() -> None:
-            for i, (half, queue_id) in todo:
+        async def one(mq: MessageQueue, ordered: bool, rows: list[int]) -> None:
+            async with slots:
                 if errors or self.error is not None:
                     return
                 try:
-                    out[i] = await self._send(half, queue_id)
+                    results = await self._send(mq, [halves[i][0] for i in rows])
                 except Exception as exc:  # noqa: BLE001 - the first one is raised below
                     errors.append(exc)
+                    return
+            for i, result in zip(rows, results, strict=True):
+                out[i] = self._handle(result, ordered)
 
-        # every send under way finishes (its half known) before this ends: a failing task
-        # rolls back what it stored
-        await asyncio.gather(*(worker() for _ in range(min(WINDOW, len(halves)))))
-        if errors:
-            raise errors[0]
+        # every request under way finishes (its halves known) before this ends: a failing
+        # task rolls back what it stored
+        await asyncio.gather(*(one(*part) for part in parts))
+        if errors or unplanned:
+            raise (errors or unplanned)[0]
 
-    async def _send(self, half: Message, queue_id: int | None) -> Half:
-        # one try each (a selector send is never retried by the producer): a retried send
-        # whose first try timed out yet was stored would leave a second half of the row, and
-        # check-backs would commit it with the task's others. A failure fails the task.
-        if queue_id is not None:
-            result = await self._producer.send(half, selector=by_queue_id, arg=queue_id)
-        elif half.keys:
-            result = await self._producer.send(half, selector=select_by_hash, arg=half.keys)
-        else:
-            self._turn += 1
-            result = await self._producer.send(half, selector=_round_robin, arg=self._turn)
+    async def _parts(
+        self, halves: list[tuple[Message, int | None]], errors: list[Exception]
+    ) -> list[tuple[MessageQueue, bool, list[int]]]:
+        """The requests: (queue, ordered, the rows it carries). A row with a queueId goes to
+        that queue, one with keys to the queue they hash to (``select_by_hash``, as a
+        producer's ``send_orderly``), each queue's in row order; the others in runs, round
+        robin over the topic's queues. A row whose queueId the topic lacks ends the plan:
+        the rows before it are sent, and its NoSuchQueueError goes to ``errors`` (the task
+        fails as it did when each row was sent in turn)."""
+        pinned: dict[MessageQueue, list[int]] = {}
+        loose: dict[str, list[int]] = {}
+        for i, (half, queue_id) in enumerate(halves):
+            if queue_id is None and not half.keys:
+                loose.setdefault(half.topic, []).append(i)
+                continue
+            queues = await self._topic_queues(half.topic)
+            try:
+                if queue_id is not None:
+                    mq = by_queue_id(queues, half, queue_id)
+                else:
+                    mq = select_by_hash(queues, half, half.keys)
+            except NoSuchQueueError as exc:
+                errors.append(exc)
+                break
+            pinned.setdefault(mq, []).append(i)
+        parts = [(mq, True, run) for mq, rows in pinned.items()
+                 for run in self._runs(halves, rows)]  # fmt: skip
+        for topic, rows in loose.items():
+            queues = await self._topic_queues(topic)
+            for run in self._runs(halves, rows):
+                self._turn += 1
+                parts.append((queues[self._turn % len(queues)], False, run))
+        return parts
+
+    def _runs(self, halves: list[tuple[Message, int | None]], rows: list[int]) -> list[list[int]]:
+        """``rows`` cut as the at-least-once sink cuts its batches (count and bytes)."""
+        out, at = [], 0
+        for run in chunks([halves[i][0] for i in rows], self._batch_size, BATCH_BYTES):
+            out.append(rows[at : at + len(run)])
+            at += len(run)
+        return out
+
+    async def _topic_queues(self, topic: str) -> list[MessageQueue]:
+        queues = self._queues.get(topic)
+        if queues is None:
+            queues = self._queues[topic] = await self._producer.fetch_publish_message_queues(topic)
+            if not queues:
+                raise SinkSendError(f"rocketmq sink: topic {topic} has no writable queue")
+        return queues
+
+    async def _send(self, mq: MessageQueue, msgs: list[Message]) -> list[SendResult]:
+        """``msgs`` sent as halves of the write's group to ``mq``."""
+        # one try each (send_halves and a send to a given queue are never retried): a retried
+        # send whose first try timed out yet was stored would leave a second half of a row,
+        # and check-backs would commit it with the task's others. A failure fails the task.
+        if mq.broker_name not in self._no_batch:
+            try:
+                return await send_halves(self._producer, msgs, self._group, mq)
+            except TransactionBatchNotSupported as exc:  # nothing of it was stored
+                self._no_batch.add(mq.broker_name)
+                log.info("sink_half_batch_not_supported broker=%s (%s): one half a request",
+                         mq.broker_name, exc)  # fmt: skip
+        return list(await asyncio.gather(*(self._one(mq, msg) for msg in msgs)))
+
+    async def _one(self, mq: MessageQueue, msg: Message) -> SendResult:
+        async with self._singles:
+            return await self._producer.send(half_message(msg, self._group), queue=mq)
+
+    def _handle(self, result: SendResult, ordered: bool) -> Half:
         if result.status is not SendStatus.SEND_OK:
             self.sent.not_ok += 1  # stored, not flushed or replicated in time
         mq = result.queue
-        ordered = queue_id is not None or bool(half.keys)
         return (mq.topic, mq.broker_name, mq.queue_id if ordered else -1, result.queue_offset,
                 result.offset_msg_id, result.msg_id)  # fmt: skip
 
@@ -219,11 +304,6 @@ class _HalfSender:
             "(exactlyOnce: a half is sent once, never retried; this task's halves are rolled "
             "back, Spark's retry of the task sends its rows again and only its become visible)"
         )
-
-
-def _round_robin(queues: Sequence[MessageQueue], msg: Message, turn: object) -> MessageQueue:
-    assert isinstance(turn, int)
-    return queues[turn % len(queues)]
 
 
 def _roll_back_own(opts: WriteOptions, place: Place, halves: list[Half]) -> None:

@@ -49,6 +49,7 @@ from aiorocketmq.remoting.protocol.topic import (
     check_topic_name,
     dlq_topic,
 )
+from aiorocketmq.remoting.protocol.txbatch import HALF_BATCH_FIELD, MAX_HALVES
 
 log = structlog.get_logger(__name__)
 
@@ -56,6 +57,7 @@ log = structlog.get_logger(__name__)
 # (handleRetryAndDLQ, asyncConsumerSendMsgBack); only 4.9.3 and older made them write-only.
 DLQ_PERM: Final = Perm.READ | Perm.WRITE
 _SENDABLE_CACHE: Final = 65_536
+HALF_BATCH_ILLEGAL: Final = "every message of a half batch needs TRAN_MSG=true and PGROUP"
 
 
 class Refused(Exception):
@@ -105,6 +107,8 @@ class SendProcessor:
         except Refused as exc:
             return response_to(req, exc.code, exc.remark, self._base_ext())
         result = await self.store.put(msg, wait_flush=wait)
+        if msg.topic == TRANS_HALF_TOPIC and result.status in STORED:
+            self.transactions.remember([msg])
         return self._answer(req, result, msg.topic, queue_id)
 
     def send_many(
@@ -112,9 +116,10 @@ class SendProcessor:
     ) -> list[RemotingCommand] | Deferred:
         """SEND_MESSAGE(_V2) requests that one read delivered, in order: the answers to the
         leading ones it can handle at once, their messages stored in one append
-        (MessageStore.put_many). It stops before a request that needs more -- a topic to
-        create, a retry or transactional send, a bad header -- and the dispatcher hands that
-        one to ``send``. Each request is checked and answered as ``send`` would; where the
+        (MessageStore.put_many); half messages too, once the half topic exists. It stops
+        before a request that needs more -- a topic to create, a retry send, a bad header --
+        and the dispatcher hands that one to ``send``. Each request is checked and answered
+        as ``send`` would; where the
         store's puts wait (SYNC_FLUSH, SYNC_MASTER) the answers are Deferred until one wait
         covers them all (MessageStore.settle_many)."""
         answers: list[RemotingCommand | None] = []
@@ -137,17 +142,28 @@ class SendProcessor:
             queue_id = hdr.queue_id if hdr.queue_id >= 0 else _random_queue(config)
             msg, wait = self._build(hdr, req.body, queue_id, ch)
             props = msg.properties
-            if props.get(Prop.TRAN_MSG, "").lower() == "true":
-                break
+            half = props.get(Prop.TRAN_MSG, "").lower() == "true"
+            if half and self.topics.get(TRANS_HALF_TOPIC) is None:
+                break  # ``send`` creates the half topic
             if config.topic_filter_type == "MULTI_TAG":
                 msg.sys_flag |= SysFlag.MULTI_TAGS
-            if Prop.DELAY in props:
+            if half:  # parked with the others: a transactional producer's halves batch too
+                try:
+                    self._prepare_transaction(msg)
+                except Refused as exc:
+                    answers.append(response_to(req, exc.code, exc.remark, self._base_ext()))
+                    continue
+            elif Prop.DELAY in props:
                 apply_delay(msg, len(self.store.delays))
             taken.append((len(answers), queue_id))
             msgs.append(msg)
             waits.append(wait)
             answers.append(None)
         results = self.store.put_many(msgs) if msgs else []
+        parked = zip(msgs, results, strict=True)
+        self.transactions.remember(
+            m for m, r in parked if m.topic == TRANS_HALF_TOPIC and r.status in STORED
+        )
         if self.store.waits and any(waits):
             settled = self.store.settle_many(results, waits)
             return Deferred(len(answers), self._answered(reqs, answers, taken, msgs, settled))
@@ -179,7 +195,9 @@ class SendProcessor:
         return done
 
     async def send_batch(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
-        """SEND_BATCH_MESSAGE: every message to one queue, in one append."""
+        """SEND_BATCH_MESSAGE: every message to one queue, in one append. A batch whose
+        sysFlag is transactional is refused, as CommitLog.putMessages does, unless it asks for
+        ours: half messages, parked in one append (``halfBatch``, remoting/protocol/txbatch.py)."""
         hdr = SendMessageHeader.from_ext(req.ext_fields, v2=True)
         try:
             config = self._msg_check(hdr, ch) or await self._created(hdr, ch)
@@ -188,12 +206,35 @@ class SendProcessor:
                     ResponseCode.MESSAGE_ILLEGAL,
                     f"batch request does not support retry group {hdr.topic}",
                 )
+            halves = self._half_batch(req, hdr)
             queue_id = hdr.queue_id if hdr.queue_id >= 0 else _random_queue(config)
             msgs, wait = self._build_batch(hdr, req.body, queue_id, ch, config)
+            if halves:
+                if len(msgs) > MAX_HALVES:
+                    raise Refused(ResponseCode.MESSAGE_ILLEGAL,
+                                  f"at most {MAX_HALVES} half messages in one batch")  # fmt: skip
+                for msg in msgs:
+                    if Prop.PGROUP not in msg.properties or not self._prepare_transaction(msg):
+                        raise Refused(ResponseCode.MESSAGE_ILLEGAL, HALF_BATCH_ILLEGAL)
+                await self.transactions.half_topic()
         except Refused as exc:
             return response_to(req, exc.code, exc.remark, self._base_ext())
         result = await self.store.put_batch(msgs, wait_flush=wait)
+        if halves and result.status in STORED:
+            self.transactions.remember(msgs)
         return self._answer(req, result, hdr.topic, queue_id)
+
+    def _half_batch(self, req: RemotingCommand, hdr: SendMessageHeader) -> bool:
+        """Whether the batch is one of half messages (ours); raises Refused for a
+        transactional batch 4.9.8 refuses (CommitLog.putMessages: MESSAGE_ILLEGAL)."""
+        if hdr.sys_flag & SysFlag.TRANSACTION_MASK == SysFlag.TRANSACTION_NOT_TYPE:
+            return False
+        asked = req.ext_fields.get(HALF_BATCH_FIELD) == "true"
+        prepared = hdr.sys_flag & SysFlag.TRANSACTION_MASK == SysFlag.TRANSACTION_PREPARED
+        if asked and prepared and self.config.enable_batch_transaction:
+            return True
+        code, remark = PUT_RESULT[PutStatus.MESSAGE_ILLEGAL]
+        raise Refused(code, (remark or "").format(body=self.ctx.store_config.max_message_size))
 
     # ------------------------------------------------------------ msgCheck
 

@@ -162,6 +162,13 @@ class Producer(ProducerCore):
         no delay levels, no retry topics; ``msg_id`` lists every message's id, comma-separated."""
         return await self._send_batch(msgs)
 
+    async def fetch_publish_message_queues(self, topic: str) -> list[MessageQueue]:
+        """The queues ``send`` picks among for ``topic``, as a selector is given them
+        (DefaultMQProducer.fetchPublishMessageQueues): writable queues of brokers that have
+        a master, in broker-name order."""
+        info = await self.instance.publish_info(topic, self.options.send_msg_timeout / 1000)
+        return list(info.queues)
+
     async def request(
         self,
         msg: Message,

@@ -123,3 +123,41 @@ async def test_sends_of_one_read_to_a_store_that_waits_get_their_wait_status(
         assert int(resp.ext_fields["queueOffset"]) == opaque - 1
         stored = await view(client, broker.addr, resp.ext_fields["msgId"])
         assert stored.body == cmd.body and Prop.WAIT not in stored.properties
+
+
+async def test_half_messages_of_one_read_are_each_parked_and_answered(
+    cluster: Cluster, client: RemotingClient
+) -> None:
+    """Once the half topic exists, a transactional producer's halves that arrive in one read
+    go through the same append as plain sends: each is parked in the half topic under its
+    REAL_TOPIC / REAL_QID (never visible in its queue), answered with its own half-queue
+    offset, in arrival order, between plain messages stored as usual."""
+    broker = cluster.add_broker("broker-a")
+    assert (await client.invoke(broker.addr, create_topic(TOPIC, 2))).code == 0
+    half = {Prop.TRAN_MSG: "true", Prop.PGROUP: "pg_many"}
+    first = await client.invoke(broker.addr, send_v2(TOPIC, b"h-first", queue_id=1, props=half))
+    assert first.code == 0 and first.ext_fields["queueOffset"] == "0"  # creates the half topic
+    reqs = [
+        send_v2(TOPIC, f"h{i}".encode(), queue_id=1, props=half)
+        if i % 3
+        else send_v2(TOPIC, f"p{i}".encode(), queue_id=1)
+        for i in range(30)
+    ]
+    got = await answers(broker.port, frames(reqs), len(reqs))
+    halves = plain = 0
+    for opaque, cmd in enumerate(reqs, start=1):
+        resp = got[opaque]
+        assert resp.code == ResponseCode.SUCCESS, (opaque, resp.remark)
+        stored = await view(client, broker.addr, resp.ext_fields["msgId"])
+        assert stored.body == cmd.body and resp.ext_fields["queueId"] == "1"
+        if cmd.body.startswith(b"h"):
+            halves += 1
+            assert stored.topic == "RMQ_SYS_TRANS_HALF_TOPIC" and stored.queue_id == 0
+            assert stored.properties[Prop.REAL_TOPIC] == TOPIC
+            assert stored.properties[Prop.REAL_QID] == "1"
+            assert int(resp.ext_fields["queueOffset"]) == halves == stored.queue_offset
+        else:
+            assert (stored.topic, stored.queue_id) == (TOPIC, 1)
+            assert int(resp.ext_fields["queueOffset"]) == plain
+            plain += 1
+    assert (halves, plain) == (20, 10)
