@@ -36,7 +36,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -70,6 +72,7 @@ TOPIC, IDLE_TOPIC, QUEUES, SIZE = "BenchSparkRead", "BenchSparkIdle", 8, 100
 # maxTransferCountOnMessageInMemory, Java's: at most 32 messages per pull)
 BATCH_ROWS, PULL = 32_768, 32
 FILL_BATCH, FILL_WINDOW = 128, 8
+CPU_ROLES = ("broker", "jvm", "py_workers")
 
 
 async def prepare(namesrv: str, broker: str, n: int) -> dict[str, dict[str, int]]:
@@ -179,6 +182,46 @@ def spark_rate(df: Any, n: int, count: bool = True) -> float:
     return n / elapsed
 
 
+def _proc_cpu() -> dict[int, tuple[int, str, float]]:
+    """Every process: pid -> (parent pid, name, CPU seconds of it and its reaped children)."""
+    tick, out = os.sysconf("SC_CLK_TCK"), {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            raw = (entry / "stat").read_text()
+            name, rest = raw[raw.index("(") + 1 : raw.rindex(")")], raw.rsplit(")", 1)[1].split()
+            out[int(entry.name)] = (int(rest[1]), name, sum(map(int, rest[11:15])) / tick)
+    return out
+
+
+def cpu_by_role(broker_pid: int) -> dict[str, float]:
+    """CPU seconds so far of the broker, the JVM(s) this process started and the Python
+    workers below them (Linux /proc): where a read's cost goes."""
+    procs, me = _proc_cpu(), os.getpid()
+    roles = {"broker": 0.0, "jvm": 0.0, "py_workers": 0.0}
+    for pid, (_, name, cpu) in procs.items():
+        chain, at = [], pid
+        while at in procs and at not in (me, 1, 0):
+            chain.append(procs[at][1])
+            at = procs[at][0]
+        if pid == broker_pid:
+            roles["broker"] += cpu
+        elif at == me and name == "java":
+            roles["jvm"] += cpu
+        elif at == me and "java" in chain[1:]:
+            roles["py_workers"] += cpu
+    return roles
+
+
+def measured(rate: Callable[[], float], n: int, broker_pid: int) -> tuple[float, dict[str, float]]:
+    """``rate()`` and the CPU µs per row each role spent meanwhile."""
+    before = cpu_by_role(broker_pid)
+    got = rate()
+    after = cpu_by_role(broker_pid)
+    return got, {k: (after[k] - before[k]) / n * 1e6 for k in after}
+
+
 def rocketmq_df(session: Any, namesrv: str, pull: int, end: str = "latest") -> Any:
     reader = session.read.format("rocketmq").option("nameServer", namesrv)
     reader = reader.option("subscribe", TOPIC).option("startingOffsets", "earliest")
@@ -279,12 +322,23 @@ def streaming(session: Any, namesrv: str, seconds: float, tmp: str) -> dict[str,
     }
 
 
-def run_reads(session: Any, namesrv: str, path: Path, n: int, pull: int) -> dict[str, float]:
+def run_reads(session: Any, namesrv: str, path: Path, n: int, pull: int,
+              broker_pid: int) -> dict[str, float]:  # fmt: skip
+    """One run of each case (rows/s), and the CPU µs per row of the two Spark reads by role
+    (``rocketmq.jvm`` ...)."""
+    ours, ours_cpu = measured(
+        lambda: spark_rate(rocketmq_df(session, namesrv, pull), n), n, broker_pid
+    )
+    mem, mem_cpu = measured(
+        lambda: spark_rate(memory_df(session, path, n), n, count=False), n, broker_pid
+    )
     return {
-        "rocketmq": spark_rate(rocketmq_df(session, namesrv, pull), n),
-        "memory": spark_rate(memory_df(session, path, n), n, count=False),
+        "rocketmq": ours,
+        "memory": mem,
         "sdk_poll": uvloop.run(sdk_poll(namesrv, n, pull)),
         "sdk_raw": uvloop.run(sdk_raw(namesrv, n, pull)),
+        **{f"rocketmq.{k}": v for k, v in ours_cpu.items()},
+        **{f"memory.{k}": v for k, v in mem_cpu.items()},
     }
 
 
@@ -300,7 +354,8 @@ def warm_up(session: Any, namesrv: str, path: Path, ends: dict[str, dict[str, in
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--messages", type=int, default=1_000_000, help="rows per read")
-    parser.add_argument("--seconds", type=float, default=10.0, help="per streaming query")
+    parser.add_argument("--seconds", type=float, default=10.0,
+                        help="per streaming query (0: no streaming part)")  # fmt: skip
     parser.add_argument("--repeat", type=int, default=3, help="report the median of N")
     parser.add_argument("--quick", action="store_true", help="smoke run: 50,000 rows, once")
     parser.add_argument("--pull-batch", type=int, default=PULL,
@@ -339,9 +394,9 @@ def main() -> int:
             session = start_spark()
             try:
                 warm_up(session, namesrv, path, ends, args)
-                runs += [run_reads(session, namesrv, path, args.messages, args.pull_batch)
-                         for _ in range(args.repeat)]  # fmt: skip
-                stream = streaming(session, namesrv, args.seconds, tmp)
+                runs += [run_reads(session, namesrv, path, args.messages, args.pull_batch,
+                                   broker.pid) for _ in range(args.repeat)]  # fmt: skip
+                stream = streaming(session, namesrv, args.seconds, tmp) if args.seconds else {}
             finally:
                 session.stop()
     report(runs, stream, args, fill_s)
@@ -366,7 +421,29 @@ def report(runs: list[dict[str, float]], stream: dict[str, dict[str, float]],
         print(f"{label:<40}{med[k]:>12,.0f}")
     ratios = {f"rocketmq/{k}": med["rocketmq"] / med[k] for k in ("memory", "sdk_poll", "sdk_raw")}
     print("; ".join(f"{k}: {v:.2f}" for k, v in ratios.items()) + " (target: /memory >= 0.50)")
-    print(f"\nidle triggers of a stream, noop sink, processingTime 0, {args.seconds:g} s")
+    same = [r["rocketmq"] / r["memory"] for r in runs]
+    print("rocketmq/memory of each run: " + ", ".join(f"{v:.2f}" for v in same))
+    print(f"\nCPU µs per row (medians), {'broker':>8}{'JVM':>8}{'Python workers':>16}")
+    for case in ("rocketmq", "memory"):
+        cpu = [float(statistics.median(r[f"{case}.{k}"] for r in runs)) for k in CPU_ROLES]
+        print(f"{'spark read ' + case:<27}" + "".join(f"{v:>8.2f}" for v in cpu[:2])
+              + f"{cpu[2]:>16.2f}")  # fmt: skip
+    out: dict[str, Any] = {
+        "bench": "spark_read",
+        "rows": args.messages,
+        "pull_batch": args.pull_batch,
+        "rows_per_s": {k: round(v) for k, v in med.items()},
+        "ratios": {k: round(v, 3) for k, v in ratios.items()},
+        "same_run_ratios": [round(v, 3) for v in same],
+        "runs": [{k: round(v, 2) for k, v in r.items()} for r in runs],
+    }
+    if stream:
+        out.update(idle_report(stream, args.seconds))
+    print(json.dumps(out))
+
+
+def idle_report(stream: dict[str, dict[str, float]], seconds: float) -> dict[str, Any]:
+    print(f"\nidle triggers of a stream, noop sink, processingTime 0, {seconds:g} s")
     print(
         f"{'source':<10}{'idle':>6}{'median ms':>11}{'mean ms':>9}{'latestOffset':>14}"
         f"{'batch 0 ms':>12}"
@@ -378,18 +455,12 @@ def report(runs: list[dict[str, float]], stream: dict[str, dict[str, float]],
         )
     idle = stream["rocketmq"]["mean_ms"] / max(stream["rate"]["mean_ms"], 0.01)
     print(f"rocketmq / rate, mean idle trigger: {idle:.1f} (rate's median is under 1 ms)")
-    out = {
-        "bench": "spark_read",
-        "rows": args.messages,
-        "pull_batch": args.pull_batch,
-        "rows_per_s": {k: round(v) for k, v in med.items()},
-        "ratios": {k: round(v, 3) for k, v in ratios.items()},
+    return {
         "idle_trigger_ms": {
             k: {m: round(st[m], 2) for m in ("median_ms", "mean_ms")} for k, st in stream.items()
         },
         "idle_trigger_ratio": round(idle, 2),
     }
-    print(json.dumps(out))
 
 
 if __name__ == "__main__":
