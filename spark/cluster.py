@@ -29,6 +29,7 @@ import uvloop
 from aiorocketmq.client import (
     Layout,
     MessageQueue,
+    MessageSelector,
     MQClientError,
     PullConsumer,
     PullStatus,
@@ -261,17 +262,18 @@ def read_range(opts: ReadOptions, r: QueueRange) -> Iterator[pa.RecordBatch]:
     the next window is sent before this one's bodies are decoded, so the brokers work while
     this thread decodes. An answer is used only if it starts where the previous one ended (a
     filtered or short answer discards the rest of the window, and the window sent ahead)."""
-    c = consumer(opts)
     mq = MessageQueue(r.topic, r.broker_name, r.queue_id)
+    pulls = _Pulls(consumer(opts), mq, opts.selector, opts.pull_batch_size,
+                   opts.pull_timeout_ms / 1000)  # fmt: skip
     layout, bodies, offset = Layout(), list[bytes](), r.start
     patience = time.monotonic() + RETRY_SECONDS
-    ahead: concurrent.futures.Future[Answers] | None = _send(c, mq, opts, offset, r.end)
+    ahead: concurrent.futures.Future[Answers] | None = _send(pulls, offset, r.end)
     while ahead is not None:
         answers = ahead.result(opts.pull_timeout_ms / 1000 + 5)
         ahead = None
         guess = answers[-1][0] + opts.pull_batch_size  # where this window ends if all is well
         if guess < r.end:
-            ahead = _send(c, mq, opts, guess, r.end)
+            ahead = _send(pulls, guess, r.end)
         for at, raw in answers:
             if at != offset:
                 break  # the previous answer ended elsewhere: ask again from there
@@ -297,7 +299,7 @@ def read_range(opts: ReadOptions, r: QueueRange) -> Iterator[pa.RecordBatch]:
         if offset != guess or ahead is None:  # the window sent ahead starts elsewhere
             if ahead is not None:
                 ahead.cancel()
-            ahead = _send(c, mq, opts, offset, r.end)
+            ahead = _send(pulls, offset, r.end)
     if ahead is not None:
         ahead.cancel()
     if len(layout):
@@ -312,20 +314,28 @@ def _batch(opts: ReadOptions, layout: Layout, bodies: list[bytes], r: QueueRange
 Answers = list[tuple[int, RawPull | BaseException]]
 
 
-def _send(
-    c: PullConsumer, mq: MessageQueue, opts: ReadOptions, offset: int, end: int
-) -> concurrent.futures.Future[Answers]:
+@dataclass(frozen=True)
+class _Pulls:
+    """What every pull of one range sends: built once per range (a selector per pull cost
+    more than the rest of its request)."""
+
+    consumer: PullConsumer
+    queue: MessageQueue
+    selector: MessageSelector
+    size: int  # pullBatchSize
+    timeout: float  # seconds
+
+
+def _send(p: _Pulls, offset: int, end: int) -> concurrent.futures.Future[Answers]:
     """A window of pulls from ``offset``, sent now on the SDK's loop."""
-    return submit(_window(c, mq, opts, offset, end))
+    return submit(_window(p, offset, end))
 
 
-async def _window(
-    c: PullConsumer, mq: MessageQueue, opts: ReadOptions, offset: int, end: int
-) -> Answers:
-    n, timeout = opts.pull_batch_size, opts.pull_timeout_ms / 1000
-    starts = [at for at in range(offset, end, n)][:PULLS_IN_FLIGHT]
+async def _window(p: _Pulls, offset: int, end: int) -> Answers:
+    n, c, mq = p.size, p.consumer, p.queue
+    starts = list(range(offset, end, n)[:PULLS_IN_FLIGHT])
     calls = [
-        c.pull_raw(mq, at, min(n, end - at), timeout, expression=opts.selector) for at in starts
+        c.pull_raw(mq, at, min(n, end - at), p.timeout, expression=p.selector) for at in starts
     ]
     answers = await asyncio.gather(*calls, return_exceptions=True)
     return list(zip(starts, answers, strict=True))

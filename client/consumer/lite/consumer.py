@@ -32,7 +32,7 @@ from aiorocketmq.client.consumer.lite.offsets import LiteOffsets
 from aiorocketmq.client.consumer.lite.options import FLAG_LITE_PULL, LitePullOptions, PullOptions
 from aiorocketmq.client.consumer.lite.raw import RawPull, raw_from_reply
 from aiorocketmq.client.consumer.lite.requests import LiteRequests
-from aiorocketmq.client.consumer.lite.tasks import Mode, PullTasks, QueueState
+from aiorocketmq.client.consumer.lite.tasks import MAX_TEMPLATES, Mode, PullTasks, QueueState
 from aiorocketmq.client.consumer.member import GroupMember, MemberSettings
 from aiorocketmq.client.consumer.offsets import OffsetStore
 from aiorocketmq.client.consumer.process_queue import ProcessQueue
@@ -85,6 +85,7 @@ class PullConsumer:
         self._mode = Mode.NONE
         self._expressions: dict[str, MessageSelector] = {}  # subscribe
         self._assign_subs: dict[str, SubscriptionData] = {}  # setSubExpressionForAssign
+        self._raw_subs: dict[tuple[str, str | MessageSelector], SubscriptionData] = {}  # pull_raw
         self._queue_listeners: dict[str, QueueListener] = {}
         self._known_queues: dict[str, set[MessageQueue]] = {}
         self.tasks = PullTasks(group, o, self._subscription, self._first_offset)
@@ -307,7 +308,12 @@ class PullConsumer:
         nums = self.options.pull_batch_size if max_nums is None else max_nums
         if nums <= 0:
             raise MQClientError("maxNums <= 0")
-        sub = selector_of(expression).subscription(queue.topic)
+        sub = self._raw_subs.get((queue.topic, expression))
+        if sub is None:  # FilterAPI.build parses the expression: once per topic and selector
+            if len(self._raw_subs) >= MAX_TEMPLATES:
+                self._raw_subs.clear()
+            sub = selector_of(expression).subscription(queue.topic)
+            self._raw_subs[(queue.topic, expression)] = sub
         flag = api.FLAG_SUBSCRIPTION | FLAG_LITE_PULL | (api.FLAG_SUSPEND if suspend_ms else 0)
         if timeout is None:
             timeout = (self.options.consumer_pull_timeout_millis + suspend_ms) / 1000

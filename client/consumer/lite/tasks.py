@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from aiorocketmq.client.trace.hooks import ConsumeTrace
 
 log = get_logger(__name__)
+MAX_TEMPLATES = 256  # pull request templates kept (topics x subscriptions x flags)
 
 
 class Mode(enum.Enum):
@@ -94,6 +95,9 @@ class PullTasks:
         self.suggested: dict[MessageQueue, int] = {}  # pullFromWhichNodeTable
         self.flow_controlled = 0
         self.trace: ConsumeTrace | None = None  # message trace (trace=True)
+        # PULL_MESSAGE ext fields but the queue, offset and count, per (topic, subscription,
+        # flags): a pull builds its request from a copy (api.pull_template)
+        self._templates: dict[tuple[str, str, str, int, int], dict[str, str]] = {}
 
     # ------------------------------------------------------------ queues and tasks
 
@@ -265,11 +269,16 @@ class PullTasks:
             found = inst.subscribe_addr(mq.broker_name, self.suggested.get(mq, MASTER_ID))
             if found is None:
                 raise MQClientError(f"The broker[{mq.broker_name}] not exist")
-        request = api.pull_message(
-            self.group, mq.topic, mq.queue_id, offset,
-            max_nums=max_nums, sys_flag=sys_flag, suspend_ms=suspend_ms,
-            subscription=sub.sub_string, expression_type=sub.expression_type,
-        )  # fmt: skip
+        key = (mq.topic, sub.sub_string, sub.expression_type, sys_flag, suspend_ms)
+        template = self._templates.get(key)
+        if template is None:
+            if len(self._templates) >= MAX_TEMPLATES:
+                self._templates.clear()
+            template = self._templates[key] = api.pull_template(
+                self.group, mq.topic, sys_flag=sys_flag, suspend_ms=suspend_ms,
+                subscription=sub.sub_string, expression_type=sub.expression_type,
+            )  # fmt: skip
+        request = api.pull_from(template, mq.queue_id, offset, max_nums)
         addr = found[0]
         reply = api.parse_pull(await inst.remoting.invoke(addr, request, timeout), addr)
         self.suggested[mq] = reply.suggest_which_broker_id
