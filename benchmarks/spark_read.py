@@ -10,17 +10,22 @@ warmed up first. Each case is timed from the start of the action until it return
 
 - ``rocketmq``: ``spark.read.format("rocketmq")`` (earliest to latest, one partition per
   queue, pullBatchSize 32, the default) then ``write.format("noop")`` of the whole
-  DataFrame, every column produced; rows counted by ``observe`` (checked == N);
+  DataFrame, every column produced;
 - ``memory``: the same over a trivial Python data source defined here (8 partitions, the
   connector's schema) yielding Arrow batches of 32,768 rows made from pre-made columns
   (the topic's first 32,768 rows as the connector decodes them, read once per partition):
   Spark's side of a Python source alone, the ceiling (target: rocketmq >= 0.50 x memory);
-  not counted (exact by construction): ``observe`` costs it ~8 %;
+  its rows are the connector's (checked: ``layout_batch`` of the same pulls equals them);
 - ``sdk poll``: in this process, ``client.PullConsumer`` assigned the 8 queues, seeked to 0
   (pull_batch_size 32, other options default), ``poll()`` until N messages;
 - ``sdk raw``: in this process, every queue at once, ``pull_raw`` (32 per pull) +
   ``decode_layout`` + ``aiorocketmq.spark.rows.layout_batch``: the connector's work without
   Spark.
+
+Neither Spark read is timed with a row count (``observe`` costs ~8 % of the in-memory
+read, all of it on the JVM): the warm-up reads the whole topic through the connector once,
+counted by ``observe`` (checked == N). The CPU each role spent per row (broker, Spark's
+JVM, Spark's Python workers: /proc) is printed too.
 
 The broker sends at most 32 messages per pull (maxTransferCountOnMessageInMemory, Java's
 default); ``--pull-batch P`` raises that and pullBatchSize to P for every case.
@@ -106,17 +111,23 @@ async def prepare(namesrv: str, broker: str, n: int) -> dict[str, dict[str, int]
 
 async def sample_batch(namesrv: str, path: Path) -> None:
     """The topic's first BATCH_ROWS rows (queue by queue) as the connector builds them, to
-    ``path`` (Arrow IPC): the in-memory source's pre-made data."""
+    ``path`` (Arrow IPC): the in-memory source's pre-made data, checked equal to the
+    connector's own batches of those rows (``layout_batch``: same rows, same schema)."""
     async with PullConsumer("bench_spark_read_sample", namesrv) as c:
-        cols = Columns()
+        cols, layouts = Columns(), list[pa.RecordBatch]()
         for mq in await c.fetch_message_queues(TOPIC):
-            offset, end = 0, await c.max_offset(mq)
+            offset, end, layout, bodies = 0, await c.max_offset(mq), Layout(), list[bytes]()
             while offset < end and len(cols) < BATCH_ROWS:
                 raw = await c.pull_raw(mq, offset, PULL)
                 assert raw.status is PullStatus.FOUND, raw.status
                 decode_columns(raw.body, cols)
+                decode_layout(raw.body, layout)
+                bodies.append(raw.body)
                 offset = raw.next_begin_offset
+            layouts.append(layout_batch(layout, bodies, mq.broker_name, topic=TOPIC))
     batch = to_batch(cols, mq.broker_name).slice(0, BATCH_ROWS)
+    ours = pa.Table.from_batches(layouts).slice(0, BATCH_ROWS).combine_chunks()
+    assert ours.equals(pa.Table.from_batches([batch])), "the sources' rows differ"
     with pa.OSFile(str(path), "wb") as f, pa.ipc.new_file(f, batch.schema) as w:
         w.write_batch(batch)
 
@@ -168,7 +179,7 @@ def start_spark() -> Any:
 
 def spark_rate(df: Any, n: int, count: bool = True) -> float:
     """Rows/s of a noop write of the whole DataFrame; with ``count`` its rows are counted by
-    ``observe`` (checked == n), which costs the in-memory source ~8 %, so not there."""
+    ``observe`` (checked == n), which costs the in-memory source ~8 %: not in a timed run."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
@@ -327,7 +338,7 @@ def run_reads(session: Any, namesrv: str, path: Path, n: int, pull: int,
     """One run of each case (rows/s), and the CPU µs per row of the two Spark reads by role
     (``rocketmq.jvm`` ...)."""
     ours, ours_cpu = measured(
-        lambda: spark_rate(rocketmq_df(session, namesrv, pull), n), n, broker_pid
+        lambda: spark_rate(rocketmq_df(session, namesrv, pull), n, count=False), n, broker_pid
     )
     mem, mem_cpu = measured(
         lambda: spark_rate(memory_df(session, path, n), n, count=False), n, broker_pid
@@ -344,11 +355,11 @@ def run_reads(session: Any, namesrv: str, path: Path, n: int, pull: int,
 
 def warm_up(session: Any, namesrv: str, path: Path, ends: dict[str, dict[str, int]],
             args: argparse.Namespace) -> None:  # fmt: skip
-    """The JVM's JIT (the in-memory read of N rows), the workers and their consumers."""
+    """The JVM's JIT (the in-memory read of N rows), the workers and their consumers; the
+    connector's read of the whole topic, its rows counted (== N)."""
     spark_rate(memory_df(session, path, args.messages), args.messages, count=False)
-    part = {b: {q: min(100, end) for q, end in qs.items()} for b, qs in ends.items()}
-    n = sum(sum(qs.values()) for qs in part.values())
-    spark_rate(rocketmq_df(session, namesrv, args.pull_batch, json.dumps({TOPIC: part})), n)
+    n = sum(sum(qs.values()) for qs in ends.values())
+    spark_rate(rocketmq_df(session, namesrv, args.pull_batch), n)
 
 
 def parse_args() -> argparse.Namespace:
