@@ -332,12 +332,16 @@ def _send(p: _Pulls, offset: int, end: int) -> concurrent.futures.Future[Answers
 
 
 async def _window(p: _Pulls, offset: int, end: int) -> Answers:
-    n, c, mq = p.size, p.consumer, p.queue
+    """The window's pulls, all sent before any answer is awaited (``pull_raw_many``: one
+    write, no task per pull); each start with its answer or its error."""
+    n = p.size
     starts = list(range(offset, end, n)[:PULLS_IN_FLIGHT])
-    calls = [
-        c.pull_raw(mq, at, min(n, end - at), p.timeout, expression=p.selector) for at in starts
-    ]
-    answers = await asyncio.gather(*calls, return_exceptions=True)
+    pulls = [(at, min(n, end - at)) for at in starts]
+    try:
+        got = await p.consumer.pull_raw_many(p.queue, pulls, p.timeout, expression=p.selector)
+        answers: list[RawPull | BaseException] = [*got]
+    except MQClientError as exc:  # before any was sent (the broker unknown): every pull
+        answers = [exc] * len(starts)
     return list(zip(starts, answers, strict=True))
 
 

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
-from aiorocketmq.client.core.errors import MQBrokerError, translate
+from aiorocketmq.client.core.errors import MQBrokerError, MQClientError, translate
 from aiorocketmq.client.core.security import Security, Tls
 from aiorocketmq.remoting.channel import Channel
 from aiorocketmq.remoting.client import DEFAULT_TIMEOUT, Listener, RemotingClient
@@ -148,6 +148,15 @@ class Remote:
             return await self.client.invoke(addr, request, timeout)
         except RemotingError as exc:
             raise translate(exc, addr)  # noqa: B904 -- its __cause__ is exc
+
+    async def invoke_many(
+        self, addr: str, requests: list[RemotingCommand], timeout: float = DEFAULT_TIMEOUT
+    ) -> list[RemotingCommand | MQClientError]:
+        """``requests`` to ``addr``, all written before any is awaited
+        (RemotingClient.invoke_many); per request its response, whatever its code, or the
+        error ``invoke`` would raise."""
+        answers = await self.client.invoke_many(addr, requests, timeout)
+        return [translate(a, addr) if isinstance(a, RemotingError) else a for a in answers]
 
     async def invoke_oneway(
         self, addr: str, request: RemotingCommand, timeout: float = DEFAULT_TIMEOUT
