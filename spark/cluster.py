@@ -261,19 +261,23 @@ def read_range(opts: ReadOptions, r: QueueRange) -> Iterator[pa.RecordBatch]:
     Pipelined: a window of ``PULLS_IN_FLIGHT`` pulls of consecutive offsets goes out, and
     the next window is sent before this one's bodies are decoded, so the brokers work while
     this thread decodes. An answer is used only if it starts where the previous one ended (a
-    filtered or short answer discards the rest of the window, and the window sent ahead)."""
+    filtered or short answer discards the rest of the window, and the window sent ahead).
+    The pulls of a window are ``step`` offsets apart: pullBatchSize, or fewer when the
+    brokers answer fewer (a message read from disk: maxTransferCountOnMessageInDisk, 8; the
+    byte caps), so that short answers still line up."""
     mq = MessageQueue(r.topic, r.broker_name, r.queue_id)
     pulls = _Pulls(consumer(opts), mq, opts.selector, opts.pull_batch_size,
                    opts.pull_timeout_ms / 1000)  # fmt: skip
     layout, bodies, offset = Layout(), list[bytes](), r.start
     patience = time.monotonic() + RETRY_SECONDS
-    ahead: concurrent.futures.Future[Answers] | None = _send(pulls, offset, r.end)
+    step = sent = opts.pull_batch_size  # offsets one answer covers; the sent window's
+    ahead: concurrent.futures.Future[Answers] | None = _send(pulls, offset, r.end, step)
     while ahead is not None:
         answers = ahead.result(opts.pull_timeout_ms / 1000 + 5)
         ahead = None
-        guess = answers[-1][0] + opts.pull_batch_size  # where this window ends if all is well
+        guess = answers[-1][0] + sent  # where this window ends if all is well
         if guess < r.end:
-            ahead = _send(pulls, guess, r.end)
+            ahead, sent = _send(pulls, guess, r.end, step), step
         for at, raw in answers:
             if at != offset:
                 break  # the previous answer ended elsewhere: ask again from there
@@ -290,6 +294,8 @@ def read_range(opts: ReadOptions, r: QueueRange) -> Iterator[pa.RecordBatch]:
             if nxt is None:
                 offset = r.end
                 break
+            if raw.status is PullStatus.FOUND and nxt < r.end:
+                step = min(nxt - offset, opts.pull_batch_size)  # > 0: _take saw progress
             offset = nxt
         if len(layout) >= BATCH_ROWS or layout.base >= MAX_BATCH_BYTES:
             yield _batch(opts, layout, bodies, r)
@@ -299,7 +305,7 @@ def read_range(opts: ReadOptions, r: QueueRange) -> Iterator[pa.RecordBatch]:
         if offset != guess or ahead is None:  # the window sent ahead starts elsewhere
             if ahead is not None:
                 ahead.cancel()
-            ahead = _send(pulls, offset, r.end)
+            ahead, sent = _send(pulls, offset, r.end, step), step
     if ahead is not None:
         ahead.cancel()
     if len(layout):
@@ -326,16 +332,17 @@ class _Pulls:
     timeout: float  # seconds
 
 
-def _send(p: _Pulls, offset: int, end: int) -> concurrent.futures.Future[Answers]:
-    """A window of pulls from ``offset``, sent now on the SDK's loop."""
-    return submit(_window(p, offset, end))
+def _send(p: _Pulls, offset: int, end: int, step: int) -> concurrent.futures.Future[Answers]:
+    """A window of pulls from ``offset``, ``step`` apart, sent now on the SDK's loop."""
+    return submit(_window(p, offset, end, step))
 
 
-async def _window(p: _Pulls, offset: int, end: int) -> Answers:
-    """The window's pulls, all sent before any answer is awaited (``pull_raw_many``: one
-    write, no task per pull); each start with its answer or its error."""
+async def _window(p: _Pulls, offset: int, end: int, step: int) -> Answers:
+    """The window's pulls (each of up to pullBatchSize), all sent before any answer is
+    awaited (``pull_raw_many``: one write, no task per pull); each start with its answer or
+    its error."""
     n = p.size
-    starts = list(range(offset, end, n)[:PULLS_IN_FLIGHT])
+    starts = list(range(offset, end, step)[:PULLS_IN_FLIGHT])
     pulls = [(at, min(n, end - at)) for at in starts]
     try:
         got = await p.consumer.pull_raw_many(p.queue, pulls, p.timeout, expression=p.selector)
