@@ -250,7 +250,10 @@ def commit_group(opts: ReadOptions, end: Offsets) -> None:
 # ------------------------------------------------------------------ executor side
 
 
-PULLS_IN_FLIGHT = 8  # per window: pulls of consecutive offsets sent at once
+PULLS_IN_FLIGHT = 8  # per window of a filtered read: pulls of consecutive offsets sent at once
+# per window of a read of every message: its answers line up (no filter ends one early), and a
+# longer window costs the reader and the broker less per pull (8 -> 16: ≈ 8 % less CPU)
+PULLS_IN_FLIGHT_ALL = 16
 MAX_BATCH_BYTES = 64 << 20  # pull bodies behind one Arrow batch (its int32 offsets)
 
 
@@ -258,16 +261,19 @@ def read_range(opts: ReadOptions, r: QueueRange) -> Iterator[pa.RecordBatch]:
     """Rows of queue offsets [start, end), exactly (a replay reads the same rows), as Arrow
     batches; tags filtered exactly; gaps follow ``failOnDataLoss``.
 
-    Pipelined: a window of ``PULLS_IN_FLIGHT`` pulls of consecutive offsets goes out, and
-    the next window is sent before this one's bodies are decoded, so the brokers work while
-    this thread decodes. An answer is used only if it starts where the previous one ended (a
-    filtered or short answer discards the rest of the window, and the window sent ahead).
-    The pulls of a window are ``step`` offsets apart: pullBatchSize, or fewer when the
-    brokers answer fewer (a message read from disk: maxTransferCountOnMessageInDisk, 8; the
-    byte caps), so that short answers still line up."""
+    Pipelined: a window of ``PULLS_IN_FLIGHT`` pulls (``PULLS_IN_FLIGHT_ALL`` without a
+    filter) of consecutive offsets goes out, and the next window is sent before this one's
+    bodies are decoded, so the brokers work while this thread decodes. An answer is used
+    only if it starts where the previous one ended (a filtered or short answer discards the
+    rest of the window, and the window sent ahead). The pulls of a window are ``step``
+    offsets apart: pullBatchSize, or fewer when the brokers answer fewer (a message read
+    from disk: maxTransferCountOnMessageInDisk, 8; the byte caps), so that short answers
+    still line up."""
     mq = MessageQueue(r.topic, r.broker_name, r.queue_id)
-    pulls = _Pulls(consumer(opts), mq, opts.selector, opts.pull_batch_size,
-                   opts.pull_timeout_ms / 1000)  # fmt: skip
+    selector = opts.selector
+    window = PULLS_IN_FLIGHT_ALL if selector == _EVERY else PULLS_IN_FLIGHT
+    pulls = _Pulls(consumer(opts), mq, selector, opts.pull_batch_size,
+                   opts.pull_timeout_ms / 1000, window)  # fmt: skip
     layout, bodies, offset = Layout(), list[bytes](), r.start
     patience = time.monotonic() + RETRY_SECONDS
     step = sent = opts.pull_batch_size  # offsets one answer covers; the sent window's
@@ -330,6 +336,10 @@ class _Pulls:
     selector: MessageSelector
     size: int  # pullBatchSize
     timeout: float  # seconds
+    window: int  # pulls sent at once
+
+
+_EVERY = MessageSelector.by_tag("*")
 
 
 def _send(p: _Pulls, offset: int, end: int, step: int) -> concurrent.futures.Future[Answers]:
@@ -342,7 +352,7 @@ async def _window(p: _Pulls, offset: int, end: int, step: int) -> Answers:
     awaited (``pull_raw_many``: one write, no task per pull); each start with its answer or
     its error."""
     n = p.size
-    starts = list(range(offset, end, step)[:PULLS_IN_FLIGHT])
+    starts = list(range(offset, end, step)[: p.window])
     pulls = [(at, min(n, end - at)) for at in starts]
     try:
         got = await p.consumer.pull_raw_many(p.queue, pulls, p.timeout, expression=p.selector)
