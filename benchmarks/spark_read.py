@@ -10,17 +10,22 @@ warmed up first. Each case is timed from the start of the action until it return
 
 - ``rocketmq``: ``spark.read.format("rocketmq")`` (earliest to latest, one partition per
   queue, pullBatchSize 32, the default) then ``write.format("noop")`` of the whole
-  DataFrame, every column produced; rows counted by ``observe`` (checked == N);
+  DataFrame, every column produced;
 - ``memory``: the same over a trivial Python data source defined here (8 partitions, the
   connector's schema) yielding Arrow batches of 32,768 rows made from pre-made columns
   (the topic's first 32,768 rows as the connector decodes them, read once per partition):
   Spark's side of a Python source alone, the ceiling (target: rocketmq >= 0.50 x memory);
-  not counted (exact by construction): ``observe`` costs it ~8 %;
+  its rows are the connector's (checked: ``layout_batch`` of the same pulls equals them);
 - ``sdk poll``: in this process, ``client.PullConsumer`` assigned the 8 queues, seeked to 0
   (pull_batch_size 32, other options default), ``poll()`` until N messages;
 - ``sdk raw``: in this process, every queue at once, ``pull_raw`` (32 per pull) +
   ``decode_layout`` + ``aiorocketmq.spark.rows.layout_batch``: the connector's work without
   Spark.
+
+Neither Spark read is timed with a row count (``observe`` costs ~8 % of the in-memory
+read, all of it on the JVM): the warm-up reads the whole topic through the connector once,
+counted by ``observe`` (checked == N). The CPU each role spent per row (broker, Spark's
+JVM, Spark's Python workers: /proc) is printed too.
 
 The broker sends at most 32 messages per pull (maxTransferCountOnMessageInMemory, Java's
 default); ``--pull-batch P`` raises that and pullBatchSize to P for every case.
@@ -36,7 +41,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -70,6 +77,7 @@ TOPIC, IDLE_TOPIC, QUEUES, SIZE = "BenchSparkRead", "BenchSparkIdle", 8, 100
 # maxTransferCountOnMessageInMemory, Java's: at most 32 messages per pull)
 BATCH_ROWS, PULL = 32_768, 32
 FILL_BATCH, FILL_WINDOW = 128, 8
+CPU_ROLES = ("broker", "jvm", "py_workers")
 
 
 async def prepare(namesrv: str, broker: str, n: int) -> dict[str, dict[str, int]]:
@@ -103,17 +111,23 @@ async def prepare(namesrv: str, broker: str, n: int) -> dict[str, dict[str, int]
 
 async def sample_batch(namesrv: str, path: Path) -> None:
     """The topic's first BATCH_ROWS rows (queue by queue) as the connector builds them, to
-    ``path`` (Arrow IPC): the in-memory source's pre-made data."""
+    ``path`` (Arrow IPC): the in-memory source's pre-made data, checked equal to the
+    connector's own batches of those rows (``layout_batch``: same rows, same schema)."""
     async with PullConsumer("bench_spark_read_sample", namesrv) as c:
-        cols = Columns()
+        cols, layouts = Columns(), list[pa.RecordBatch]()
         for mq in await c.fetch_message_queues(TOPIC):
-            offset, end = 0, await c.max_offset(mq)
+            offset, end, layout, bodies = 0, await c.max_offset(mq), Layout(), list[bytes]()
             while offset < end and len(cols) < BATCH_ROWS:
                 raw = await c.pull_raw(mq, offset, PULL)
                 assert raw.status is PullStatus.FOUND, raw.status
                 decode_columns(raw.body, cols)
+                decode_layout(raw.body, layout)
+                bodies.append(raw.body)
                 offset = raw.next_begin_offset
+            layouts.append(layout_batch(layout, bodies, mq.broker_name, topic=TOPIC))
     batch = to_batch(cols, mq.broker_name).slice(0, BATCH_ROWS)
+    ours = pa.Table.from_batches(layouts).slice(0, BATCH_ROWS).combine_chunks()
+    assert ours.equals(pa.Table.from_batches([batch])), "the sources' rows differ"
     with pa.OSFile(str(path), "wb") as f, pa.ipc.new_file(f, batch.schema) as w:
         w.write_batch(batch)
 
@@ -165,7 +179,7 @@ def start_spark() -> Any:
 
 def spark_rate(df: Any, n: int, count: bool = True) -> float:
     """Rows/s of a noop write of the whole DataFrame; with ``count`` its rows are counted by
-    ``observe`` (checked == n), which costs the in-memory source ~8 %, so not there."""
+    ``observe`` (checked == n), which costs the in-memory source ~8 %: not in a timed run."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
@@ -177,6 +191,46 @@ def spark_rate(df: Any, n: int, count: bool = True) -> float:
     elapsed = time.perf_counter() - t0
     assert not count or seen.get["n"] == n, (seen.get, n)
     return n / elapsed
+
+
+def _proc_cpu() -> dict[int, tuple[int, str, float]]:
+    """Every process: pid -> (parent pid, name, CPU seconds of it and its reaped children)."""
+    tick, out = os.sysconf("SC_CLK_TCK"), {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            raw = (entry / "stat").read_text()
+            name, rest = raw[raw.index("(") + 1 : raw.rindex(")")], raw.rsplit(")", 1)[1].split()
+            out[int(entry.name)] = (int(rest[1]), name, sum(map(int, rest[11:15])) / tick)
+    return out
+
+
+def cpu_by_role(broker_pid: int) -> dict[str, float]:
+    """CPU seconds so far of the broker, the JVM(s) this process started and the Python
+    workers below them (Linux /proc): where a read's cost goes."""
+    procs, me = _proc_cpu(), os.getpid()
+    roles = {"broker": 0.0, "jvm": 0.0, "py_workers": 0.0}
+    for pid, (_, name, cpu) in procs.items():
+        chain, at = [], pid
+        while at in procs and at not in (me, 1, 0):
+            chain.append(procs[at][1])
+            at = procs[at][0]
+        if pid == broker_pid:
+            roles["broker"] += cpu
+        elif at == me and name == "java":
+            roles["jvm"] += cpu
+        elif at == me and "java" in chain[1:]:
+            roles["py_workers"] += cpu
+    return roles
+
+
+def measured(rate: Callable[[], float], n: int, broker_pid: int) -> tuple[float, dict[str, float]]:
+    """``rate()`` and the CPU µs per row each role spent meanwhile."""
+    before = cpu_by_role(broker_pid)
+    got = rate()
+    after = cpu_by_role(broker_pid)
+    return got, {k: (after[k] - before[k]) / n * 1e6 for k in after}
 
 
 def rocketmq_df(session: Any, namesrv: str, pull: int, end: str = "latest") -> Any:
@@ -279,28 +333,40 @@ def streaming(session: Any, namesrv: str, seconds: float, tmp: str) -> dict[str,
     }
 
 
-def run_reads(session: Any, namesrv: str, path: Path, n: int, pull: int) -> dict[str, float]:
+def run_reads(session: Any, namesrv: str, path: Path, n: int, pull: int,
+              broker_pid: int) -> dict[str, float]:  # fmt: skip
+    """One run of each case (rows/s), and the CPU µs per row of the two Spark reads by role
+    (``rocketmq.jvm`` ...)."""
+    ours, ours_cpu = measured(
+        lambda: spark_rate(rocketmq_df(session, namesrv, pull), n, count=False), n, broker_pid
+    )
+    mem, mem_cpu = measured(
+        lambda: spark_rate(memory_df(session, path, n), n, count=False), n, broker_pid
+    )
     return {
-        "rocketmq": spark_rate(rocketmq_df(session, namesrv, pull), n),
-        "memory": spark_rate(memory_df(session, path, n), n, count=False),
+        "rocketmq": ours,
+        "memory": mem,
         "sdk_poll": uvloop.run(sdk_poll(namesrv, n, pull)),
         "sdk_raw": uvloop.run(sdk_raw(namesrv, n, pull)),
+        **{f"rocketmq.{k}": v for k, v in ours_cpu.items()},
+        **{f"memory.{k}": v for k, v in mem_cpu.items()},
     }
 
 
 def warm_up(session: Any, namesrv: str, path: Path, ends: dict[str, dict[str, int]],
             args: argparse.Namespace) -> None:  # fmt: skip
-    """The JVM's JIT (the in-memory read of N rows), the workers and their consumers."""
+    """The JVM's JIT (the in-memory read of N rows), the workers and their consumers; the
+    connector's read of the whole topic, its rows counted (== N)."""
     spark_rate(memory_df(session, path, args.messages), args.messages, count=False)
-    part = {b: {q: min(100, end) for q, end in qs.items()} for b, qs in ends.items()}
-    n = sum(sum(qs.values()) for qs in part.values())
-    spark_rate(rocketmq_df(session, namesrv, args.pull_batch, json.dumps({TOPIC: part})), n)
+    n = sum(sum(qs.values()) for qs in ends.values())
+    spark_rate(rocketmq_df(session, namesrv, args.pull_batch), n)
 
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--messages", type=int, default=1_000_000, help="rows per read")
-    parser.add_argument("--seconds", type=float, default=10.0, help="per streaming query")
+    parser.add_argument("--seconds", type=float, default=10.0,
+                        help="per streaming query (0: no streaming part)")  # fmt: skip
     parser.add_argument("--repeat", type=int, default=3, help="report the median of N")
     parser.add_argument("--quick", action="store_true", help="smoke run: 50,000 rows, once")
     parser.add_argument("--pull-batch", type=int, default=PULL,
@@ -339,9 +405,9 @@ def main() -> int:
             session = start_spark()
             try:
                 warm_up(session, namesrv, path, ends, args)
-                runs += [run_reads(session, namesrv, path, args.messages, args.pull_batch)
-                         for _ in range(args.repeat)]  # fmt: skip
-                stream = streaming(session, namesrv, args.seconds, tmp)
+                runs += [run_reads(session, namesrv, path, args.messages, args.pull_batch,
+                                   broker.pid) for _ in range(args.repeat)]  # fmt: skip
+                stream = streaming(session, namesrv, args.seconds, tmp) if args.seconds else {}
             finally:
                 session.stop()
     report(runs, stream, args, fill_s)
@@ -366,7 +432,29 @@ def report(runs: list[dict[str, float]], stream: dict[str, dict[str, float]],
         print(f"{label:<40}{med[k]:>12,.0f}")
     ratios = {f"rocketmq/{k}": med["rocketmq"] / med[k] for k in ("memory", "sdk_poll", "sdk_raw")}
     print("; ".join(f"{k}: {v:.2f}" for k, v in ratios.items()) + " (target: /memory >= 0.50)")
-    print(f"\nidle triggers of a stream, noop sink, processingTime 0, {args.seconds:g} s")
+    same = [r["rocketmq"] / r["memory"] for r in runs]
+    print("rocketmq/memory of each run: " + ", ".join(f"{v:.2f}" for v in same))
+    print(f"\nCPU µs per row (medians), {'broker':>8}{'JVM':>8}{'Python workers':>16}")
+    for case in ("rocketmq", "memory"):
+        cpu = [float(statistics.median(r[f"{case}.{k}"] for r in runs)) for k in CPU_ROLES]
+        print(f"{'spark read ' + case:<27}" + "".join(f"{v:>8.2f}" for v in cpu[:2])
+              + f"{cpu[2]:>16.2f}")  # fmt: skip
+    out: dict[str, Any] = {
+        "bench": "spark_read",
+        "rows": args.messages,
+        "pull_batch": args.pull_batch,
+        "rows_per_s": {k: round(v) for k, v in med.items()},
+        "ratios": {k: round(v, 3) for k, v in ratios.items()},
+        "same_run_ratios": [round(v, 3) for v in same],
+        "runs": [{k: round(v, 2) for k, v in r.items()} for r in runs],
+    }
+    if stream:
+        out.update(idle_report(stream, args.seconds))
+    print(json.dumps(out))
+
+
+def idle_report(stream: dict[str, dict[str, float]], seconds: float) -> dict[str, Any]:
+    print(f"\nidle triggers of a stream, noop sink, processingTime 0, {seconds:g} s")
     print(
         f"{'source':<10}{'idle':>6}{'median ms':>11}{'mean ms':>9}{'latestOffset':>14}"
         f"{'batch 0 ms':>12}"
@@ -378,18 +466,12 @@ def report(runs: list[dict[str, float]], stream: dict[str, dict[str, float]],
         )
     idle = stream["rocketmq"]["mean_ms"] / max(stream["rate"]["mean_ms"], 0.01)
     print(f"rocketmq / rate, mean idle trigger: {idle:.1f} (rate's median is under 1 ms)")
-    out = {
-        "bench": "spark_read",
-        "rows": args.messages,
-        "pull_batch": args.pull_batch,
-        "rows_per_s": {k: round(v) for k, v in med.items()},
-        "ratios": {k: round(v, 3) for k, v in ratios.items()},
+    return {
         "idle_trigger_ms": {
             k: {m: round(st[m], 2) for m in ("median_ms", "mean_ms")} for k, st in stream.items()
         },
         "idle_trigger_ratio": round(idle, 2),
     }
-    print(json.dumps(out))
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from aiorocketmq.remoting.channel import Channel
 from aiorocketmq.remoting.channel_options import ChannelOptions
 from aiorocketmq.remoting.config import ClientConfig
 from aiorocketmq.remoting.dispatch import Dispatcher, Route
-from aiorocketmq.remoting.errors import RemotingConnectError
+from aiorocketmq.remoting.errors import RemotingConnectError, RemotingError
 from aiorocketmq.remoting.lifecycle import Service
 from aiorocketmq.remoting.log import get_logger
 from aiorocketmq.remoting.protocol.command import RemotingCommand
@@ -127,6 +127,56 @@ class RemotingClient(Service):
             return await ch.start_request(request, timeout)
         finally:
             slots.give()
+
+    async def invoke_many(
+        self, addr: str, requests: list[RemotingCommand], timeout: float = DEFAULT_TIMEOUT
+    ) -> list[RemotingCommand | RemotingError]:
+        """``invoke`` of each of ``requests`` to ``addr``, all written before any response is
+        awaited (pipelined on the one connection, in one write, without a task each); per
+        request, in order, its response or the RemotingError ``invoke`` would raise. Each
+        takes a request slot until every response is in; the whole call is bounded by
+        ``timeout``. A request that cannot be sent fails, and those after it fail alike."""
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        slots = self._requests.get(addr)
+        if slots is None:
+            slots = self._requests[addr] = Slots(self.config.client_async_semaphore_value)
+        sent: list[asyncio.Future[RemotingCommand] | RemotingError] = []
+        taken = 0
+        try:
+            for request in requests:
+                if self.credentials is not None:
+                    sign(request, self.credentials)
+                try:
+                    if slots.used < slots.limit:
+                        slots.used += 1
+                    else:
+                        await slots.take(start + timeout, f"requests to {addr}")
+                    taken += 1
+                    ch = self._channels.get(addr)
+                    if ch is None or not ch.ready:
+                        ch = await self._channel(addr, start + timeout)
+                        await ch.wait_writable(start + timeout)
+                    sent.append(ch.start_request(request, start + timeout - loop.time()))
+                except RemotingError as exc:
+                    sent += [exc] * (len(requests) - len(sent))
+                    break
+            out: list[RemotingCommand | RemotingError] = []
+            for pending in sent:
+                if isinstance(pending, RemotingError):
+                    out.append(pending)
+                    continue
+                try:
+                    out.append(await pending)
+                except RemotingError as exc:
+                    out.append(exc)
+            return out
+        finally:
+            for pending in sent:  # cancelled: no response is waited for any more
+                if not isinstance(pending, RemotingError) and not pending.done():
+                    pending.cancel()
+            for _ in range(taken):
+                slots.give()
 
     async def invoke_oneway(
         self, addr: str, request: RemotingCommand, timeout: float = DEFAULT_TIMEOUT

@@ -29,6 +29,7 @@ import uvloop
 from aiorocketmq.client import (
     Layout,
     MessageQueue,
+    MessageSelector,
     MQClientError,
     PullConsumer,
     PullStatus,
@@ -249,7 +250,10 @@ def commit_group(opts: ReadOptions, end: Offsets) -> None:
 # ------------------------------------------------------------------ executor side
 
 
-PULLS_IN_FLIGHT = 8  # per window: pulls of consecutive offsets sent at once
+PULLS_IN_FLIGHT = 8  # per window of a filtered read: pulls of consecutive offsets sent at once
+# per window of a read of every message: its answers line up (no filter ends one early), and a
+# longer window costs the reader and the broker less per pull (8 -> 16: ≈ 8 % less CPU)
+PULLS_IN_FLIGHT_ALL = 16
 MAX_BATCH_BYTES = 64 << 20  # pull bodies behind one Arrow batch (its int32 offsets)
 
 
@@ -257,21 +261,29 @@ def read_range(opts: ReadOptions, r: QueueRange) -> Iterator[pa.RecordBatch]:
     """Rows of queue offsets [start, end), exactly (a replay reads the same rows), as Arrow
     batches; tags filtered exactly; gaps follow ``failOnDataLoss``.
 
-    Pipelined: a window of ``PULLS_IN_FLIGHT`` pulls of consecutive offsets goes out, and
-    the next window is sent before this one's bodies are decoded, so the brokers work while
-    this thread decodes. An answer is used only if it starts where the previous one ended (a
-    filtered or short answer discards the rest of the window, and the window sent ahead)."""
-    c = consumer(opts)
+    Pipelined: a window of ``PULLS_IN_FLIGHT`` pulls (``PULLS_IN_FLIGHT_ALL`` without a
+    filter) of consecutive offsets goes out, and the next window is sent before this one's
+    bodies are decoded, so the brokers work while this thread decodes. An answer is used
+    only if it starts where the previous one ended (a filtered or short answer discards the
+    rest of the window, and the window sent ahead). The pulls of a window are ``step``
+    offsets apart: pullBatchSize, or fewer when the brokers answer fewer (a message read
+    from disk: maxTransferCountOnMessageInDisk, 8; the byte caps), so that short answers
+    still line up."""
     mq = MessageQueue(r.topic, r.broker_name, r.queue_id)
+    selector = opts.selector
+    window = PULLS_IN_FLIGHT_ALL if selector == _EVERY else PULLS_IN_FLIGHT
+    pulls = _Pulls(consumer(opts), mq, selector, opts.pull_batch_size,
+                   opts.pull_timeout_ms / 1000, window)  # fmt: skip
     layout, bodies, offset = Layout(), list[bytes](), r.start
     patience = time.monotonic() + RETRY_SECONDS
-    ahead: concurrent.futures.Future[Answers] | None = _send(c, mq, opts, offset, r.end)
+    step = sent = opts.pull_batch_size  # offsets one answer covers; the sent window's
+    ahead: concurrent.futures.Future[Answers] | None = _send(pulls, offset, r.end, step)
     while ahead is not None:
         answers = ahead.result(opts.pull_timeout_ms / 1000 + 5)
         ahead = None
-        guess = answers[-1][0] + opts.pull_batch_size  # where this window ends if all is well
+        guess = answers[-1][0] + sent  # where this window ends if all is well
         if guess < r.end:
-            ahead = _send(c, mq, opts, guess, r.end)
+            ahead, sent = _send(pulls, guess, r.end, step), step
         for at, raw in answers:
             if at != offset:
                 break  # the previous answer ended elsewhere: ask again from there
@@ -288,6 +300,8 @@ def read_range(opts: ReadOptions, r: QueueRange) -> Iterator[pa.RecordBatch]:
             if nxt is None:
                 offset = r.end
                 break
+            if raw.status is PullStatus.FOUND and nxt < r.end:
+                step = min(nxt - offset, opts.pull_batch_size)  # > 0: _take saw progress
             offset = nxt
         if len(layout) >= BATCH_ROWS or layout.base >= MAX_BATCH_BYTES:
             yield _batch(opts, layout, bodies, r)
@@ -297,7 +311,7 @@ def read_range(opts: ReadOptions, r: QueueRange) -> Iterator[pa.RecordBatch]:
         if offset != guess or ahead is None:  # the window sent ahead starts elsewhere
             if ahead is not None:
                 ahead.cancel()
-            ahead = _send(c, mq, opts, offset, r.end)
+            ahead, sent = _send(pulls, offset, r.end, step), step
     if ahead is not None:
         ahead.cancel()
     if len(layout):
@@ -312,22 +326,39 @@ def _batch(opts: ReadOptions, layout: Layout, bodies: list[bytes], r: QueueRange
 Answers = list[tuple[int, RawPull | BaseException]]
 
 
-def _send(
-    c: PullConsumer, mq: MessageQueue, opts: ReadOptions, offset: int, end: int
-) -> concurrent.futures.Future[Answers]:
-    """A window of pulls from ``offset``, sent now on the SDK's loop."""
-    return submit(_window(c, mq, opts, offset, end))
+@dataclass(frozen=True)
+class _Pulls:
+    """What every pull of one range sends: built once per range (a selector per pull cost
+    more than the rest of its request)."""
+
+    consumer: PullConsumer
+    queue: MessageQueue
+    selector: MessageSelector
+    size: int  # pullBatchSize
+    timeout: float  # seconds
+    window: int  # pulls sent at once
 
 
-async def _window(
-    c: PullConsumer, mq: MessageQueue, opts: ReadOptions, offset: int, end: int
-) -> Answers:
-    n, timeout = opts.pull_batch_size, opts.pull_timeout_ms / 1000
-    starts = [at for at in range(offset, end, n)][:PULLS_IN_FLIGHT]
-    calls = [
-        c.pull_raw(mq, at, min(n, end - at), timeout, expression=opts.selector) for at in starts
-    ]
-    answers = await asyncio.gather(*calls, return_exceptions=True)
+_EVERY = MessageSelector.by_tag("*")
+
+
+def _send(p: _Pulls, offset: int, end: int, step: int) -> concurrent.futures.Future[Answers]:
+    """A window of pulls from ``offset``, ``step`` apart, sent now on the SDK's loop."""
+    return submit(_window(p, offset, end, step))
+
+
+async def _window(p: _Pulls, offset: int, end: int, step: int) -> Answers:
+    """The window's pulls (each of up to pullBatchSize), all sent before any answer is
+    awaited (``pull_raw_many``: one write, no task per pull); each start with its answer or
+    its error."""
+    n = p.size
+    starts = list(range(offset, end, step)[: p.window])
+    pulls = [(at, min(n, end - at)) for at in starts]
+    try:
+        got = await p.consumer.pull_raw_many(p.queue, pulls, p.timeout, expression=p.selector)
+        answers: list[RawPull | BaseException] = [*got]
+    except MQClientError as exc:  # before any was sent (the broker unknown): every pull
+        answers = [exc] * len(starts)
     return list(zip(starts, answers, strict=True))
 
 

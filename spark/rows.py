@@ -86,7 +86,17 @@ def _binary(spans: list[int], data: pa.Buffer) -> pa.Array:
     if not spans:
         return pa.array([], pa.binary())
     both = pa.Array.from_buffers(pa.binary(), len(spans) - 1, [None, offsets, data])
-    return both.take(pa.array(range(0, len(spans) - 1, 2), pa.int32()))
+    return both.take(_evens(len(spans) // 2))
+
+
+_EVENS: list[pa.Array] = []  # 0, 2, 4, ... as int32, kept: pa.array of a range costs 0.1 µs a row
+
+
+def _evens(n: int) -> pa.Array:
+    """The ``n`` first even numbers (the spans' places among spans and gaps)."""
+    if not _EVENS or len(_EVENS[0]) < n:
+        _EVENS[:] = [pa.array(range(0, 2 * max(n, 65_536), 2), pa.int32())]
+    return _EVENS[0].slice(0, n)
 
 
 def _same(value: str, n: int) -> pa.Array:

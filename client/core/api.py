@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
-from aiorocketmq.client.core.errors import MQBrokerError, translate
+from aiorocketmq.client.core.errors import MQBrokerError, MQClientError, translate
 from aiorocketmq.client.core.security import Security, Tls
 from aiorocketmq.remoting.channel import Channel
 from aiorocketmq.remoting.client import DEFAULT_TIMEOUT, Listener, RemotingClient
@@ -157,6 +157,15 @@ class Remote:
         if resp.code == R.SERVICE_NOT_AVAILABLE and self.failed is not None:
             self.failed(addr)
         return resp
+
+    async def invoke_many(
+        self, addr: str, requests: list[RemotingCommand], timeout: float = DEFAULT_TIMEOUT
+    ) -> list[RemotingCommand | MQClientError]:
+        """``requests`` to ``addr``, all written before any is awaited
+        (RemotingClient.invoke_many); per request its response, whatever its code, or the
+        error ``invoke`` would raise."""
+        answers = await self.client.invoke_many(addr, requests, timeout)
+        return [translate(a, addr) if isinstance(a, RemotingError) else a for a in answers]
 
     async def invoke_oneway(
         self, addr: str, request: RemotingCommand, timeout: float = DEFAULT_TIMEOUT
@@ -358,6 +367,36 @@ def pull_message(
         expression_type=expression_type,
     )
     return request(C.PULL_MESSAGE, header)
+
+
+def pull_template(
+    group: str,
+    topic: str,
+    *,
+    sys_flag: int,
+    suspend_ms: int,
+    subscription: str | None,
+    expression_type: str | None,
+) -> dict[str, str]:
+    """The ext fields of ``pull_message`` but for the queue, offset and count, which
+    ``pull_from`` fills in: a reader pulling the same topic again and again builds the
+    typed header once (it costs more than the rest of a pull's request)."""
+    return pull_message(
+        group, topic, 0, 0, max_nums=0, sys_flag=sys_flag, suspend_ms=suspend_ms,
+        subscription=subscription, expression_type=expression_type,
+    ).ext_fields  # fmt: skip
+
+
+def pull_from(
+    template: dict[str, str], queue_id: int, offset: int, max_nums: int
+) -> RemotingCommand:
+    """PULL_MESSAGE of a ``pull_template``: the ext fields ``pull_message`` gives, in its
+    order (the template's keys are all there), from a copy of the template."""
+    ext = template.copy()
+    ext["queueId"] = str(queue_id)
+    ext["queueOffset"] = str(offset)
+    ext["maxMsgNums"] = str(max_nums)
+    return RemotingCommand.request(C.PULL_MESSAGE, ext)
 
 
 @dataclass(frozen=True, slots=True)

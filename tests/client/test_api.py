@@ -74,6 +74,30 @@ def test_send_answers_parse_as_the_typed_header() -> None:
         api.parse_send(_answer(R.SUCCESS, queueId="1", queueOffset="2"))
 
 
+@pytest.mark.parametrize(
+    ("sub", "kind", "flag", "suspend"),
+    [("*", "TAG", 5, 0), ("A || B", "TAG", 7, 20_000), ("a > 1", "SQL92", 4, 0)],
+)
+def test_a_pull_from_its_template_is_pull_message(sub: str, kind: str, flag: int,
+                                                  suspend: int) -> None:  # fmt: skip
+    """pull_from (a reader's pull, from a template built once per topic and subscription)
+    puts on the wire what pull_message does: the same keys in the same order; the template
+    is not changed by the pulls made from it."""
+    template = api.pull_template("g", "T", sys_flag=flag, suspend_ms=suspend, subscription=sub,
+                                 expression_type=kind)  # fmt: skip
+    kept = dict(template)
+    for qid, offset, n in ((0, 0, 32), (7, 123_456_789_012, 1), (2_147_483_647, 5, 256)):
+        cmd = api.pull_from(template, qid, offset, n)
+        want = api.pull_message(
+            "g", "T", qid, offset, max_nums=n, sys_flag=flag, suspend_ms=suspend,
+            subscription=sub, expression_type=kind,
+        )  # fmt: skip
+        assert (cmd.code, cmd.body) == (want.code, want.body) == (C.PULL_MESSAGE, b"")
+        assert list(cmd.ext_fields.items()) == list(want.ext_fields.items())
+        assert cmd.ext_fields is not template
+    assert template == kept
+
+
 def test_pull_statuses() -> None:
     ext = {"suggestWhichBrokerId": "0", "nextBeginOffset": "4", "minOffset": "0", "maxOffset": "4"}
     reply = api.parse_pull(_answer(R.PULL_NOT_FOUND, **ext))

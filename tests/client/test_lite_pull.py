@@ -11,7 +11,16 @@ from collections import defaultdict
 
 import pytest
 
-from aiorocketmq.client import Message, MessageQueue, MQClientError, Producer, PullConsumer, sync
+from aiorocketmq.client import (
+    Message,
+    MessageQueue,
+    MessageSelector,
+    MQBrokerError,
+    MQClientError,
+    Producer,
+    PullConsumer,
+    sync,
+)
 from aiorocketmq.client.consumer.lite.options import PullOptions
 from aiorocketmq.client.consumer.lite.raw import keep_tags, record_tags, records
 from aiorocketmq.client.consumer.types import ConsumeFromWhere
@@ -236,6 +245,30 @@ async def test_pull_raw_returns_the_records_as_the_broker_sent_them(two_brokers:
         began = time.monotonic()
         held = await c.pull_raw(mq, 6, 32, suspend_ms=300)
         assert held.status is PullStatus.NO_NEW_MSG and time.monotonic() - began < 5.0
+
+
+async def test_pull_raw_many_is_pull_raw_at_each_offset(two_brokers: Cluster) -> None:
+    """A window of raw pulls, all sent before any answer is awaited, answers as pull_raw at
+    each offset would, in order; a broker's refusal is that pull's error, not the call's."""
+    await create_everywhere(two_brokers, "LiteRawMany", queues=1)
+    mq = MessageQueue("LiteRawMany", "broker-a", 0)
+    await _send(two_brokers, "LiteRawMany", 7, queue=mq, tags=("A", "B"))
+    pulls = [(0, 2), (2, 2), (4, 32), (7, 32), (1, 1)]
+    async with PullConsumer("lite_raw_many", two_brokers.namesrv_addr) as c:
+        got = await c.pull_raw_many(mq, pulls)
+        want = [await c.pull_raw(mq, at, n) for at, n in pulls]
+        assert got == want
+        assert [r.status for r in want] == [PullStatus.FOUND] * 3 + [
+            PullStatus.NO_NEW_MSG, PullStatus.FOUND,
+        ]  # fmt: skip
+        assert [m.queue_offset for r in want for m in r.messages()] == [0, 1, 2, 3, 4, 5, 6, 1]
+        tagged = await c.pull_raw_many(mq, [(0, 32)], expression="B")
+        assert [m.queue_offset for m in tagged[0].messages(expression="B")] == [1, 3, 5]  # type: ignore[union-attr]
+        bad = MessageSelector.by_sql("a >")
+        refused = await c.pull_raw_many(mq, [(0, 2), (2, 2)], expression=bad)
+        assert [type(r) for r in refused] == [MQBrokerError, MQBrokerError]
+        with pytest.raises(MQClientError, match="offset < 0"):
+            await c.pull_raw_many(mq, [(0, 2), (-1, 2)])
 
 
 async def test_poll_with_nothing_there_returns_empty_after_the_timeout(

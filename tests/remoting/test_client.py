@@ -129,6 +129,29 @@ async def test_lost_connection_fails_all_pending_at_once(
     assert resp.ext_fields == {"x": "1"}
 
 
+async def test_invoke_many_answers_each_request_in_order(start_server: ServerFactory) -> None:
+    """invoke_many: every request written before any answer is awaited, each its own answer
+    or error in order (a held one times out alone, the others answered), its slots given
+    back; a refused connection fails every request."""
+    held = Held()
+    server = await start_server(held.routes())
+    async with RemotingClient(ClientConfig(client_async_semaphore_value=4)) as cli:
+        requests = [RemotingCommand.request(ECHO, {"i": str(i)}) for i in range(3)]
+        requests.insert(1, RemotingCommand.request(HOLD))
+        answers = await cli.invoke_many(addr(server.port), requests, timeout=0.5)
+        assert [a.ext_fields if isinstance(a, RemotingCommand) else type(a) for a in answers] == [
+            {"i": "0"}, RemotingTimeoutError, {"i": "1"}, {"i": "2"},
+        ]  # fmt: skip
+        more = [RemotingCommand.request(ECHO, {"j": str(j)}) for j in range(4)]
+        again = await cli.invoke_many(addr(server.port), more, timeout=5)
+        assert [a.ext_fields for a in again if isinstance(a, RemotingCommand)] == [
+            {"j": str(j)} for j in range(4)
+        ]  # the 4 slots were given back
+        refused = await cli.invoke_many("127.0.0.1:1", more[:2], timeout=2)
+        assert [type(a) for a in refused] == [RemotingConnectError] * 2
+    held.release.set()
+
+
 async def test_refused_connection_is_a_connect_error(client: RemotingClient) -> None:
     """Issue: connection failures raise RemotingConnectError."""
     with pytest.raises(RemotingConnectError):

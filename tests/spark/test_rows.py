@@ -77,3 +77,28 @@ def test_a_malformed_record_is_refused() -> None:
     for bad in (data[:-3], data[:50]):
         with pytest.raises(MessageDecodeError):
             decode_layout(bad, Layout())
+
+
+@given(st.lists(st.tuples(st.integers(-(2**31), 2**31 - 1), st.integers(-(2**63), 2**63 - 1),
+                          st.integers(-(2**63), 2**63 - 1), st.integers(-(2**31), 2**31 - 1),
+                          st.sampled_from(["0.0.0.0:0", "255.255.255.255:65535", *HOSTS])),
+                min_size=1, max_size=4))  # fmt: skip
+def test_layout_reads_the_head_fields_as_decode_columns(
+    heads: list[tuple[int, int, int, int, str]],
+) -> None:
+    """Signed int32 / int64 fields at their extremes and IPv4 hosts at theirs read alike by
+    both decoders (decode_layout reads the head byte by byte)."""
+    data = b"".join(
+        encode_record(MessageExt(topic="T", body=b"x", queue_id=qid, queue_offset=off,
+                                 born_timestamp=ms, store_timestamp=-ms - 1,
+                                 reconsume_times=times, born_host=host, store_host=host))
+        for qid, off, ms, times, host in heads
+        if -ms - 1 >= -(2**63)
+    )  # fmt: skip
+    cols, layout = decode_columns(data), Layout()
+    assert decode_layout(data, layout) == len(cols)
+    assert (layout.queue_id, layout.queue_offset) == (cols.queue_id, cols.queue_offset)
+    assert layout.born_timestamp == cols.born_timestamp
+    assert layout.store_timestamp == cols.store_timestamp
+    assert layout.reconsume_times == cols.reconsume_times
+    assert (layout.born_host, layout.store_host) == (cols.born_host, cols.store_host)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Unpack
 
 from aiorocketmq.client.consumer.allocate import STRATEGIES
@@ -32,7 +32,7 @@ from aiorocketmq.client.consumer.lite.offsets import LiteOffsets
 from aiorocketmq.client.consumer.lite.options import FLAG_LITE_PULL, LitePullOptions, PullOptions
 from aiorocketmq.client.consumer.lite.raw import RawPull, raw_from_reply
 from aiorocketmq.client.consumer.lite.requests import LiteRequests
-from aiorocketmq.client.consumer.lite.tasks import Mode, PullTasks, QueueState
+from aiorocketmq.client.consumer.lite.tasks import MAX_TEMPLATES, Mode, PullTasks, QueueState
 from aiorocketmq.client.consumer.member import GroupMember, MemberSettings
 from aiorocketmq.client.consumer.offsets import OffsetStore
 from aiorocketmq.client.consumer.process_queue import ProcessQueue
@@ -85,6 +85,7 @@ class PullConsumer:
         self._mode = Mode.NONE
         self._expressions: dict[str, MessageSelector] = {}  # subscribe
         self._assign_subs: dict[str, SubscriptionData] = {}  # setSubExpressionForAssign
+        self._raw_subs: dict[tuple[str, str | MessageSelector], SubscriptionData] = {}  # pull_raw
         self._queue_listeners: dict[str, QueueListener] = {}
         self._known_queues: dict[str, set[MessageQueue]] = {}
         self.tasks = PullTasks(group, o, self._subscription, self._first_offset)
@@ -301,18 +302,54 @@ class PullConsumer:
         exactly (nothing to re-check). ``suspend_ms`` > 0 lets the broker hold the
         pull that long for a message to arrive; ``timeout`` (seconds) bounds the request
         (default ``consumer_pull_timeout_millis`` plus the suspension)."""
-        self._started()
-        if offset < 0:
-            raise MQClientError("offset < 0")
         nums = self.options.pull_batch_size if max_nums is None else max_nums
-        if nums <= 0:
-            raise MQClientError("maxNums <= 0")
-        sub = selector_of(expression).subscription(queue.topic)
+        sub, flag, timeout = self._raw_pull(
+            queue, [(offset, nums)], timeout, expression, suspend_ms
+        )
+        reply = await self.tasks.pull(queue, offset, sub, nums, flag, suspend_ms, timeout)
+        return raw_from_reply(queue, reply)
+
+    async def pull_raw_many(
+        self,
+        queue: MessageQueue,
+        pulls: Sequence[tuple[int, int]],
+        timeout: float | None = None,
+        *,
+        expression: str | MessageSelector = "*",
+    ) -> list[RawPull | MQClientError]:
+        """``pull_raw`` of ``queue`` at each ``(offset, max_nums)`` of ``pulls``, all sent
+        before any answer is awaited (one write, no task per pull: a bulk reader's window of
+        pulls); per pull, in order, its RawPull or the error ``pull_raw`` would raise.
+        ``timeout`` bounds the whole call."""
+        sub, flag, timeout = self._raw_pull(queue, pulls, timeout, expression, 0)
+        answers = await self.tasks.pull_many(queue, list(pulls), sub, flag, 0, timeout)
+        return [a if isinstance(a, MQClientError) else raw_from_reply(queue, a) for a in answers]
+
+    def _raw_pull(
+        self,
+        queue: MessageQueue,
+        pulls: Sequence[tuple[int, int]],
+        timeout: float | None,
+        expression: str | MessageSelector,
+        suspend_ms: int,
+    ) -> tuple[SubscriptionData, int, float]:
+        """A raw pull's checks; its subscription, flags and timeout."""
+        self._started()
+        for offset, nums in pulls:
+            if offset < 0:
+                raise MQClientError("offset < 0")
+            if nums <= 0:
+                raise MQClientError("maxNums <= 0")
+        sub = self._raw_subs.get((queue.topic, expression))
+        if sub is None:  # FilterAPI.build parses the expression: once per topic and selector
+            if len(self._raw_subs) >= MAX_TEMPLATES:
+                self._raw_subs.clear()
+            sub = selector_of(expression).subscription(queue.topic)
+            self._raw_subs[(queue.topic, expression)] = sub
         flag = api.FLAG_SUBSCRIPTION | FLAG_LITE_PULL | (api.FLAG_SUSPEND if suspend_ms else 0)
         if timeout is None:
             timeout = (self.options.consumer_pull_timeout_millis + suspend_ms) / 1000
-        reply = await self.tasks.pull(queue, offset, sub, nums, flag, suspend_ms, timeout)
-        return raw_from_reply(queue, reply)
+        return sub, flag, timeout
 
     async def fetch_message_queues(self, topic: str) -> list[MessageQueue]:
         """The topic's readable queues, from a name server (fetchSubscribeMessageQueues)."""

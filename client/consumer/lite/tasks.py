@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from aiorocketmq.client.trace.hooks import ConsumeTrace
 
 log = get_logger(__name__)
+MAX_TEMPLATES = 256  # pull request templates kept (topics x subscriptions x flags)
 
 
 class Mode(enum.Enum):
@@ -94,6 +95,9 @@ class PullTasks:
         self.suggested: dict[MessageQueue, int] = {}  # pullFromWhichNodeTable
         self.flow_controlled = 0
         self.trace: ConsumeTrace | None = None  # message trace (trace=True)
+        # PULL_MESSAGE ext fields but the queue, offset and count, per (topic, subscription,
+        # flags): a pull builds its request from a copy (api.pull_template)
+        self._templates: dict[tuple[str, str, str, int, int], dict[str, str]] = {}
 
     # ------------------------------------------------------------ queues and tasks
 
@@ -256,6 +260,43 @@ class PullTasks:
     ) -> api.PullReply:
         """PullAPIWrapper.pullKernelImpl: the queue's broker (the one it last suggested, its
         route fetched if unknown), the subscription in the request (no commit offset)."""
+        inst, addr = await self._broker(mq)
+        template = self._template(mq.topic, sub, sys_flag, suspend_ms)
+        request = api.pull_from(template, mq.queue_id, offset, max_nums)
+        reply = api.parse_pull(await inst.remoting.invoke(addr, request, timeout), addr)
+        self.suggested[mq] = reply.suggest_which_broker_id
+        return reply
+
+    async def pull_many(
+        self,
+        mq: MessageQueue,
+        pulls: list[tuple[int, int]],
+        sub: SubscriptionData,
+        sys_flag: int,
+        suspend_ms: int,
+        timeout: float,
+    ) -> list[api.PullReply | MQClientError]:
+        """``pull`` at each (offset, max_nums) of ``pulls``, all sent before any answer is
+        awaited (Remote.invoke_many); per pull its reply or its error, in order."""
+        inst, addr = await self._broker(mq)
+        template = self._template(mq.topic, sub, sys_flag, suspend_ms)
+        requests = [api.pull_from(template, mq.queue_id, at, n) for at, n in pulls]
+        out: list[api.PullReply | MQClientError] = []
+        for answer in await inst.remoting.invoke_many(addr, requests, timeout):
+            if isinstance(answer, MQClientError):
+                out.append(answer)
+                continue
+            try:
+                reply = api.parse_pull(answer, addr)
+            except MQClientError as exc:
+                out.append(exc)
+                continue
+            self.suggested[mq] = reply.suggest_which_broker_id
+            out.append(reply)
+        return out
+
+    async def _broker(self, mq: MessageQueue) -> tuple[ClientInstance, str]:
+        """The instance and the address to pull ``mq`` from (findBrokerAddressInSubscribe)."""
         inst = self.instance
         if inst is None:
             raise MQClientError("The consumer not running, please start it first.")
@@ -265,12 +306,18 @@ class PullTasks:
             found = inst.subscribe_addr(mq.broker_name, self.suggested.get(mq, MASTER_ID))
             if found is None:
                 raise MQClientError(f"The broker[{mq.broker_name}] not exist")
-        request = api.pull_message(
-            self.group, mq.topic, mq.queue_id, offset,
-            max_nums=max_nums, sys_flag=sys_flag, suspend_ms=suspend_ms,
-            subscription=sub.sub_string, expression_type=sub.expression_type,
-        )  # fmt: skip
-        addr = found[0]
-        reply = api.parse_pull(await inst.remoting.invoke(addr, request, timeout), addr)
-        self.suggested[mq] = reply.suggest_which_broker_id
-        return reply
+        return inst, found[0]
+
+    def _template(
+        self, topic: str, sub: SubscriptionData, sys_flag: int, suspend_ms: int
+    ) -> dict[str, str]:
+        key = (topic, sub.sub_string, sub.expression_type, sys_flag, suspend_ms)
+        template = self._templates.get(key)
+        if template is None:
+            if len(self._templates) >= MAX_TEMPLATES:
+                self._templates.clear()
+            template = self._templates[key] = api.pull_template(
+                self.group, topic, sys_flag=sys_flag, suspend_ms=suspend_ms,
+                subscription=sub.sub_string, expression_type=sub.expression_type,
+            )  # fmt: skip
+        return template
