@@ -95,6 +95,8 @@ df = (spark.readStream.format("rocketmq").option("nameServer", namesrv)
 writer = (df.select(F.udf(attempt, "binary")("body").alias("body"))
           .writeStream.format("rocketmq").option("nameServer", namesrv)
           .option("topic", target).option("exactlyOnce", "true")
+          # small requests, so a task is still writing for a while (the kill lands mid-task)
+          .option("batchSize", "10")
           .option("checkpointLocation", checkpoint))
 if trigger == "availableNow":
     writer = writer.trigger(availableNow=True)
