@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 
 import structlog
 
-from aiorocketmq.broker.store import warm
+from aiorocketmq.broker.store import cutmark, warm
 from aiorocketmq.broker.store.checkpoint import (
     Checkpoint,
     crashed,
@@ -28,6 +28,7 @@ from aiorocketmq.broker.store.config import FlushDiskType, StoreConfig, delay_le
 from aiorocketmq.broker.store.consumequeue import storable_topic
 from aiorocketmq.broker.store.disk import Disk
 from aiorocketmq.broker.store.dispatch import dispatch_of, index_keys
+from aiorocketmq.broker.store.epochs import EpochFile
 from aiorocketmq.broker.store.flush import Flusher, Rounds, fsync_all
 from aiorocketmq.broker.store.highwater import HighWater
 from aiorocketmq.broker.store.many import Appender, plan_puts, put_many, settle_many
@@ -69,6 +70,7 @@ class MessageStore(StoreReads, Replica, Appender):
             step=config.commit_log_allocate_step_mb << 20,
         )
         self.highwater = HighWater(root)
+        self.epochs = EpochFile(root)  # which master epoch wrote which part of the log
         self.delays = delay_levels(config.message_delay_level)
         self.table = QueueTable(root, config, self.disk, self.delays)
         self.reader = Reader(self.commitlog, config)
@@ -109,9 +111,19 @@ class MessageStore(StoreReads, Replica, Appender):
         was_crash, cp = crashed(self.root), read_checkpoint(self.root)
         self.commitlog.load()
         self.table.load()
-        full = was_crash or cp is None
+        cut_at = cutmark.read(self.root)  # a cut a crash interrupted: finished first
+        if cut_at is not None:
+            cp = self._resume_cut(cut_at)
+        full = was_crash or cp is None or cut_at is not None
         queues, limit = list(self.queues.values()), self.highwater.read()
-        self.recovery = recover(self.commitlog, queues, cp, self._replay, full=full, limit=limit)
+        self.recovery = recover(self.commitlog, queues, cp, self._replay, full=full, limit=limit,
+                                stop=cut_at)  # fmt: skip
+        self.epochs.load()
+        if cut_at is not None:
+            self._cut_queues(self.commitlog.max_offset, emptied=False)
+            self._cut_done()
+        else:  # entries the log does not reach (a crash between a cut and its epochs)
+            self.epochs.truncate_suffix_by_offset(self.commitlog.max_offset + 1)
         self.commitlog.settle()
         self.highwater.settle(self.commitlog.max_offset, lower=full)
         self.commitlog.highwater = self.highwater
@@ -135,6 +147,19 @@ class MessageStore(StoreReads, Replica, Appender):
             behind=len(self.table.behind),
             ms=int((time.monotonic() - began) * 1000),
         )
+
+    def _resume_cut(self, phys: int) -> Checkpoint | None:
+        """Before recovery: the checkpoint of an interrupted cut to ``phys`` lowered to it (on
+        disk too), the log emptied when the cut was below its first segment; the lowered
+        checkpoint. Recovery then replays nothing past ``phys``."""
+        log.warning("commitlog_cut_resumed", offset=phys)
+        cl = self.commitlog
+        emptied = phys < cl.min_offset or not cl.queue.segments
+        self._lower_checkpoint(0 if emptied else phys)
+        if emptied:
+            cl.queue.truncate_after(phys)
+            self._cut_queues(0, emptied=True)
+        return read_checkpoint(self.root)
 
     def _start_loops(self) -> None:
         loop = asyncio.get_running_loop()
