@@ -112,6 +112,11 @@ class BrokerConfig:
     filter_support_retry: bool = False
     filter_data_clean_time_span: int = 24 * 3600 * 1000  # ms a dead filter is kept
     slave_sync_interval: int = 10_000  # ours (Java's constant): a slave copies metadata, ms
+    # 5.x: the controller decides the role (broker.roles). The broker starts fenced -- no
+    # put, no name-server registration, no HA -- until made master (brokerId 0) or slave;
+    # brokerId is then its id as a slave (> 0), brokerRole the role it takes as a master
+    # (SLAVE reads as SYNC_MASTER, 5.x's). The HA stream starts with an epoch handshake.
+    enable_controller_mode: bool = False
     # ours: /metrics in Prometheus text format on this port (on metricsHost); unset =
     # listenPort + 1000 (remoting.metrics_port), 0 = any free port, -1 = off; a port that
     # cannot be bound stops the broker from starting. 4.9.8 has none (5.x: a fixed 5557).

@@ -10,6 +10,11 @@ compat: a first report of 0 (an empty slave) starts at the master's first Commit
 the slave's copy is whole (4.9.8 starts at its last file); a report beyond the master's end
 gets an empty frame naming the master's end (4.9.8 closes the connection), so a slave that
 diverged can cut back to it and report again.
+
+With ``enableControllerMode`` (``epoch_mode``) a slave's epoch hello is answered with this
+broker's epoch entries and max offset (ha_frames; 5.x AutoSwitchHAConnection's handshake),
+and only a master serves slaves (``serving``): a broker the controller made a slave, or has
+not given a role yet, closes every HA connection, so nothing copies from a stale master.
 """
 
 from __future__ import annotations
@@ -23,8 +28,16 @@ from collections.abc import Callable
 
 import structlog
 
-from aiorocketmq.broker.ha_auth import MAGIC, Admit, Hello, body_size, parse
-from aiorocketmq.broker.ha_frames import HAProtocolError, encode_transfer, take_last_report
+from aiorocketmq.broker.ha_auth import HEADER_SIZE, MAGIC, Admit, Hello, body_size, parse
+from aiorocketmq.broker.ha_frames import (
+    EPOCH_HELLO,
+    EPOCH_HELLO_SIZE,
+    HAProtocolError,
+    decode_epoch_hello,
+    encode_epochs,
+    encode_transfer,
+    take_last_report,
+)
 from aiorocketmq.broker.store import MessageStore
 
 log = structlog.get_logger(__name__)
@@ -55,6 +68,8 @@ class HAMaster:
         self._timer: asyncio.TimerHandle | None = None
         self._server: asyncio.Server | None = None
         self.admit: Admit | None = None  # set when ACL is on: who may replicate (ha_auth)
+        self.epoch_mode = False  # enableControllerMode: epoch hellos are answered
+        self.serving = True  # False: every slave connection is closed (not a master)
         store.add_dispatch_listener(self._arrived)
 
     async def start(self, sock: socket.socket) -> None:
@@ -78,11 +93,27 @@ class HAMaster:
                 fut.cancel()
         self._waiters.clear()
 
+    def drop_slaves(self) -> None:
+        """Close every slave connection (a role change: the slaves connect again, to
+        whichever master they are told of, and agree on epochs anew)."""
+        for conn in list(self.connections):
+            conn.close()
+
+    def fail_waiters(self) -> None:
+        """Answer every SYNC_MASTER send waiting for a slave: not acknowledged (demoted)."""
+        for _end, _deadline, fut in self._waiters:
+            if not fut.done():
+                fut.set_result(False)
+        self._waiters.clear()
+
     def _arrived(self, *_args: object) -> None:
         for conn in self.connections:
             conn.wake.set()
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if not self.serving:
+            writer.close()
+            return
         conn = HAConnection(self, reader, writer)
         self.connections.add(conn)
         log.info("ha_slave_connected", peer=conn.peer)
@@ -159,6 +190,7 @@ class HAConnection:
         self.wake = asyncio.Event()
         self.requested: int | None = None  # where streaming starts (the first report)
         self.acked = -1
+        self.slave_id: int | None = None  # the brokerId of its epoch hello (controller mode)
         self._started = asyncio.Event()
 
     def close(self) -> None:
@@ -181,20 +213,37 @@ class HAConnection:
             log.info("ha_connection_closed", peer=self.peer, error=str(group.exceptions[0]))
 
     async def _hello(self) -> bytes | None:
-        """The slave's hello, if it sent one (ha_auth), checked when ACL is on: the bytes
-        read past it, or None when the connection is to close."""
+        """The slave's hellos, if it sent any -- ha_auth's, checked when ACL is on, then an
+        epoch hello (answered with this broker's epochs): the bytes read past them, or None
+        when the connection is to close."""
+        hello: Hello | None = None
         async with asyncio.timeout(self.master.settings()[2] / 1000):
             first = await self.reader.read(1)
-            hello: Hello | None = None
-            if first == MAGIC[:1]:
-                head = first + await self.reader.readexactly(len(MAGIC) + 1)
+            magic = first + await self.reader.readexactly(3) if first == MAGIC[:1] else b""
+            if magic == MAGIC:
+                head = magic + await self.reader.readexactly(HEADER_SIZE - len(MAGIC))
                 hello = parse(await self.reader.readexactly(body_size(head)))
+                first = await self.reader.read(1)
+                magic = first + await self.reader.readexactly(3) if first == MAGIC[:1] else b""
+            if magic == EPOCH_HELLO:
+                rest = await self.reader.readexactly(EPOCH_HELLO_SIZE - len(EPOCH_HELLO))
+                self.slave_id = decode_epoch_hello(magic + rest)
                 first = b""
-        if not first and hello is None:
+            elif magic:
+                raise HAProtocolError("bad HA hello")
+        if not first and hello is None and self.slave_id is None:
             return None  # closed before a byte
         admit = self.master.admit
         if admit is not None and not admit(self.ip, hello):
             return None
+        if self.slave_id is not None:
+            if not self.master.epoch_mode:
+                log.warning("ha_epoch_hello_refused", peer=self.peer,
+                            reason="enableControllerMode is off")  # fmt: skip
+                return None
+            store = self.master.store
+            self.writer.write(encode_epochs(store.max_phys_offset, store.epochs.entries))
+            await self.writer.drain()
         return first
 
     @property

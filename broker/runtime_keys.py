@@ -55,6 +55,7 @@ REFUSED: Final[Mapping[str, str]] = {
     "brokerId": _IDENTITY,
     "brokerRole": _IDENTITY,
     "haMasterAddress": _IDENTITY,
+    "enableControllerMode": _IDENTITY,
     "namesrvAddr": _ADDRESS,
     "brokerIP1": _ADDRESS,
     "brokerIP2": _ADDRESS,

@@ -90,6 +90,7 @@ class MessageStore(StoreReads, Replica, Appender):
         self._tasks: list[asyncio.Task[None]] = []
         self._running = False
         self._slave = False
+        self._term = 0  # bumped when a master's store becomes a slave's (set_slave)
         # SYNC_MASTER (the broker's replication sets it): awaited after a put that waits,
         # with the put's end offset; a status replaces PUT_OK (CommitLog.handleHA)
         self.replicate: Callable[[int], Awaitable[PutStatus | None]] | None = None
@@ -287,7 +288,11 @@ class MessageStore(StoreReads, Replica, Appender):
 
     def set_slave(self, flag: bool) -> None:
         """A slave's store: puts are refused with SERVICE_NOT_AVAILABLE, nothing written
-        (DefaultMessageStore.checkStoreStatus); reads and raw appends go on."""
+        (DefaultMessageStore.checkStoreStatus); reads and raw appends go on. A master made a
+        slave (broker.roles) acknowledges nothing from then on: a put still waiting for its
+        flush or its slave is answered SERVICE_NOT_AVAILABLE (``wait_stored``)."""
+        if flag and not self._slave:
+            self._term += 1
         self._slave = flag
 
     def _refusal(self, msgs: list[MessageExt]) -> PutStatus | None:
@@ -371,12 +376,20 @@ class MessageStore(StoreReads, Replica, Appender):
     async def wait_stored(self, end: int) -> PutStatus | None:
         """Wait for the flush (SYNC_FLUSH) and the slave (SYNC_MASTER) that puts ending at
         ``end`` promise: None once both hold, else the status saying which did not."""
+        term = self._term
+        status = await self._wait_stored(end)
+        if self._term != term:  # made a slave meanwhile: its log may be cut, never acknowledge
+            return PutStatus.SERVICE_NOT_AVAILABLE
+        return status
+
+    async def _wait_stored(self, end: int) -> PutStatus | None:
         timeout = self.config.sync_flush_timeout / 1000
         if self.flusher.sync and not await self.flusher.wait(end, timeout):
             log.warning("flush_disk_timeout", end=end, io_error=self.flusher.failed)
             return PutStatus.FLUSH_DISK_TIMEOUT
-        if self.replicate is not None:
-            return await self.replicate(end)
+        replicate = self.replicate
+        if replicate is not None:
+            return await replicate(end)
         return None
 
     def _create_failed(self, exc: OSError) -> PutStatus:

@@ -43,6 +43,7 @@ SAMPLE = {
     "brokerId": "1",
     "brokerRole": "SLAVE",
     "haMasterAddress": "127.0.0.1:1",
+    "enableControllerMode": "true",
     "namesrvAddr": "127.0.0.1:1",
     "brokerIP1": "10.6.6.6",
     "brokerIP2": "10.6.6.6",

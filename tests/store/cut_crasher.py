@@ -1,8 +1,8 @@
 """A store cut to be killed: ``python -m tests.store.cut_crasher ROOT CUT CALL NAME NTH``.
 
 Opens the store at ROOT (the replication tests' config) and cuts its log back to CUT
-(``truncate_to``); the NTH call of ``os.CALL`` whose first path argument's name contains
-NAME (any call: ``*``) stops this process (SIGSTOP) before it runs, so the parent can
+(``truncate_to``); the NTH call of ``os.CALL`` whose first path argument's ``directory/name``
+contains NAME (any call: ``*``) stops this process (SIGSTOP) before it runs, so the parent can
 SIGKILL it exactly there: a crash in the middle of the cut, at a known step. ``os`` is
 patched, not the store's own code: compiled store modules call each other directly
 (setup.py), ``os`` they call through the module. Exits 3 if the cut finished without
@@ -32,7 +32,8 @@ def stop_at(call: str, name: str, nth: int) -> None:
     def patched(*args: Any, **kwargs: Any) -> Any:
         nonlocal seen
         first = args[0] if args else None
-        named = isinstance(first, str | os.PathLike) and name in Path(first).name
+        path = Path(first) if isinstance(first, str | os.PathLike) else None
+        named = path is not None and name in f"{path.parent.name}/{path.name}"
         if name == "*" or named:
             seen += 1
             if seen == nth:
