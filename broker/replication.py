@@ -38,14 +38,13 @@ log = structlog.get_logger(__name__)
 
 def check_role(role: BrokerRole, broker_id: int, *, controller: bool = False) -> int:
     """BrokerStartup: a master's id is 0 whatever the file says; a slave's must be > 0. With
-    enableControllerMode the id is the broker's as a slave, whatever its role becomes."""
-    if controller or role is BrokerRole.SLAVE:
+    enableControllerMode the role is the controller's and the configured id stays (a fenced
+    broker registers nothing; broker.roles gives the id of each role)."""
+    if controller:
+        return broker_id
+    if role is BrokerRole.SLAVE:
         if broker_id <= 0:
-            raise ConfigError(
-                "enableControllerMode: brokerId (its id as a slave) must be > 0"
-                if controller
-                else "Slave's brokerId must be > 0"
-            )
+            raise ConfigError("Slave's brokerId must be > 0")
         return broker_id
     return 0
 

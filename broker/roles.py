@@ -94,6 +94,7 @@ class Roles:
 
     async def become_master(self, epoch: int) -> None:
         """This broker leads its group from ``epoch`` on (ReplicasManager.changeToMaster)."""
+        self._check_controller()
         async with self._lock:
             host, store = self.host, self.host.ctx.store
             last = store.epochs.last_epoch
@@ -117,6 +118,7 @@ class Roles:
     ) -> None:
         """This broker follows ``master_addr`` (its HA port: ``ha_addr``, else the port
         after it) from ``epoch`` on (ReplicasManager.changeToSlave)."""
+        self._check_controller()
         if broker_id <= 0:
             raise RoleError(f"a slave's brokerId must be > 0, not {broker_id}")
         host, _, port = master_addr.rpartition(":")
@@ -136,6 +138,10 @@ class Roles:
             self._changed(Role.SLAVE, epoch, master_addr)
             await self.host.register_now()
             await self.host.replication.follow(ha, broker_id)
+
+    def _check_controller(self) -> None:
+        if not self.controller:  # static roles: brokerRole and brokerId say it all
+            raise RoleError("enableControllerMode is off: the role is brokerRole's")
 
     def _configure(self, role: BrokerRole, broker_id: int) -> None:
         """The config the processors read (replaced, never mutated: BrokerContext), the id

@@ -112,6 +112,7 @@ class Broker(Service):
         self.servers: list[RemotingServer] = []  # the main port, then the VIP port
         self._loops: list[asyncio.Task[None]] = []
         self._role_loops: list[asyncio.Task[None]] = []  # master-only or slave-only loops
+        self._closing = False
         self.registrar: Registrar | None = None
         self.metrics: Metrics | None = None
 
@@ -339,6 +340,8 @@ class Broker(Service):
         (delays, transaction checks) when ``on``, the slave's metadata sync when False,
         none when None."""
         tasks, self._role_loops = self._role_loops, []
+        if self._closing:  # a role change drained at shutdown: the loops are gone already
+            on = None
         for task in tasks:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -375,6 +378,7 @@ class Broker(Service):
             self._registrar().changed(None)
 
     async def close(self) -> None:
+        self._closing = True
         for server in self.servers:
             server.stop_accepting()
         if self.metrics is not None:

@@ -160,6 +160,7 @@ async def test_promoted_slave_leads_and_the_old_master_cuts_its_own_tail(
         await told  # the answer may or may not have left before the stop
     cluster.start_broker("a")
     assert cutmark.read(a.store) is None  # the start finished the cut
+    assert await route(client, cluster, "RoleT") == {0: b.addr}  # fenced: not registered
     await role(client, a, b, 2, 2)
     await caught_up(client, b.addr, a.addr)
 
@@ -169,6 +170,8 @@ async def test_promoted_slave_leads_and_the_old_master_cuts_its_own_tail(
     assert commitlog_bytes(a) == commitlog_bytes(b)
     assert await epochs(client, a) == await epochs(client, b) == [(1, 0), (2, fork)]
     assert await route(client, cluster, "RoleT") == {0: b.addr, 1: a.addr}
+    stale = await client.invoke(a.addr, notify(a, 1, 1))  # an order older than epoch 2
+    assert stale.code == ResponseCode.SYSTEM_ERROR and "older" in (stale.remark or "")
     assert b.proc is not None
     found = await scrape(b.proc.metrics_port())
     assert value(found, "rocketmq_broker_role", role="MASTER") == 1
