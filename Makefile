@@ -12,7 +12,7 @@ COMPAT_STAMP := $(COMPAT)/node_modules/.installed
 # fuzz.py (and its fuzz_*.py) runs for many minutes: `python -m benchmarks.fuzz`)
 BENCHES := $(filter-out common spark_common tx_common repl_common tls_common rawecho peers peers_consume fuzz fuzz_% __init__,$(basename $(notdir $(wildcard benchmarks/*.py))))
 
-.PHONY: setup test lint bench run clean
+.PHONY: setup test lint bench run clean etcd
 
 # the modules setup.py compiles with mypyc (its COMPILED list, one quoted path per line)
 COMPILED := $(shell sed -n 's/^ *"\([a-z0-9_/]*\.py\)",$$/\1/p' setup.py)
@@ -22,8 +22,8 @@ COMPILED := $(shell sed -n 's/^ *"\([a-z0-9_/]*\.py\)",$$/\1/p' setup.py)
 # aiorocketmq itself is installed pure here, in seconds.
 $(DEPS): pyproject.toml
 	@test -x $(PY) || { echo "== creating the virtual environment $(VENV) ($(PYTHON))"; $(PYTHON) -m venv $(VENV); }
-	@echo "== installing the dependencies and tools into $(VENV): pip install -e '.[dev,spark,server]'"
-	AIOROCKETMQ_PURE=1 $(PY) -m pip install $(if $(wildcard $(DEPS)),-q,--progress-bar on) -e '.[dev,spark,server]'
+	@echo "== installing the dependencies and tools into $(VENV): pip install -e '.[dev,spark,server,failover]'"
+	AIOROCKETMQ_PURE=1 $(PY) -m pip install $(if $(wildcard $(DEPS)),-q,--progress-bar on) -e '.[dev,spark,server,failover]'
 	@touch $(DEPS)
 
 # Then aiorocketmq, its hot modules compiled (again when setup.py or a compiled module changes:
@@ -42,7 +42,23 @@ $(STAMP): $(DEPS) setup.py $(COMPILED)
 	@echo "== $(VENV) is ready"
 	@$(PY) -c 'import aiorocketmq.remoting.protocol.frame as m; print("== hot modules: " + ("compiled (mypyc)" if m.__file__.endswith(".so") else "pure Python, slower: no C compiler, mypyc failed, or AIOROCKETMQ_PURE / MYPYC=0 is set (the WARNING above, build/install.log)"))'
 
-setup: $(STAMP)
+setup: $(STAMP) etcd
+
+# etcd, the controller's store in the failover tests (tests/etcd.py starts its own on free ports;
+# tests/failover drives etcdctl too): Debian's etcd-server and etcd-client, each when its command
+# is missing, with apt-get as root (or sudo -n); where neither works, those tests are skipped,
+# saying why. The package's own service is not what the tests use (Debian starts it on :2379
+# where the init system lets it). Its lines go to stderr: stdout stays the steps of the install
+# (tests/test_build.py reads them)
+etcd:
+	@pkgs="$$(command -v etcd >/dev/null 2>&1 || echo etcd-server) $$(command -v etcdctl >/dev/null 2>&1 || echo etcd-client)"; \
+	pkgs=$$(echo $$pkgs); [ -z "$$pkgs" ] || { \
+		if [ "$$(id -u)" = 0 ]; then sudo=""; elif sudo -n true 2>/dev/null; then sudo="sudo -n"; \
+		else echo "$$pkgs not installed, and not root: apt-get install $$pkgs, or the failover tests will be skipped"; exit 0; fi; \
+		echo "== etcd for the failover tests: apt-get install $$pkgs"; \
+		DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q $$pkgs \
+		|| { $$sudo apt-get update -q && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q $$pkgs; } \
+		|| echo "apt-get could not install $$pkgs: the failover tests will be skipped"; } >&2
 
 $(COMPAT_STAMP): $(COMPAT)/package-lock.json
 	@if command -v npm >/dev/null 2>&1; then \
@@ -61,7 +77,7 @@ lint: $(STAMP)
 # pytest exits 5 when it collects nothing: that fails too. The suite runs on TEST_WORKERS
 # pytest-xdist workers (tests/units.py says how it is shared); TEST_WORKERS=0: in this process
 TEST_WORKERS ?= 2
-test: lint $(COMPAT_STAMP)
+test: lint $(COMPAT_STAMP) etcd
 	$(PY) -m pytest -n $(TEST_WORKERS)
 
 # a local cluster without Docker (mqcluster, deploy/launcher.py): namesrv :9876, broker-a :10911,

@@ -85,6 +85,7 @@ COMPILED = [
     "client/core/validate.py",
     "remoting/protocol/signature.py",
     "remoting/acl/guard.py",
+    "remoting/acl/passed.py",
     "remoting/acl/validator.py",
     "remoting/acl/resources.py",
     "remoting/protocol/sql92/javatypes.py",

@@ -58,6 +58,9 @@ class BrokerConfig:
         "metrics_port": (-1, 65535),
         "acl_file_watch_interval": (100, None),
         "filter_data_clean_time_span": (0, None),
+        "controller_heart_beat_timeout_mills": (1000, None),
+        "in_sync_replicas": (1, None),
+        "min_in_sync_replicas": (1, None),
     }
 
     broker_cluster_name: str = "DefaultCluster"
@@ -112,11 +115,6 @@ class BrokerConfig:
     filter_support_retry: bool = False
     filter_data_clean_time_span: int = 24 * 3600 * 1000  # ms a dead filter is kept
     slave_sync_interval: int = 10_000  # ours (Java's constant): a slave copies metadata, ms
-    # 5.x: the controller decides the role (broker.roles). The broker starts fenced -- no
-    # put, no name-server registration, no HA -- until made master (brokerId 0) or slave;
-    # brokerId is then its id as a slave (> 0), brokerRole the role it takes as a master
-    # (SLAVE reads as SYNC_MASTER, 5.x's). The HA stream starts with an epoch handshake.
-    enable_controller_mode: bool = False
     # ours: /metrics in Prometheus text format on this port (on metricsHost); unset =
     # listenPort + 1000 (remoting.metrics_port), 0 = any free port, -1 = off; a port that
     # cannot be bound stops the broker from starting. 4.9.8 has none (5.x: a fixed 5557).
@@ -146,6 +144,28 @@ class BrokerConfig:
     # broker signs its own requests with -- to the name servers, and as a slave to its master
     # (sync calls and the HA connection; r#3115). "" = unsigned
     inner_client_authentication_credentials: str = ""
+    # controller mode (issue 35; broker/controller): the group's master, epoch and SyncStateSet
+    # live in etcd, and the brokers elect a master among themselves. 5.x's keys (BrokerConfig,
+    # and MessageStoreConfig for the last three); off by default, as in 5.x. The broker starts
+    # fenced -- no put, no registration, no HA -- until made master or slave (broker.roles);
+    # brokerRole is then the role it takes as a master (SLAVE reads as SYNC_MASTER, 5.x's)
+    enable_controller_mode: bool = False
+    # etcd's client endpoints, "host:port;host:port" (5.x: the controllers' addresses)
+    controller_addr: str = ""
+    # ms: the TTL of the broker's etcd lease -- a master silent this long loses its place, and
+    # stops acknowledging a quarter of it sooner (fencing). 5.x's key (the controller's
+    # heartbeat timeout); 5.x's 10 s made 3 s here, for a failover within 5 s. etcd counts
+    # whole seconds: rounded up, and at least etcd's own minimum (2 s with its defaults)
+    controller_heart_beat_timeout_mills: int = 3_000
+    # a replica outside the SyncStateSet may be elected when no member is alive (it may lack
+    # acknowledged messages)
+    enable_elect_unclean_master: bool = False
+    # a message needing HA waits for every member of the SyncStateSet (inSyncReplicas moot)
+    all_ack_in_sync_state_set: bool = False
+    # replicas (the master counted) a message needing HA waits for
+    in_sync_replicas: int = 1
+    # fewer replicas in the SyncStateSet: such a message is refused (IN_SYNC_REPLICAS_NOT_ENOUGH)
+    min_in_sync_replicas: int = 1
 
     @property
     def namesrv_addrs(self) -> list[str]:

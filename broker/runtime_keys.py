@@ -55,7 +55,6 @@ REFUSED: Final[Mapping[str, str]] = {
     "brokerId": _IDENTITY,
     "brokerRole": _IDENTITY,
     "haMasterAddress": _IDENTITY,
-    "enableControllerMode": _IDENTITY,
     "namesrvAddr": _ADDRESS,
     "brokerIP1": _ADDRESS,
     "brokerIP2": _ADDRESS,
@@ -75,6 +74,8 @@ REFUSED: Final[Mapping[str, str]] = {
     "aclFile": _PATH,
     "aclDir": _PATH,
     "innerClientAuthenticationCredentials": _SECURITY,
+    "enableControllerMode": _IDENTITY,
+    "controllerAddr": _ADDRESS,
 }
 
 # key patterns refused as REFUSED's keys are (re.match: from the key's start)

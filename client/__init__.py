@@ -17,7 +17,8 @@ import-linter contracts keep them to it):
   and ``decode_columns`` read raw pulls column by column; ``Layout``, ``decode_layout`` and
   ``offset_msg_id_at`` give where the fields lie, for readers that build columns natively.
   Every client class takes ``access_key``/``secret_key`` (ACL 1.0 signatures) and ``tls``;
-  ``tls_context`` builds a verifying ``ssl.SSLContext`` for it from PEM files.
+  ``tls_context`` builds a verifying ``ssl.SSLContext`` for it from PEM files;
+  ``SecuritySettings`` types those four keywords (``**settings`` to any client class).
 - ``aiorocketmq.client.api``: the request layer (Java's MQClientAPIImpl): builders for every
   request, parsers for the answers, ``Remote`` (connections that raise the errors above),
   ``check_group``, ``commit_offsets(consumer, group, offsets)``.
@@ -56,7 +57,7 @@ from aiorocketmq.client.core.errors import (
     MQTimeoutError,
 )
 from aiorocketmq.client.core.message import Message, MessageQueue, SendResult, SendStatus
-from aiorocketmq.client.core.security import tls_context
+from aiorocketmq.client.core.security import SecuritySettings, tls_context
 from aiorocketmq.client.producer.options import ProducerOptions
 from aiorocketmq.client.producer.producer import Producer, select_by_hash
 from aiorocketmq.client.producer.request import create_reply
@@ -114,6 +115,7 @@ __all__ = [
     "PullStatus",
     "PushConsumer",
     "RawPull",
+    "SecuritySettings",
     "SendResult",
     "SendStatus",
     "TransactionListener",

@@ -13,18 +13,8 @@ from __future__ import annotations
 
 import ssl
 from dataclasses import dataclass, field
-from typing import TypedDict
 
-from aiorocketmq.client import tls_context
-
-
-class Keywords(TypedDict, total=False):
-    """The SDK's security keywords, as its client classes take them."""
-
-    access_key: str | None
-    secret_key: str | None
-    security_token: str | None
-    tls: bool | ssl.SSLContext | None
+from aiorocketmq.client import SecuritySettings, tls_context
 
 
 @dataclass(frozen=True)
@@ -42,7 +32,7 @@ class Access:
     tls_key_password: str | None = field(default=None, repr=False)
     tls_check_hostname: bool = True
 
-    def keywords(self) -> Keywords:
+    def keywords(self) -> SecuritySettings:
         """For ``Producer(...)``/``PullConsumer(...)``; reads the TLS files (OSError or
         ssl.SSLError naming the problem)."""
         tls: bool | ssl.SSLContext = self.tls
@@ -54,7 +44,7 @@ class Access:
                 key_password=self.tls_key_password,
                 check_hostname=self.tls_check_hostname,
             )
-        return Keywords(
+        return SecuritySettings(
             access_key=self.access_key,
             secret_key=self.secret_key,
             security_token=self.security_token,

@@ -28,10 +28,14 @@ class ServerProcess:
         env: dict[str, str] | None = None,
         open_files: int | None = None,
         default_metrics_port: bool = False,
+        prefix: Sequence[str] = (),
     ) -> None:
         """``open_files``: the child's RLIMIT_NOFILE, soft and hard (it cannot raise it);
-        ``default_metrics_port``: the server's own default ``metricsPort``, not any free port."""
-        self.argv = [sys.executable, *(argv if default_metrics_port else with_metrics_port(argv))]
+        ``default_metrics_port``: the server's own default ``metricsPort``, not any free port;
+        ``prefix``: a command that execs the interpreter in place (``ip netns exec NS``: the
+        child's PID stays the server's, so signals reach it)."""
+        own = argv if default_metrics_port else with_metrics_port(argv)
+        self.argv = [*prefix, sys.executable, *own]
         self.lines: list[str] = []
         self._cond = threading.Condition()
         self.proc = subprocess.Popen(

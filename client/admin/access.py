@@ -25,9 +25,8 @@ import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypedDict
 
-from aiorocketmq.client import tls_context
+from aiorocketmq.client import SecuritySettings, tls_context
 
 ACCESS_KEY_ENV = "ROCKETMQ_ACCESS_KEY"
 SECRET_KEY_ENV = "ROCKETMQ_SECRET_KEY"
@@ -40,15 +39,6 @@ class AccessError(ValueError):
     """Credentials or TLS settings that do not fit; the message never quotes a secret."""
 
 
-class Keywords(TypedDict, total=False):
-    """The SDK's security keywords, as every client class and ``api.Remote.open`` take them."""
-
-    access_key: str | None
-    secret_key: str | None
-    security_token: str | None
-    tls: bool | ssl.SSLContext | None
-
-
 @dataclass(frozen=True)
 class Access:
     access_key: str | None = None
@@ -57,8 +47,8 @@ class Access:
     tls: ssl.SSLContext | None = None
     source: str = ""  # where the credentials came from, for messages
 
-    def keywords(self) -> Keywords:
-        return Keywords(
+    def keywords(self) -> SecuritySettings:
+        return SecuritySettings(
             access_key=self.access_key,
             secret_key=self.secret_key,
             security_token=self.security_token,

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from aiorocketmq.client import MQClientError, api
-from aiorocketmq.client.admin.access import Access, Keywords
+from aiorocketmq.client import MQClientError, SecuritySettings, api
+from aiorocketmq.client.admin.access import Access
 from aiorocketmq.remoting.config import ClientConfig
 from aiorocketmq.remoting.protocol.codes import RequestCode as C
 from aiorocketmq.remoting.protocol.codes import ResponseCode as R
@@ -48,7 +48,7 @@ class Session:
         self.namesrv_addrs = [a.strip() for a in namesrv if a.strip()]
         self.timeout = timeout
         self.access = access or Access()
-        self.keywords: Keywords = self.access.keywords()  # for the SDK clients of a command
+        self.keywords: SecuritySettings = self.access.keywords()  # for the SDK clients of a command
         self.client = api.Remote.open(
             ClientConfig(serialize_type=SerializeType.JSON, reconnect_backoff_initial_millis=0),
             **self.keywords,

@@ -12,7 +12,8 @@ from typing import Any, Final
 
 from aiorocketmq.remoting.acl.address import remote_ip
 from aiorocketmq.remoting.acl.errors import AclError
-from aiorocketmq.remoting.acl.validator import Policy, check
+from aiorocketmq.remoting.acl.passed import Passed
+from aiorocketmq.remoting.acl.validator import Policy, check, check_signature
 from aiorocketmq.remoting.acl.watch import AclFiles
 from aiorocketmq.remoting.log import get_logger
 from aiorocketmq.remoting.protocol.command import RemotingCommand
@@ -27,24 +28,35 @@ LOG_INTERVAL: Final = 60.0  # seconds between lines for one client address and a
 class AclGuard:
     """``guard(request, connection)``: None to serve it, else the remark to refuse it with."""
 
-    __slots__ = ("_warn", "failures", "files", "policy")
+    __slots__ = ("_passed", "_warn", "failures", "files", "policy")
 
     def __init__(self, files: AclFiles, policy: Policy, *, log_interval: float = LOG_INTERVAL):
         self.files = files
         self.policy = policy
         self.failures: dict[str, int] = {}  # reason -> refusals
         self._warn = WarnLimiter(log_interval)
+        self._passed = Passed()  # requests like one let through need only their signature
 
     def __call__(self, cmd: RemotingCommand, conn: Any) -> str | None:
         checked = self.policy.checked
         if checked is not None and cmd.code not in checked:
             return None
-        ip = remote_ip(conn.peer)
+        peer: str = conn.peer
+        rules = self.files.rules
+        key = self._passed.key(cmd, peer)
         try:
-            check(self.files.rules, self.policy, cmd, ip)
+            if key is not None:
+                found, account = self._passed.get(rules, key)
+                if found:
+                    if account is not None:
+                        check_signature(account, cmd)
+                    return None
+            account = check(rules, self.policy, cmd, remote_ip(peer))
         except AclError as exc:
-            self.refused(exc, ip, cmd.ext_fields.get(ACCESS_KEY), code=cmd.code)
+            self.refused(exc, remote_ip(peer), cmd.ext_fields.get(ACCESS_KEY), code=cmd.code)
             return exc.remark
+        if key is not None:
+            self._passed.put(rules, key, account)
         return None
 
     def refused(

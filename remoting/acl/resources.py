@@ -120,6 +120,14 @@ _PARSERS: Final[dict[int, Callable[[RemotingCommand], Needs]]] = {
 }
 CODES_WITH_RESOURCES: Final = frozenset(_PARSERS)
 
+# the ext fields that alone decide what the hot codes need (what their parsers above read):
+# two such requests with the same values need the same permissions
+RESOURCE_FIELDS: Final[dict[int, tuple[str, str]]] = {
+    int(C.SEND_MESSAGE_V2): ("b", "a"),
+    int(C.SEND_MESSAGE): ("topic", "group"),
+    int(C.PULL_MESSAGE): ("topic", "consumerGroup"),
+}
+
 
 def needs(cmd: RemotingCommand) -> Needs | None:
     """The resources ``cmd`` touches and the permission each needs (None: a code checked for

@@ -76,25 +76,33 @@ def bad_signature(access_key: str) -> AclError:
                     frame=e.SIGNATURE_FRAME)  # fmt: skip
 
 
-def check(rules: Rules, policy: Policy, cmd: RemotingCommand, ip: str) -> None:
-    """Whether ``cmd`` from ``ip`` may be served; raises AclError if not."""
+def check(rules: Rules, policy: Policy, cmd: RemotingCommand, ip: str) -> Account | None:
+    """Whether ``cmd`` from ``ip`` may be served; raises AclError if not. Returns the account
+    whose signature was verified (None: not checked, or a white-listed peer)."""
     code, ext = cmd.code, cmd.ext_fields
     if policy.checked is not None and code not in policy.checked:
-        return
+        return None
     # compat: 4.9.8 reads no resources of a request without ext fields (an unsigned one)
     wanted = needs(cmd) if policy.resources and ext else None
     account = identify(rules, ip, ext.get(ACCESS_KEY))
     if account is None:
-        return
-    if not verify(ext, cmd.body, account.secret_key) and not (
+        return None
+    check_signature(account, cmd)
+    if wanted and wanted.get(TRACE_TOPIC) == PUB:
+        return account
+    check_perm(account, code, wanted, policy.admin_codes)
+    return account
+
+
+def check_signature(account: Account, cmd: RemotingCommand) -> None:
+    """Step 5: the request's signature under ``account``'s secret, or AclError."""
+    ext, body = cmd.ext_fields, cmd.body
+    if not verify(ext, body, account.secret_key) and not (
         # ours: also the content a client signed with it (a Java client's unique-key query;
         # 5.x's broker takes that form from clients newer than 4.9.3)
-        UNIQUE_KEY_QUERY in ext and verify(ext, cmd.body, account.secret_key, CLIENT_SKIP)
+        UNIQUE_KEY_QUERY in ext and verify(ext, body, account.secret_key, CLIENT_SKIP)
     ):
         raise bad_signature(account.access_key)
-    if wanted and wanted.get(TRACE_TOPIC) == PUB:
-        return
-    check_perm(account, code, wanted, policy.admin_codes)
 
 
 def check_perm(

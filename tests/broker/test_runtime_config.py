@@ -43,7 +43,6 @@ SAMPLE = {
     "brokerId": "1",
     "brokerRole": "SLAVE",
     "haMasterAddress": "127.0.0.1:1",
-    "enableControllerMode": "true",
     "namesrvAddr": "127.0.0.1:1",
     "brokerIP1": "10.6.6.6",
     "brokerIP2": "10.6.6.6",
@@ -63,6 +62,8 @@ SAMPLE = {
     "aclFile": "/tmp/acl.yml",
     "aclDir": "/tmp/acl",
     "innerClientAuthenticationCredentials": '{"accessKey":"innerKey1","secretKey":"innerSecret"}',
+    "enableControllerMode": "true",
+    "controllerAddr": "127.0.0.1:1",
 }
 # keys REFUSED_PATTERNS refuses, whether this broker has them or not: every storePath*, the
 # ACL and TLS keys of 4.9.8 (AclConstants, TlsSystemConfig) and others naming a file
