@@ -6,7 +6,7 @@ topics.json: broker.tablefile), so its cost does not grow with the number of gro
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import structlog
@@ -35,6 +35,9 @@ class SubscriptionGroups:
         self.groups = {g: SubscriptionGroupConfig(group_name=g) for g in SYSTEM_GROUPS}
         self._saving: set[asyncio.Task[bool]] = set()
         self.data_version = DataVersion(0, now_ms())
+        # a master's: the change's record for its slaves, appended when called; the result
+        # waits for what its put promises (broker.meta_stream)
+        self.replicate: Callable[[dict[str, Any]], Awaitable[None]] = _nothing_to_replicate
 
     def load(self, *, fold: bool = True) -> None:
         """The file, then its journal (written into the file if ``fold``)."""
@@ -113,7 +116,25 @@ class SubscriptionGroups:
         """Journal one change at once (in order); awaiting the result waits for the disk."""
         self.data_version = self.data_version.next(now_ms())
         change: dict[str, Any] = {"put": config.to_json()} if config else {"delete": deleted}
-        return self.file.record({"dataVersion": self.data_version.to_json(), **change})
+        change["dataVersion"] = self.data_version.to_json()
+        written = self.file.record(change)
+        return _both(written, self.replicate(change))  # both queued now, in order
+
+    def apply(self, change: dict[str, Any]) -> Coroutine[Any, Any, bool]:
+        """A change its master made (a slave, broker.meta_follow): in memory and queued for
+        the journal now; awaiting the result waits for the journal."""
+        self._replay(change)
+        return self.file.record(change)
+
+
+async def _both(written: Awaitable[bool], replicated: Awaitable[None]) -> bool:
+    ok = await written
+    await replicated
+    return ok
+
+
+async def _nothing_to_replicate(_change: dict[str, Any]) -> None:
+    return None
 
 
 def _file_json(groups: dict[str, SubscriptionGroupConfig], version: DataVersion) -> dict[str, Any]:

@@ -70,6 +70,7 @@ class HAMaster:
         self.admit: Admit | None = None  # set when ACL is on: who may replicate (ha_auth)
         self.epoch_mode = False  # enableControllerMode: epoch hellos are answered
         self.serving = True  # False: every slave connection is closed (not a master)
+        self.ever_connected = False  # a slave has connected since start (broker.meta_stream)
         store.add_dispatch_listener(self._arrived)
 
     async def start(self, sock: socket.socket) -> None:
@@ -116,6 +117,7 @@ class HAMaster:
             return
         conn = HAConnection(self, reader, writer)
         self.connections.add(conn)
+        self.ever_connected = True
         log.info("ha_slave_connected", peer=conn.peer)
         try:
             await conn.run()

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import structlog
@@ -20,6 +21,9 @@ class ConsumerOffsets(Snapshot):
     def __init__(self, file: ConfigFile) -> None:
         self.file = file
         self.table: dict[str, dict[int, int]] = {}
+        # told of each commit (key, {queueId: offset}) and removal (key, None): a master's
+        # records for its slaves (broker.meta_stream)
+        self.on_change: Callable[[str, dict[int, int] | None], None] | None = None
 
     def load(self) -> None:
         obj = self.file.load()
@@ -33,7 +37,19 @@ class ConsumerOffsets(Snapshot):
             raise ConfigError(f"{self.file.path}: malformed consumer offsets: {exc}") from exc
 
     def commit(self, group: str, topic: str, queue_id: int, offset: int) -> None:
-        self.table.setdefault(f"{topic}{SEPARATOR}{group}", {})[queue_id] = offset
+        key = f"{topic}{SEPARATOR}{group}"
+        self.table.setdefault(key, {})[queue_id] = offset
+        self.mark_dirty()
+        if self.on_change is not None:
+            self.on_change(key, {queue_id: offset})
+
+    def apply(self, changed: dict[str, dict[int, int]], reset: list[str]) -> None:
+        """Offsets its master committed (a slave, broker.meta_follow): ``reset`` keys
+        removed first, then ``changed`` set."""
+        for key in reset:
+            self.table.pop(key, None)
+        for key, queues in changed.items():
+            self.table.setdefault(key, {}).update(queues)
         self.mark_dirty()
 
     def query(self, group: str, topic: str, queue_id: int) -> int:
@@ -55,6 +71,8 @@ class ConsumerOffsets(Snapshot):
         suffix = SEPARATOR + group
         for key in [k for k in self.table if k.endswith(suffix)]:
             del self.table[key]
+            if self.on_change is not None:
+                self.on_change(key, None)
         self.mark_dirty()
 
     def to_json(self) -> dict[str, Any]:

@@ -20,6 +20,8 @@ from aiorocketmq.broker.consumers import Consumers
 from aiorocketmq.broker.context import BrokerContext
 from aiorocketmq.broker.groups import SubscriptionGroups
 from aiorocketmq.broker.listen import HA_OFFSET, bind_listeners, vip_routes
+from aiorocketmq.broker.meta_follow import MetaFollower
+from aiorocketmq.broker.meta_stream import MetaStream
 from aiorocketmq.broker.metrics import BrokerCollector
 from aiorocketmq.broker.namesrv_api import BrokerIdentity, NamesrvAPI
 from aiorocketmq.broker.processors.acl import AclProcessor
@@ -149,9 +151,15 @@ class Broker(Service):
         self.transactions = Transactions(ctx, self.consumers.offsets)
         ops = self.transactions.rebuild()
         self.tx_check = TransactionCheck(self.transactions, self.consumers.registry)
+        # metadata with the HA stream: a master writes its changes, a slave applies them
+        master = self.replication.master
+        self.meta = MetaStream(ctx, self.consumers.offsets, lambda: master.ever_connected)
+        ctx.topics.replicate = self.meta.topics_changed
+        ctx.groups.replicate = self.meta.groups_changed
+        self.meta_follower = MetaFollower(ctx, self.consumers.offsets)
         self.slave_sync = SlaveSync(
             ctx, self.consumers.offsets, self.consumers.schedule, self._master_addr,
-            tls=self.outbound_tls, credentials=self.inner,
+            self.meta_follower, tls=self.outbound_tls, credentials=self.inner,
         )  # fmt: skip
         if ops:
             log.info("transaction_ops_read", ops=ops, low=self.transactions.ops.low)
@@ -274,14 +282,14 @@ class Broker(Service):
             reply=ReplyProcessor(ctx, send, c.registry),
             pull=pull,
             client=ClientProcessor(ctx, c.registry, c.offsets, c.locks, c.notify_ids_changed,
-                                   c.filters.compiled),
+                                   c.filters.compiled, self.meta.offsets_replicated),
             admin=AdminProcessor(ctx),
             groups=GroupAdminProcessor(ctx, c.registry, c.offsets, c.send_oneway),
             query=QueryProcessor(ctx),
             runtime=RuntimeProcessor(ctx, c.registry, c.offsets, c.schedule),
             callclient=CallClientProcessor(ctx, c.registry),
             endtx=EndTransactionProcessor(self.transactions),
-            sync=SyncProcessor(c.offsets, c.schedule),
+            sync=SyncProcessor(c.offsets, c.schedule, ctx.store),
             controller=ControllerProcessor(ctx, self.roles),
             acl=AclProcessor(self.acl.files if self.acl is not None else None,
                              lambda: (cfg.broker_cluster_name, cfg.broker_name, ctx.addr)),
@@ -392,6 +400,8 @@ class Broker(Service):
                 await task
         self.consumers.answer_parked()  # consumers move on at once
         await asyncio.gather(*(server.close(drain_timeout=5.0) for server in self.servers))
+        await self.meta.close()  # offsets committed during the drain go to the slaves too
+        await self.meta_follower.close()
         # only now, with every request drained: offsets committed during the drain count
         self.consumers.persist_now()
         await self.ctx.groups.flush()

@@ -4,6 +4,11 @@
 with a data version are replaced only when the master's differs. Also the two codes a
 master answers for it (and for a 4.9.8 slave): GET_ALL_CONSUMER_OFFSET (43) and
 GET_ALL_DELAY_OFFSET (45), whose bodies are consumerOffset.json's and delayOffset.json's.
+
+Ours (issue 35 item 5): our master also sends each topic, group and offset change with the
+HA stream (broker.meta_stream), so the timer is a backstop (a slave that missed records, a
+4.9.8 master); a copy older than a record the slave applied is passed over
+(broker.meta_follow.admit).
 """
 
 from __future__ import annotations
@@ -15,8 +20,12 @@ from typing import Any
 import structlog
 
 from aiorocketmq.broker.context import BrokerContext
+from aiorocketmq.broker.meta_follow import MetaFollower
+from aiorocketmq.broker.meta_records import GROUPS, META_OFFSET, OFFSETS, TOPICS
+from aiorocketmq.broker.meta_stream import meta_mark
 from aiorocketmq.broker.offsets import ConsumerOffsets
 from aiorocketmq.broker.schedule import ScheduleService
+from aiorocketmq.broker.store import MessageStore
 from aiorocketmq.remoting.channel import Channel
 from aiorocketmq.remoting.client import RemotingClient
 from aiorocketmq.remoting.errors import RemotingError
@@ -36,12 +45,17 @@ class SyncProcessor:
     """What a master answers a slave (AdminBrokerProcessor.getAllConsumerOffset /
     getAllDelayOffset)."""
 
-    def __init__(self, offsets: ConsumerOffsets, schedule: ScheduleService) -> None:
+    def __init__(
+        self, offsets: ConsumerOffsets, schedule: ScheduleService, store: MessageStore
+    ) -> None:
         self.offsets = offsets
         self.schedule = schedule
+        self.store = store
 
     def all_consumer_offsets(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
-        return response_to(req, R.SUCCESS, body=dumps(self.offsets.to_json()))
+        # ours: metaOffset, which records the copy holds (broker.meta_follow)
+        body = dumps(self.offsets.to_json())
+        return response_to(req, R.SUCCESS, ext_fields=meta_mark(self.store), body=body)
 
     def all_delay_offsets(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
         return response_to(req, R.SUCCESS, body=dumps(self.schedule.to_json()))
@@ -54,11 +68,13 @@ class SlaveSync:
         offsets: ConsumerOffsets,
         schedule: ScheduleService,
         master_addr: Callable[[], str | None],
+        follower: MetaFollower,
         *,
         tls: ssl.SSLContext | None = None,
         credentials: Credentials | None = None,
     ) -> None:
         self.ctx = ctx
+        self.follower = follower
         self.offsets = offsets
         self.schedule = schedule
         self.master_addr = master_addr  # () -> "host:port" of the master, or None
@@ -80,37 +96,45 @@ class SlaveSync:
             return
         self.rounds += 1
 
-    async def _ask(self, addr: str, code: int) -> Any:
+    async def _ask(self, addr: str, code: int) -> tuple[Any, str | None]:
+        """The answer's object and its metaOffset (None from a 4.9.8 master)."""
         resp = await self.client.invoke(addr, RemotingCommand.request(code), 3.0)
         if resp.code != R.SUCCESS:
             raise ValueError(f"code {code}: {resp.code} {resp.remark}")
-        return fastjson.loads(resp.body)
+        return fastjson.loads(resp.body), resp.ext_fields.get(META_OFFSET)
 
     async def _topics(self, addr: str) -> None:
-        wrapper = TopicConfigWrapper.from_json(await self._ask(addr, C.GET_ALL_TOPIC_CONFIG))
+        obj, meta_offset = await self._ask(addr, C.GET_ALL_TOPIC_CONFIG)
+        wrapper = TopicConfigWrapper.from_json(obj)
         table = self.ctx.topics
         if wrapper.data_version == table.data_version:
+            return
+        if not self.follower.admit(TOPICS, meta_offset):
             return
         await table.replace(wrapper)
         log.info("slave_topics_synced", master=addr, topics=len(table.topics))
 
     async def _offsets(self, addr: str) -> None:
-        obj = await self._ask(addr, C.GET_ALL_CONSUMER_OFFSET)
+        obj, meta_offset = await self._ask(addr, C.GET_ALL_CONSUMER_OFFSET)
+        if not self.follower.admit(OFFSETS, meta_offset):
+            return
         for key, queues in (obj.get("offsetTable") or {}).items():
             self.offsets.table[str(key)] = {int(q): int(o) for q, o in queues.items()}
         self.offsets.mark_dirty()
 
     async def _delay_offsets(self, addr: str) -> None:
-        obj = await self._ask(addr, C.GET_ALL_DELAY_OFFSET)
+        obj, _ = await self._ask(addr, C.GET_ALL_DELAY_OFFSET)
         table = obj.get("offsetTable") or {}
         self.schedule.offsets = {int(level): int(offset) for level, offset in table.items()}
         self.schedule.mark_dirty()
 
     async def _groups(self, addr: str) -> None:
-        obj = await self._ask(addr, C.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+        obj, meta_offset = await self._ask(addr, C.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
         groups = self.ctx.groups
         version = DataVersion.from_json(obj.get("dataVersion"))
         if version == groups.data_version:
+            return
+        if not self.follower.admit(GROUPS, meta_offset):
             return
         table = obj.get("subscriptionGroupTable") or {}
         fresh = {str(name): SubscriptionGroupConfig.from_json(raw) for name, raw in table.items()}

@@ -10,7 +10,7 @@ at once; None, for a deletion or a new table, has it register everything).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
 
 import structlog
@@ -97,6 +97,9 @@ class TopicTable:
         self.listeners: list[Callable[[Sequence[str] | None], None]] = []
         # awaits the registration a change started (the broker sets it)
         self.registered: Callable[[], Awaitable[None]] = _nothing_pending
+        # a master's: the change's record for its slaves, appended when called; the result
+        # waits for what its put promises (broker.meta_stream)
+        self.replicate: Callable[[dict[str, Any]], Awaitable[None]] = _nothing_to_replicate
 
     def load(self, *, fold: bool = True) -> None:
         """Overlay topics.json (if any) on the built-in topics, then replay its journal (and,
@@ -144,9 +147,24 @@ class TopicTable:
         """Persist one change (a put, or the deletion of ``deleted``), then announce it."""
         self.data_version = self.data_version.next(now_ms())
         change: dict[str, Any] = {"put": config.to_json()} if config else {"delete": deleted}
-        await self.file.record({"dataVersion": self.data_version.to_json(), **change})
+        change["dataVersion"] = self.data_version.to_json()
+        replicated = self.replicate(change)  # appended now: in the order changes are made
+        await self.file.record(change)
         for listener in self.listeners:
             listener([config.topic_name] if config else None)
+        await replicated
+
+    def apply(self, change: dict[str, Any]) -> Coroutine[Any, Any, None]:
+        """A change its master made (a slave, broker.meta_follow): in memory and queued for
+        the journal now; awaiting the result waits for the journal, then announces it."""
+        self._replay(change)
+        name = TopicConfig.from_json(change["put"]).topic_name if "put" in change else None
+        return self._applied(self.file.record(change), name)
+
+    async def _applied(self, written: Awaitable[bool], name: str | None) -> None:
+        await written
+        for listener in self.listeners:
+            listener([name] if name is not None else None)
 
     async def replace(self, wrapper: TopicConfigWrapper) -> None:
         """Take another table whole (a slave copying its master's), and persist it."""
@@ -258,6 +276,10 @@ class TopicTable:
 
 
 async def _nothing_pending() -> None:
+    return None
+
+
+async def _nothing_to_replicate(_change: dict[str, Any]) -> None:
     return None
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import structlog
 
 from aiorocketmq.broker.context import BrokerContext
+from aiorocketmq.broker.meta_stream import meta_mark
 from aiorocketmq.broker.settings import BrokerSettings, SettingsRefused
 from aiorocketmq.remoting.channel import Channel
 from aiorocketmq.remoting.errors import ConfigError
@@ -82,7 +83,8 @@ class AdminProcessor:
         return ok(req)
 
     def get_all_topic_config(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
-        return ok(req, body=dumps(self.ctx.topics.wrapper().to_json()))
+        # ours: metaOffset, which records the copy holds (broker.meta_follow)
+        return ok(req, meta_mark(self.ctx.store), dumps(self.ctx.topics.wrapper().to_json()))
 
     async def delete_topic(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
         topic = TopicRequestHeader.from_ext(req.ext_fields).topic

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import structlog
 
@@ -52,6 +52,10 @@ from aiorocketmq.remoting.throttle import Throttle
 log = structlog.get_logger(__name__)
 
 
+async def _nothing() -> None:
+    return None
+
+
 def ok(
     req: RemotingCommand, ext: dict[str, str] | None = None, body: bytes = b""
 ) -> RemotingCommand:
@@ -67,8 +71,12 @@ class ClientProcessor:
         locks: RebalanceLocks,
         notify: Callable[[str], None],
         compiled: Compiled,
+        offsets_replicated: Callable[[], Awaitable[None]] = _nothing,
     ) -> None:
+        """``offsets_replicated``: until the commits made so far reached the slaves as a put
+        does (broker.meta_stream)."""
         self.ctx = ctx
+        self.offsets_replicated = offsets_replicated
         self.registry = registry
         self.offsets = offsets
         self.locks = locks
@@ -169,7 +177,7 @@ class ClientProcessor:
             )
         return ok(req, {"offset": str(offset)})
 
-    def update_offset(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
+    async def update_offset(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
         hdr = UpdateConsumerOffsetRequestHeader.from_ext(req.ext_fields)
         # compat: 4.9.8 stores an offset for any group and queue id; consumerOffset.json
         # keeps only what a queue of a valid group can have
@@ -179,6 +187,8 @@ class ClientProcessor:
         if refusal is not None:
             return self.ctx.refusals.refuse(req, ch, refusal)
         self.offsets.commit(hdr.consumer_group, hdr.topic, hdr.queue_id, hdr.commit_offset)
+        if not req.is_oneway:  # ours: answered once the commit's record is stored as a put
+            await self.offsets_replicated()  # is (SYNC_MASTER: a slave has it; r#9804)
         return ok(req)
 
     # ------------------------------------------------------------ orderly locks

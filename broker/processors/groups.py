@@ -10,6 +10,7 @@ from typing import Any
 import structlog
 
 from aiorocketmq.broker.context import BrokerContext
+from aiorocketmq.broker.meta_stream import meta_mark
 from aiorocketmq.broker.offsets import ConsumerOffsets
 from aiorocketmq.broker.registry import ClientInfo, ClientRegistry
 from aiorocketmq.broker.stats import SEPARATOR
@@ -65,7 +66,9 @@ class GroupAdminProcessor:
         return ok(req)
 
     def all_groups(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
-        return ok(req, dumps(self.ctx.groups.to_json()))
+        # ours: metaOffset, which records the copy holds (broker.meta_follow)
+        body = dumps(self.ctx.groups.to_json())
+        return response_to(req, R.SUCCESS, ext_fields=meta_mark(self.ctx.store), body=body)
 
     async def delete_group(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
         hdr = DeleteGroupRequestHeader.from_ext(req.ext_fields)

@@ -122,6 +122,10 @@ class Remote:
 
     def __init__(self, client: RemotingClient) -> None:
         self.client = client
+        # ours: told of each address a request failed at (a connection error, a timeout, a
+        # SERVICE_NOT_AVAILABLE answer: a slave or a stopping broker) -- the ClientInstance
+        # fetches the routes through that broker again at once (issue 35 item 3)
+        self.failed: Listener | None = None
 
     @classmethod
     def open(
@@ -145,9 +149,14 @@ class Remote:
     ) -> RemotingCommand:
         """``request`` to ``addr`` ("host:port"); the response, whatever its code."""
         try:
-            return await self.client.invoke(addr, request, timeout)
+            resp = await self.client.invoke(addr, request, timeout)
         except RemotingError as exc:
+            if self.failed is not None:
+                self.failed(addr)
             raise translate(exc, addr)  # noqa: B904 -- its __cause__ is exc
+        if resp.code == R.SERVICE_NOT_AVAILABLE and self.failed is not None:
+            self.failed(addr)
+        return resp
 
     async def invoke_oneway(
         self, addr: str, request: RemotingCommand, timeout: float = DEFAULT_TIMEOUT
@@ -156,6 +165,8 @@ class Remote:
         try:
             await self.client.invoke_oneway(addr, request, timeout)
         except RemotingError as exc:
+            if self.failed is not None:
+                self.failed(addr)
             raise translate(exc, addr)  # noqa: B904 -- its __cause__ is exc
 
     def add_connect_listener(self, listener: Listener) -> None:

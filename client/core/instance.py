@@ -4,6 +4,13 @@ instance name (Java's MQClientInstance): the connections, the routes, heartbeats
 Routes are fetched on first use and refreshed every ``pollNameServerInterval`` (30 s);
 every ``heartbeatBrokerInterval`` (30 s) each master of a known route gets a heartbeat
 naming the instance's producer groups.
+
+Ours (issue 35 item 3): a request that fails at a broker (its connection drops or cannot be
+made, it times out, a SERVICE_NOT_AVAILABLE answer: a slave, a stopping broker) or a pull
+that finds no master in the route has the routes through that broker fetched again at once
+-- one fetch in flight per topic, at most one per ``ROUTE_RETRY_SECONDS`` -- so producers,
+consumers and offset commits follow a broker group's master to its new address within a
+second of the name servers knowing it, not at the next 30 s poll (Java waits for the poll).
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ log = get_logger(__name__)
 
 NAMESRV_ENV = "NAMESRV_ADDR"
 DOWN_AVOID_SECONDS = 30.0  # a dropped broker is avoided this long unless it answers a probe
+ROUTE_RETRY_SECONDS = 0.5  # a topic's route is fetched after a failure at most this often
 
 
 class ConsumerHandle(Protocol):
@@ -121,6 +129,13 @@ class ClientInstance:
         # (a request's reply, 326, finds us by the client id of our heartbeats)
         self.heard_by: set[str] = set()
         self._probes: dict[str, asyncio.Task[None]] = {}
+        # the last route fetched of each topic; fetches a failure asked for (in flight, when
+        # the last one began, how many so far)
+        self.routes: dict[str, TopicRouteData] = {}
+        self._refreshing: dict[str, asyncio.Task[None]] = {}
+        self._refreshed_at: dict[str, float] = {}
+        self.route_refreshes = 0
+        self.remoting.failed = self.broker_failed
         self.remoting.add_close_listener(self._connection_lost)
         self.remoting.add_connect_listener(self._connected)
 
@@ -162,9 +177,10 @@ class ClientInstance:
             return
         if self._key is not None and ClientInstance._shared.get(self._key) is self:
             del ClientInstance._shared[self._key]
-        for task in self._loops:
+        tasks = [*self._loops, *self._refreshing.values()]
+        for task in tasks:
             task.cancel()
-        for task in self._loops:
+        for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._loops = []
@@ -185,6 +201,7 @@ class ClientInstance:
                 )
                 for b in route.broker_datas:
                     self.brokers[b.broker_name] = dict(b.broker_addrs)
+                self.routes[topic] = route
                 return route
             except MQBrokerError as exc:
                 if exc.code == R.TOPIC_NOT_EXIST:
@@ -256,6 +273,46 @@ class ClientInstance:
                     route = await self.fetch_route(topic, 3.0)
                     if route is not None:
                         consumer.route_changed(topic, route)
+
+    def broker_failed(self, addr: str) -> None:
+        """A request to ``addr`` failed (api.Remote.failed, the producer's send path) or its
+        connection dropped: the routes through it are fetched again now."""
+        for topic, route in list(self.routes.items()):
+            if any(addr in b.broker_addrs.values() for b in route.broker_datas):
+                self.route_suspect(topic)
+
+    def route_suspect(self, topic: str) -> None:
+        """Fetch ``topic``'s route again soon: at once, or ``ROUTE_RETRY_SECONDS`` after the
+        last such fetch began; nothing if one is on its way."""
+        if topic in self._refreshing or not self._loops:
+            return
+        task = asyncio.get_running_loop().create_task(self._refresh(topic))
+        self._refreshing[topic] = task
+        task.add_done_callback(lambda _t: self._refreshing.pop(topic, None))
+
+    async def _refresh(self, topic: str) -> None:
+        loop = asyncio.get_running_loop()
+        pause = self._refreshed_at.get(topic, -ROUTE_RETRY_SECONDS) + ROUTE_RETRY_SECONDS
+        if pause > loop.time():
+            await asyncio.sleep(pause - loop.time())
+        self._refreshed_at[topic] = loop.time()
+        self.route_refreshes += 1
+        try:
+            route = await self.fetch_route(topic, 3.0)
+        except MQClientError as exc:
+            log.info("route_refresh_failed", topic=topic, error=str(exc))
+            return
+        if route is None:
+            return  # the name servers know no broker of it now: keep what we had
+        if topic in self.publish:
+            self.publish[topic] = PublishInfo.from_route(topic, route)
+        for consumer in list(self.consumers.values()):
+            if topic in consumer.subscribed_topics():
+                consumer.route_changed(topic, route)
+        # a broker new to us (the group's new master) learns our groups now, not at the next
+        # 30 s heartbeat: it refuses a consumer's pulls until it knows the group
+        addrs = {a for b in route.broker_datas for a in b.broker_addrs.values()}
+        await self._heartbeat_to(sorted(addrs - self.heard_by), 3.0)
 
     async def master_addr(self, broker_name: str, topic: str) -> str:
         """The master of ``broker_name`` (findBrokerAddressInPublish), refreshing ``topic``'s
@@ -331,7 +388,10 @@ class ClientInstance:
         (DefaultMQProducerImpl.prepareSendRequest's sendHeartbeatToAllBrokerWithLock): a
         broker pushes a request's reply only to a client whose heartbeat it has."""
         missing = [a for a in self.masters() if a not in self.heard_by and not self.is_down(a)]
-        if not missing:
+        await self._heartbeat_to(missing, timeout)
+
+    async def _heartbeat_to(self, missing: list[str], timeout: float) -> None:
+        if not missing or (not self.producer_groups and not self.consumers):
             return
         consumers = [c.consumer_data() for c in list(self.consumers.values())]
         request = api.heartbeat(
@@ -434,6 +494,7 @@ class ClientInstance:
         """A broker's connection dropped: avoid it now (Java keeps choosing it until the next
         route refresh), and probe it, since an idle close by a healthy broker drops too."""
         self.heard_by.discard(addr)  # a new connection is unknown to the broker until a beat
+        self.broker_failed(addr)  # its group's master may have moved: ask at once
         if addr not in self.masters():
             return
         self.down[addr] = time.monotonic() + DOWN_AVOID_SECONDS

@@ -31,6 +31,7 @@ from aiorocketmq.client.core.validate import check_message
 from aiorocketmq.client.producer.options import ProducerOptions
 from aiorocketmq.remoting.errors import RemotingError
 from aiorocketmq.remoting.protocol.batch import BatchItem, encode_batch
+from aiorocketmq.remoting.protocol.codes import ResponseCode as R
 from aiorocketmq.remoting.protocol.command import RemotingCommand
 from aiorocketmq.remoting.protocol.message import (
     REPLY_MESSAGE_FLAG,
@@ -134,7 +135,12 @@ class ProducerCore:
             if selector is not None or queue is not None:
                 info = await self.instance.publish_info(msg.topic, budget)
                 mq = queue if queue is not None else selector(info.queues, msg, arg)  # type: ignore[misc]
-                return await self._send_to(prepared, mq, info, deadline)
+                try:
+                    return await self._send_to(prepared, mq, info, deadline)
+                except MQClientError as exc:  # a pinned queue's broker failed: where is it now?
+                    if _route_suspect(exc):
+                        self.instance.route_suspect(prepared.topic)
+                    raise
             return await self._send_default(prepared, deadline)
         finally:
             self._leave()
@@ -200,6 +206,8 @@ class ProducerCore:
                 self.faults.update(mq.broker_name, 0, isolation=True)
                 if isinstance(exc, MQBrokerError) and not exc.retriable:
                     raise
+                if _route_suspect(exc):  # ours: the group's master may have moved
+                    inst.route_suspect(prepared.topic)
                 last, error = mq.broker_name, exc
                 continue
             self.faults.update(mq.broker_name, (loop.time() - begin) * 1000)
@@ -345,3 +353,10 @@ def _int_or_none(text: str | None) -> int | None:
         raise MQClientError(
             f"not a number: {text!r} (RECONSUME_TIME / MAX_RECONSUME_TIMES)"
         ) from None
+
+
+def _route_suspect(exc: MQClientError) -> bool:
+    """Whether a failed send says the route may be stale (issue 35 item 3): the broker
+    unreachable or gone from the route, or a SERVICE_NOT_AVAILABLE answer (a slave now, or
+    stopping); not a refusal of the message itself."""
+    return not isinstance(exc, MQBrokerError) or exc.code == R.SERVICE_NOT_AVAILABLE

@@ -25,10 +25,11 @@ from aiorocketmq.client.consumer.types import (
 )
 from aiorocketmq.client.core import api
 from aiorocketmq.client.core.api import PullStatus
-from aiorocketmq.client.core.errors import MQClientError
+from aiorocketmq.client.core.errors import MQBrokerError, MQClientError
 from aiorocketmq.client.core.message import MessageQueue
 from aiorocketmq.remoting.errors import MessageDecodeError, RemotingError
 from aiorocketmq.remoting.log import get_logger
+from aiorocketmq.remoting.protocol.codes import ResponseCode as R
 from aiorocketmq.remoting.protocol.command import RemotingCommand
 from aiorocketmq.remoting.protocol.heartbeat import SubscriptionData
 from aiorocketmq.remoting.protocol.message import MessageExt, Prop, decode_records
@@ -188,6 +189,9 @@ class Puller:
         timeout = self.options.consumer_timeout_millis_when_suspend / 1000
         try:
             addr, slave = self._broker(mq)
+            if slave and self.suggested.get(mq, MASTER_ID) == MASTER_ID:
+                # ours: no master in the route (it died, or moved): look for it again
+                self.instance.route_suspect(mq.topic)
             resp = await self.instance.remoting.invoke(
                 addr, self._request(mq, offset, sub, slave), timeout
             )
@@ -196,6 +200,10 @@ class Puller:
         except (MQClientError, RemotingError, MessageDecodeError) as exc:
             if self.running and not pq.dropped:
                 log.warning("pull_failed", group=self.group, queue=mq, error=str(exc))
+                if isinstance(exc, MQClientError) and not (
+                    isinstance(exc, MQBrokerError) and exc.code != R.SERVICE_NOT_AVAILABLE
+                ):  # ours: unreachable, gone from the route, a slave: the master may move
+                    self.instance.route_suspect(mq.topic)
             return None
         self.suggested[mq] = reply.suggest_which_broker_id
         if pq.dropped:
