@@ -61,6 +61,7 @@ class BrokerConfig:
         "controller_heart_beat_timeout_mills": (1000, None),
         "in_sync_replicas": (1, None),
         "min_in_sync_replicas": (1, None),
+        "ha_max_time_slave_not_catchup": (1, None),
     }
 
     broker_cluster_name: str = "DefaultCluster"
@@ -166,6 +167,10 @@ class BrokerConfig:
     in_sync_replicas: int = 1
     # fewer replicas in the SyncStateSet: such a message is refused (IN_SYNC_REPLICAS_NOT_ENOUGH)
     min_in_sync_replicas: int = 1
+    # ms: a slave that has not been caught up with the master for this long leaves the
+    # SyncStateSet, and one caught up within it joins (5.x MessageStoreConfig, 15 s;
+    # AutoSwitchHAService.maybeShrinkSyncStateSet / maybeExpandInSyncStateSet)
+    ha_max_time_slave_not_catchup: int = 15_000
 
     @property
     def namesrv_addrs(self) -> list[str]:

@@ -20,6 +20,7 @@ not given a role yet, closes every HA connection, so nothing copies from a stale
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import socket
 import ssl
@@ -71,6 +72,11 @@ class HAMaster:
         self.epoch_mode = False  # enableControllerMode: epoch hellos are answered
         self.serving = True  # False: every slave connection is closed (not a master)
         self.ever_connected = False  # a slave has connected since start (broker.meta_stream)
+        # controller mode (broker.failover): only these slaves' acks count, and a put waits
+        # until ``needed`` of them hold it (``acked`` is then the needed-th highest of theirs);
+        # None: any slave's, the highest (4.9.8)
+        self.counted: frozenset[int] | None = None
+        self.needed = 1
         store.add_dispatch_listener(self._arrived)
 
     async def start(self, sock: socket.socket) -> None:
@@ -132,7 +138,28 @@ class HAMaster:
         """HAService.isSlaveOK: a slave connected, and not more than ``max_gap`` behind."""
         return bool(self.connections) and end - self.acked < max_gap
 
+    def count(self, slaves: frozenset[int], needed: int) -> None:
+        """Controller mode: count the acks of ``slaves`` (SyncStateSet members), ``needed``
+        of them per put; ``acked`` recomputed (it may go down)."""
+        self.counted, self.needed = slaves, needed
+        self.acked = -1
+        self.on_ack(self._counted_acked())
+
+    def counted_connected(self) -> int:
+        """Counted slaves connected now (controller mode)."""
+        counted = self.counted or frozenset()
+        return sum(1 for c in self.connections if c.slave_id in counted)
+
+    def _counted_acked(self) -> int:
+        counted = self.counted or frozenset()
+        acks = sorted((c.acked for c in self.connections if c.slave_id in counted), reverse=True)
+        if self.needed <= 0:
+            return self.store.max_phys_offset
+        return acks[self.needed - 1] if len(acks) >= self.needed else -1
+
     def on_ack(self, offset: int) -> None:
+        if self.counted is not None:
+            offset = self._counted_acked()
         if offset <= self.acked:
             return
         self.acked = offset
@@ -193,6 +220,12 @@ class HAConnection:
         self.requested: int | None = None  # where streaming starts (the first report)
         self.acked = -1
         self.slave_id: int | None = None  # the brokerId of its epoch hello (controller mode)
+        # caught up: when the slave last held everything the master had (monotonic; 0.0:
+        # never). ``_ends``: (offset, when) at each time this connection had sent the master's
+        # whole log; a report reaching one dates the catch-up (5.x AutoSwitchHAConnection
+        # .lastCaughtUpTimeMs)
+        self.caught_up_at = 0.0
+        self._ends: collections.deque[tuple[int, float]] = collections.deque(maxlen=4096)
         self._started = asyncio.Event()
 
     def close(self) -> None:
@@ -284,7 +317,18 @@ class HAConnection:
                 self._started.set()
                 self.wake.set()
             self.acked = offset
+            ends = self._ends
+            while ends and ends[0][0] <= offset:
+                self.caught_up_at = ends.popleft()[1]
             self.master.on_ack(offset)
+
+    def _sent_all(self, position: int) -> None:
+        """Everything the master has before ``position`` was sent, now."""
+        now, ends = time.monotonic(), self._ends
+        if ends and ends[-1][0] == position:
+            ends[-1] = (position, now)  # still the master's end: caught up as of now
+        else:
+            ends.append((position, now))
 
     async def _transfer(self) -> None:
         """CommitLog bytes from the requested offset on; a heartbeat when idle."""
@@ -297,6 +341,8 @@ class HAConnection:
                 batch, heartbeat_ms, _ = self.master.settings()
                 self.wake.clear()
                 data = store.read_raw(position, batch)
+                if not data:
+                    self._sent_all(position)
                 if data:
                     self.writer.write(encode_transfer(position, data))
                     position += len(data)

@@ -38,9 +38,16 @@ log = structlog.get_logger(__name__)
 
 def check_role(role: BrokerRole, broker_id: int, *, controller: bool = False) -> int:
     """BrokerStartup: a master's id is 0 whatever the file says; a slave's must be > 0. With
-    enableControllerMode the role is the controller's and the configured id stays (a fenced
-    broker registers nothing; broker.roles gives the id of each role)."""
+    enableControllerMode the role is the controller's and the configured id, which must be
+    >= 1 and distinct in the group, is the replica's identity (a fenced broker registers
+    nothing; broker.roles gives the id of each role: 0 as master, this one as slave)."""
     if controller:
+        if broker_id <= 0:
+            raise ConfigError(
+                "enableControllerMode: every replica of a group sets its own brokerId >= 1"
+                f" (its identity with the controller; the master is brokerId 0 in routes), not"
+                f" {broker_id}"
+            )
         return broker_id
     if role is BrokerRole.SLAVE:
         if broker_id <= 0:
@@ -142,15 +149,23 @@ class Replication:
         they agree on epochs again), puts taken -- waiting for a slave when ``sync``."""
         await self.stop_following()
         store = self.ctx.store
-        store.replicate = self.wait_for_slave if sync else None
+        counted = self.master.counted is not None  # broker.failover's SyncStateSet
+        store.replicate = self.wait_for_slave if sync or counted else None
         self.master.drop_slaves()
         self.master.serving = True
         store.set_slave(False)
 
     async def wait_for_slave(self, end: int) -> PutStatus | None:
-        """CommitLog.handleHA for a put ending at ``end`` (None: a slave has it)."""
-        cfg = self.ctx.config
-        if not self.master.slave_ok(end, cfg.ha_slave_fallbehind_max):
+        """CommitLog.handleHA for a put ending at ``end`` (None: a slave has it). Controller
+        mode (``master.counted`` set by broker.failover): ``master.needed`` SyncStateSet
+        slaves must hold it; none needed, none waited for."""
+        cfg, master = self.ctx.config, self.master
+        if master.counted is not None:
+            if master.needed <= 0:
+                return None
+            if master.counted_connected() < master.needed:
+                return PutStatus.SLAVE_NOT_AVAILABLE
+        if not master.slave_ok(end, cfg.ha_slave_fallbehind_max):
             return PutStatus.SLAVE_NOT_AVAILABLE
         if await self.master.wait_acked(end, self.ctx.store_config.sync_flush_timeout / 1000):
             return None

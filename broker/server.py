@@ -18,6 +18,7 @@ from aiorocketmq.broker.config import BrokerConfig
 from aiorocketmq.broker.configfile import ConfigFile
 from aiorocketmq.broker.consumers import Consumers
 from aiorocketmq.broker.context import BrokerContext
+from aiorocketmq.broker.failover import Failover
 from aiorocketmq.broker.groups import SubscriptionGroups
 from aiorocketmq.broker.listen import HA_OFFSET, bind_listeners, vip_routes
 from aiorocketmq.broker.meta_follow import MetaFollower
@@ -117,6 +118,7 @@ class Broker(Service):
         self._closing = False
         self.registrar: Registrar | None = None
         self.metrics: Metrics | None = None
+        self.failover: Failover | None = None  # controller mode with controllerAddr
 
     async def start(self) -> None:
         cfg, server_cfg = self.config, self.server_config
@@ -199,6 +201,9 @@ class Broker(Service):
         if self.roles.registrable:  # a fenced broker registers once it has a role
             await registrar.register_all()
         self._start_loops()
+        if controller and cfg.controller_addr:  # elected in etcd (else told over the wire)
+            self.failover = Failover(cfg, ctx.addr, self.roles, self.replication)
+            await self.failover.start()
         log.info(
             "listening",
             host=self.servers[0].host,
@@ -387,6 +392,8 @@ class Broker(Service):
 
     async def close(self) -> None:
         self._closing = True
+        if self.failover is not None:  # the lease revoked first: a successor at once
+            await self.failover.close()
         for server in self.servers:
             server.stop_accepting()
         if self.metrics is not None:

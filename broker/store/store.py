@@ -94,6 +94,9 @@ class MessageStore(StoreReads, Replica, Appender):
         # SYNC_MASTER (the broker's replication sets it): awaited after a put that waits,
         # with the put's end offset; a status replaces PUT_OK (CommitLog.handleHA)
         self.replicate: Callable[[int], Awaitable[PutStatus | None]] | None = None
+        # controller mode (broker.failover): asked last, once the put is stored and waited
+        # for; False answers SERVICE_NOT_AVAILABLE (a master that cannot prove its lease)
+        self.ack_gate: Callable[[], bool] | None = None
         self._pending_from: int | None = None
         self._stalled_at = -1
         self._cuts = 0
@@ -350,8 +353,8 @@ class MessageStore(StoreReads, Replica, Appender):
     @property
     def waits(self) -> bool:
         """Whether a put that waits has more to wait for than its append (SYNC_FLUSH, or
-        SYNC_MASTER replication)."""
-        return self.flusher.sync or self.replicate is not None
+        SYNC_MASTER replication, or controller mode's ack gate)."""
+        return self.flusher.sync or self.replicate is not None or self.ack_gate is not None
 
     def _put_now(self, msgs: list[MessageExt]) -> PutResult:
         """The append, or the status refusing it (nothing written then)."""
@@ -379,6 +382,9 @@ class MessageStore(StoreReads, Replica, Appender):
         term = self._term
         status = await self._wait_stored(end)
         if self._term != term:  # made a slave meanwhile: its log may be cut, never acknowledge
+            return PutStatus.SERVICE_NOT_AVAILABLE
+        gate = self.ack_gate
+        if status is None and gate is not None and not gate():  # asked last: see ack_gate
             return PutStatus.SERVICE_NOT_AVAILABLE
         return status
 
