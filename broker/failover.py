@@ -14,7 +14,9 @@ themselves (issue 35; 5.x BrokerController's ReplicasManager + AutoSwitchHAServi
   joins, and one that is not (or is gone) leaves, through ``alter_sync_state_set``. A joining
   slave's acks count before the call (it holds everything); a leaving one's stop counting
   only once etcd holds the smaller set (until then it may be elected). A put needing HA waits
-  for ``AckRule.needed`` replicas (the master counted); a SYNC_MASTER for one slave at least.
+  for ``AckRule.needed`` replicas (the master counted), one slave at least; as 5.x, only a
+  SYNC_MASTER's puts wait (an ASYNC_MASTER acknowledges on its own log; 5.x CommitLog
+  .needHandleHA).
 
 Without ``controllerAddr`` a controller-mode broker takes its roles over the wire
 (NOTIFY_BROKER_ROLE_CHANGED, processors.controller) and nothing here runs.
@@ -89,13 +91,12 @@ class Failover:
     def slaves_needed(self, in_sync: int) -> int:
         """Slaves a put needing HA waits for with ``in_sync`` SyncStateSet members; more than
         can connect when the rule refuses (IN_SYNC_REPLICAS_NOT_ENOUGH: never acknowledged)."""
+        if self.roles.master_role is not BrokerRole.SYNC_MASTER:
+            return 0  # compat: CommitLog.needHandleHA -- only a SYNC_MASTER's puts wait
         needed = self.controller.acks.needed(in_sync)
         if needed is None:
             return in_sync + 1
-        slaves = needed - 1
-        if self.roles.master_role is BrokerRole.SYNC_MASTER:
-            slaves = max(1, slaves)  # as 4.9.8's SYNC_MASTER: one slave at least
-        return slaves
+        return max(1, needed - 1)  # as 4.9.8's SYNC_MASTER: one slave at least
 
     def _count(self, members: frozenset[int]) -> None:
         slaves = members - {self.replica_id}
