@@ -147,3 +147,34 @@ def test_controller_mode_needs_a_broker_id(tmp_path: Path) -> None:
     result = subprocess.run(argv, capture_output=True, text=True, timeout=30, cwd=ROOT)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "every replica of a group sets its own brokerId >= 1" in result.stdout  # its log
+
+
+@pytest.mark.timeout(300)
+async def test_a_master_cut_from_etcd_stops_acknowledging(
+    etcd: EtcdMember, cluster: Cluster, client: RemotingClient
+) -> None:
+    """Fencing on the put path: a master whose lease it cannot renew (etcd frozen) answers
+    sends SERVICE_NOT_AVAILABLE -- before etcd could expire the lease -- and SEND_OK again
+    once it holds a lease again."""
+    sets = {**group(etcd, 1), "brokerRole": "ASYNC_MASTER"}  # alone: no slave to wait for
+    broker = cluster.add_broker("a1", sets=sets)
+    await master_in_route(client, cluster, "TBW102")
+    resp = await client.invoke(broker.addr, create_topic(TOPIC, QUEUES))
+    assert resp.code == 0, resp.remark
+    assert await sent(client, broker.addr, b"before", 0)
+    etcd.pause()
+    try:
+        async with asyncio.timeout(60):
+            while True:
+                resp = await client.invoke(broker.addr, send_v2(TOPIC, b"cut", queue_id=0), 10)
+                if resp.code == ResponseCode.SERVICE_NOT_AVAILABLE:
+                    break
+                assert resp.code == ResponseCode.SUCCESS, (resp.code, resp.remark)
+                await asyncio.sleep(0.05)
+    finally:
+        etcd.resume()
+    async with asyncio.timeout(60):
+        while True:
+            if await sent(client, broker.addr, b"after", 0):
+                break
+            await asyncio.sleep(0.2)
