@@ -9,6 +9,9 @@ themselves (issue 35; 5.x BrokerController's ReplicasManager + AutoSwitchHAServi
 - Fencing: the store's ``ack_gate`` is ``Controller.may_ack``, asked last, once a put is
   stored and waited for (MessageStore.wait_stored): a master that cannot prove its lease
   alive answers SERVICE_NOT_AVAILABLE, before etcd can elect another.
+- A broker restarted with epochs on disk (it was in the group) does not campaign for one
+  lease TTL: a replica that stayed up, whose memory (consumer offsets) lost nothing, is
+  elected before it; it then follows that one.
 - SyncStateSet (5.x AutoSwitchHAService.maybeExpandInSyncStateSet / maybeShrinkSyncStateSet):
   as master, every ``SYNC_STATE_PERIOD`` a slave caught up within ``haMaxTimeSlaveNotCatchup``
   joins, and one that is not (or is gone) leaves, through ``alter_sync_state_set``. A joining
@@ -33,6 +36,7 @@ import structlog
 from aiorocketmq.broker.config import BrokerConfig, BrokerRole
 from aiorocketmq.broker.controller.controller import Controller, Role
 from aiorocketmq.broker.controller.etcd import EtcdError
+from aiorocketmq.broker.controller.fence import boot_clock
 from aiorocketmq.broker.controller.state import Refused
 from aiorocketmq.broker.replication import Replication
 from aiorocketmq.broker.roles import Roles
@@ -60,7 +64,10 @@ class Failover:
 
     async def start(self) -> None:
         """After the listeners: the store acknowledges only what ``may_ack`` allows."""
-        self.replication.ctx.store.ack_gate = self.controller.may_ack
+        store = self.replication.ctx.store
+        store.ack_gate = self.controller.may_ack
+        if store.epochs.last_epoch > 0:  # restarted: a member that stayed up goes first
+            self.controller.campaign_after = boot_clock() + self.controller.ttl
         await self.controller.start()
         self._task = asyncio.get_running_loop().create_task(
             every(SYNC_STATE_PERIOD, self._sync_state, name="sync_state_set"),
