@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from aiorocketmq.broker.controller.controller import Controller
 from aiorocketmq.client import Message, Producer, SendStatus
 from aiorocketmq.remoting.client import RemotingClient
 from aiorocketmq.remoting.protocol.codes import ResponseCode
@@ -47,6 +48,7 @@ def group(etcd: EtcdMember, broker_id: int) -> dict[str, str]:
         "haSendHeartbeatInterval": "300",
         "slaveSyncInterval": "300",
         "registerNameServerPeriod": "1000",
+        "haMaxTimeSlaveNotCatchup": "3000",
     }
 
 
@@ -72,6 +74,26 @@ async def sent(cli: RemotingClient, addr: str, body: bytes, queue_id: int) -> bo
     return resp.code == ResponseCode.SUCCESS
 
 
+async def sync_state_set(etcd: EtcdMember, want: set[int], timeout: float = 60) -> None:
+    """Until the group's SyncStateSet in etcd is ``want`` (read as mqadmin would: a
+    Controller never started, reading only)."""
+    reader = Controller(
+        controller_addr=etcd.endpoint,
+        cluster="DefaultCluster",
+        broker_name="broker-a",
+        broker_id=99,
+        broker_addr="127.0.0.1:1",
+    )
+    try:
+        async with asyncio.timeout(timeout):
+            while True:
+                if set((await reader.read_state()).sync_state_set) == want:
+                    return
+                await asyncio.sleep(0.1)
+    finally:
+        await reader.etcd.close()
+
+
 def by_addr(cluster: Cluster, addr: str) -> BrokerProc:
     (found,) = [b for b in cluster.brokers.values() if b.addr == addr]
     return found
@@ -95,6 +117,7 @@ async def test_master_killed_a_slave_takes_over_and_the_old_one_follows(
                 break
             await asyncio.sleep(0.2)
     acked.append(b"first")
+    await sync_state_set(etcd, {1, 2, 3})  # the slaves joined as they caught up
     for i in range(200):
         body = b"m%05d" % i + bytes(i % 500)
         assert await sent(client, master.addr, body, i % QUEUES)
@@ -117,6 +140,10 @@ async def test_master_killed_a_slave_takes_over_and_the_old_one_follows(
                 if result.status is SendStatus.SEND_OK:
                     break
                 await asyncio.sleep(0.2)
+    new = by_addr(cluster, new_addr)
+    others = {int(b.sets["brokerId"]) for b in cluster.brokers.values() if b is not master}
+    assert int(new.sets["brokerId"]) in others
+    await sync_state_set(etcd, others)  # the new master's set: itself, then the other slave
     print(f"failover: first acknowledged SDK send {time.monotonic() - lost:.2f} s after kill -9")
     acked.append(b"after")
     held = {m[4] for m in await messages(client, by_addr(cluster, new_addr), TOPIC)}
@@ -133,6 +160,7 @@ async def test_master_killed_a_slave_takes_over_and_the_old_one_follows(
     assert (await route(client, cluster, TOPIC))[0] == new_addr  # still the master
     assert await sent(client, new_addr, b"later", 1)
     await caught_up(client, new_addr, master.addr, timeout=60)
+    await sync_state_set(etcd, {1, 2, 3})  # the old master is back in the set
     copied = await messages(client, master, TOPIC)
     assert copied == await messages(client, by_addr(cluster, new_addr), TOPIC)
 
@@ -176,5 +204,28 @@ async def test_a_master_cut_from_etcd_stops_acknowledging(
     async with asyncio.timeout(60):
         while True:
             if await sent(client, broker.addr, b"after", 0):
+                break
+            await asyncio.sleep(0.2)
+
+
+@pytest.mark.timeout(300)
+async def test_a_slave_gone_leaves_the_sync_state_set(
+    etcd: EtcdMember, cluster: Cluster, client: RemotingClient
+) -> None:
+    """SyncStateSet upkeep (5.x maybeShrinkSyncStateSet): a slave killed leaves the set after
+    haMaxTimeSlaveNotCatchup, and the master, which waited for every member
+    (allAckInSyncStateSet), acknowledges again with the members left."""
+    for i, name in enumerate(("a1", "a2", "a3"), start=1):
+        cluster.add_broker(name, sets=group(etcd, i))
+    master = by_addr(cluster, await master_in_route(client, cluster, "TBW102"))
+    resp = await client.invoke(master.addr, create_topic(TOPIC, QUEUES))
+    assert resp.code == 0, resp.remark
+    await sync_state_set(etcd, {1, 2, 3})
+    slave = next(b for b in cluster.brokers.values() if b is not master)
+    cluster.kill_broker(slave.name)
+    await sync_state_set(etcd, {1, 2, 3} - {int(slave.sets["brokerId"])})
+    async with asyncio.timeout(60):
+        while True:
+            if await sent(client, master.addr, b"with two", 0):
                 break
             await asyncio.sleep(0.2)
