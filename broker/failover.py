@@ -9,8 +9,8 @@ themselves (issue 35; 5.x BrokerController's ReplicasManager + AutoSwitchHAServi
 - Fencing: the store's ``ack_gate`` is ``Controller.may_ack``, asked last, once a put is
   stored and waited for (MessageStore.wait_stored): a master that cannot prove its lease
   alive answers SERVICE_NOT_AVAILABLE, before etcd can elect another.
-- A broker restarted with epochs on disk (it was in the group) does not campaign for one
-  lease TTL: a replica that stayed up, whose memory (consumer offsets) lost nothing, is
+- A broker restarted with epochs on disk (it was in the group) does not campaign for two
+  lease TTLs: a replica that stayed up, whose memory (consumer offsets) lost nothing, is
   elected before it; it then follows that one.
 - SyncStateSet (5.x AutoSwitchHAService.maybeExpandInSyncStateSet / maybeShrinkSyncStateSet):
   as master, every ``SYNC_STATE_PERIOD`` a slave caught up within ``haMaxTimeSlaveNotCatchup``
@@ -66,8 +66,10 @@ class Failover:
         """After the listeners: the store acknowledges only what ``may_ack`` allows."""
         store = self.replication.ctx.store
         store.ack_gate = self.controller.may_ack
-        if store.epochs.last_epoch > 0:  # restarted: a member that stayed up goes first
-            self.controller.campaign_after = boot_clock() + self.controller.ttl
+        if store.epochs.last_epoch > 0:  # restarted: a member that stayed up goes first --
+            # two TTLs: restarted with etcd (both lost), its old key lives a TTL from etcd's
+            # return, so one TTL left the race to that key's expiry open
+            self.controller.campaign_after = boot_clock() + 2 * self.controller.ttl
         await self.controller.start()
         self._task = asyncio.get_running_loop().create_task(
             every(SYNC_STATE_PERIOD, self._sync_state, name="sync_state_set"),

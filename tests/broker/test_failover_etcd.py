@@ -199,6 +199,10 @@ async def test_a_master_cut_from_etcd_stops_acknowledging(
                     break
                 assert resp.code == ResponseCode.SUCCESS, (resp.code, resp.remark)
                 await asyncio.sleep(0.05)
+        # a sender that does not wait for the store (WAIT=false) is not told SEND_OK either
+        nowait = send_v2(TOPIC, b"cut", queue_id=0, props={"WAIT": "false"})
+        resp = await client.invoke(broker.addr, nowait, 10)
+        assert resp.code == ResponseCode.SERVICE_NOT_AVAILABLE, (resp.code, resp.remark)
     finally:
         etcd.resume()
     async with asyncio.timeout(60):
