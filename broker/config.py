@@ -61,6 +61,7 @@ class BrokerConfig:
         "controller_heart_beat_timeout_mills": (1000, None),
         "in_sync_replicas": (1, None),
         "min_in_sync_replicas": (1, None),
+        "ha_max_time_slave_not_catchup": (1, None),
     }
 
     broker_cluster_name: str = "DefaultCluster"
@@ -149,7 +150,9 @@ class BrokerConfig:
     inner_client_authentication_credentials: str = ""
     # controller mode (issue 35; broker/controller): the group's master, epoch and SyncStateSet
     # live in etcd, and the brokers elect a master among themselves. 5.x's keys (BrokerConfig,
-    # and MessageStoreConfig for the last three); off by default, as in 5.x
+    # and MessageStoreConfig for the last three); off by default, as in 5.x. The broker starts
+    # fenced -- no put, no registration, no HA -- until made master or slave (broker.roles);
+    # brokerRole is then the role it takes as a master (SLAVE reads as SYNC_MASTER, 5.x's)
     enable_controller_mode: bool = False
     # etcd's client endpoints, "host:port;host:port" (5.x: the controllers' addresses)
     controller_addr: str = ""
@@ -179,6 +182,10 @@ class BrokerConfig:
     in_sync_replicas: int = 1
     # fewer replicas in the SyncStateSet: such a message is refused (IN_SYNC_REPLICAS_NOT_ENOUGH)
     min_in_sync_replicas: int = 1
+    # ms: a slave that has not been caught up with the master for this long leaves the
+    # SyncStateSet, and one caught up within it joins (5.x MessageStoreConfig, 15 s;
+    # AutoSwitchHAService.maybeShrinkSyncStateSet / maybeExpandInSyncStateSet)
+    ha_max_time_slave_not_catchup: int = 15_000
 
     @property
     def namesrv_addrs(self) -> list[str]:

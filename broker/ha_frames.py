@@ -5,6 +5,14 @@ Not remoting frames: a plain TCP stream on listenPort + 1.
   master uses the last complete one it has;
 - master -> slave: ``int64 phyOffset | int32 size | size bytes of CommitLog``, ``size`` 0
   being a heartbeat.
+
+With ``enableControllerMode`` the slave's first frame (after ha_auth's hello, if any) is an
+epoch hello, ``0xFF 'H' 'A' 'E' | int64 brokerId``, and it waits for the master's epochs
+before it reports: ``int32 bodySize | int64 masterMaxOffset | int32 lastEpoch`` then
+``bodySize / 12`` entries ``int32 epoch | int64 startOffset`` -- the body of 5.x's
+AutoSwitchHAConnection handshake (its header without the state word). The slave cuts its
+log back to the consistent point with those epochs, then reports and copies as above. A
+report never starts with 0xFF, so a master tells hellos from reports by the first byte.
 Pure codecs, no I/O.
 """
 
@@ -13,12 +21,23 @@ from __future__ import annotations
 import struct
 from typing import Final
 
+from aiorocketmq.broker.store.epochs import EpochEntry
+
 _REPORT: Final = struct.Struct(">q")
 _TRANSFER: Final = struct.Struct(">qi")
 TRANSFER_HEADER: Final = _TRANSFER.size
 # the most one frame may carry: Java's slave reads into a 4 MiB buffer (its master sends at
 # most haTransferBatchSize, 32 KiB)
 MAX_TRANSFER: Final = 4 * 1024 * 1024
+
+
+EPOCH_HELLO: Final = b"\xffHAE"
+_EPOCH_HELLO: Final = struct.Struct(">4sq")
+EPOCH_HELLO_SIZE: Final = _EPOCH_HELLO.size
+_EPOCHS: Final = struct.Struct(">iqi")  # body size, master max offset, last epoch
+EPOCHS_HEADER: Final = _EPOCHS.size
+_ENTRY: Final = struct.Struct(">iq")  # AutoSwitchHAConnection.EPOCH_ENTRY_SIZE: 12
+MAX_EPOCHS: Final = 1000  # AutoSwitchHAConnection's handShakeBuffer holds 1000 entries
 
 
 class HAProtocolError(Exception):
@@ -72,3 +91,36 @@ class TransferParser:
     def pending(self) -> int:
         """Bytes of an incomplete frame held (bounded by one frame)."""
         return len(self._buf)
+
+
+def encode_epoch_hello(broker_id: int) -> bytes:
+    return _EPOCH_HELLO.pack(EPOCH_HELLO, broker_id)
+
+
+def decode_epoch_hello(frame: bytes) -> int:
+    """The slave's brokerId from its 12-byte epoch hello (HAProtocolError if it is none)."""
+    magic, broker_id = _EPOCH_HELLO.unpack(frame)
+    if magic != EPOCH_HELLO:
+        raise HAProtocolError("bad HA epoch hello")
+    return int(broker_id)
+
+
+def encode_epochs(max_offset: int, entries: list[EpochEntry]) -> bytes:
+    """The master's answer to an epoch hello (the newest MAX_EPOCHS entries)."""
+    kept = entries[-MAX_EPOCHS:]
+    last = kept[-1].epoch if kept else -1
+    body = b"".join(_ENTRY.pack(e.epoch, e.start_offset) for e in kept)
+    return _EPOCHS.pack(len(body), max_offset, last) + body
+
+
+def decode_epochs_header(head: bytes) -> tuple[int, int]:
+    """``(body size, master max offset)`` of the master's epochs; HAProtocolError for a
+    size that is no whole number of entries or more than MAX_EPOCHS of them."""
+    size, max_offset, _last = _EPOCHS.unpack(head)
+    if size < 0 or size % _ENTRY.size or size > MAX_EPOCHS * _ENTRY.size or max_offset < 0:
+        raise HAProtocolError(f"bad HA epochs: {size} bytes, max offset {max_offset}")
+    return int(size), int(max_offset)
+
+
+def decode_epochs(body: bytes) -> list[EpochEntry]:
+    return [EpochEntry(int(e), int(s)) for e, s in _ENTRY.iter_unpack(body)]

@@ -10,11 +10,17 @@ compat: a first report of 0 (an empty slave) starts at the master's first Commit
 the slave's copy is whole (4.9.8 starts at its last file); a report beyond the master's end
 gets an empty frame naming the master's end (4.9.8 closes the connection), so a slave that
 diverged can cut back to it and report again.
+
+With ``enableControllerMode`` (``epoch_mode``) a slave's epoch hello is answered with this
+broker's epoch entries and max offset (ha_frames; 5.x AutoSwitchHAConnection's handshake),
+and only a master serves slaves (``serving``): a broker the controller made a slave, or has
+not given a role yet, closes every HA connection, so nothing copies from a stale master.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import socket
 import ssl
@@ -23,8 +29,16 @@ from collections.abc import Callable
 
 import structlog
 
-from aiorocketmq.broker.ha_auth import MAGIC, Admit, Hello, body_size, parse
-from aiorocketmq.broker.ha_frames import HAProtocolError, encode_transfer, take_last_report
+from aiorocketmq.broker.ha_auth import HEADER_SIZE, MAGIC, Admit, Hello, body_size, parse
+from aiorocketmq.broker.ha_frames import (
+    EPOCH_HELLO,
+    EPOCH_HELLO_SIZE,
+    HAProtocolError,
+    decode_epoch_hello,
+    encode_epochs,
+    encode_transfer,
+    take_last_report,
+)
 from aiorocketmq.broker.store import MessageStore
 
 log = structlog.get_logger(__name__)
@@ -55,7 +69,14 @@ class HAMaster:
         self._timer: asyncio.TimerHandle | None = None
         self._server: asyncio.Server | None = None
         self.admit: Admit | None = None  # set when ACL is on: who may replicate (ha_auth)
+        self.epoch_mode = False  # enableControllerMode: epoch hellos are answered
+        self.serving = True  # False: every slave connection is closed (not a master)
         self.ever_connected = False  # a slave has connected since start (broker.meta_stream)
+        # controller mode (broker.failover): only these slaves' acks count, and a put waits
+        # until ``needed`` of them hold it (``acked`` is then the needed-th highest of theirs);
+        # None: any slave's, the highest (4.9.8)
+        self.counted: frozenset[int] | None = None
+        self.needed = 1
         store.add_dispatch_listener(self._arrived)
 
     async def start(self, sock: socket.socket) -> None:
@@ -79,11 +100,27 @@ class HAMaster:
                 fut.cancel()
         self._waiters.clear()
 
+    def drop_slaves(self) -> None:
+        """Close every slave connection (a role change: the slaves connect again, to
+        whichever master they are told of, and agree on epochs anew)."""
+        for conn in list(self.connections):
+            conn.close()
+
+    def fail_waiters(self) -> None:
+        """Answer every SYNC_MASTER send waiting for a slave: not acknowledged (demoted)."""
+        for _end, _deadline, fut in self._waiters:
+            if not fut.done():
+                fut.set_result(False)
+        self._waiters.clear()
+
     def _arrived(self, *_args: object) -> None:
         for conn in self.connections:
             conn.wake.set()
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if not self.serving:
+            writer.close()
+            return
         conn = HAConnection(self, reader, writer)
         self.connections.add(conn)
         self.ever_connected = True
@@ -101,7 +138,28 @@ class HAMaster:
         """HAService.isSlaveOK: a slave connected, and not more than ``max_gap`` behind."""
         return bool(self.connections) and end - self.acked < max_gap
 
+    def count(self, slaves: frozenset[int], needed: int) -> None:
+        """Controller mode: count the acks of ``slaves`` (SyncStateSet members), ``needed``
+        of them per put; ``acked`` recomputed (it may go down)."""
+        self.counted, self.needed = slaves, needed
+        self.acked = -1
+        self.on_ack(self._counted_acked())
+
+    def counted_connected(self) -> int:
+        """Counted slaves connected now (controller mode)."""
+        counted = self.counted or frozenset()
+        return sum(1 for c in self.connections if c.slave_id in counted)
+
+    def _counted_acked(self) -> int:
+        counted = self.counted or frozenset()
+        acks = sorted((c.acked for c in self.connections if c.slave_id in counted), reverse=True)
+        if self.needed <= 0:
+            return self.store.max_phys_offset
+        return acks[self.needed - 1] if len(acks) >= self.needed else -1
+
     def on_ack(self, offset: int) -> None:
+        if self.counted is not None:
+            offset = self._counted_acked()
         if offset <= self.acked:
             return
         self.acked = offset
@@ -161,6 +219,13 @@ class HAConnection:
         self.wake = asyncio.Event()
         self.requested: int | None = None  # where streaming starts (the first report)
         self.acked = -1
+        self.slave_id: int | None = None  # the brokerId of its epoch hello (controller mode)
+        # caught up: when the slave last held everything the master had (monotonic; 0.0:
+        # never). ``_ends``: (offset, when) at each time this connection had sent the master's
+        # whole log; a report reaching one dates the catch-up (5.x AutoSwitchHAConnection
+        # .lastCaughtUpTimeMs)
+        self.caught_up_at = 0.0
+        self._ends: collections.deque[tuple[int, float]] = collections.deque(maxlen=4096)
         self._started = asyncio.Event()
 
     def close(self) -> None:
@@ -183,20 +248,37 @@ class HAConnection:
             log.info("ha_connection_closed", peer=self.peer, error=str(group.exceptions[0]))
 
     async def _hello(self) -> bytes | None:
-        """The slave's hello, if it sent one (ha_auth), checked when ACL is on: the bytes
-        read past it, or None when the connection is to close."""
+        """The slave's hellos, if it sent any -- ha_auth's, checked when ACL is on, then an
+        epoch hello (answered with this broker's epochs): the bytes read past them, or None
+        when the connection is to close."""
+        hello: Hello | None = None
         async with asyncio.timeout(self.master.settings()[2] / 1000):
             first = await self.reader.read(1)
-            hello: Hello | None = None
-            if first == MAGIC[:1]:
-                head = first + await self.reader.readexactly(len(MAGIC) + 1)
+            magic = first + await self.reader.readexactly(3) if first == MAGIC[:1] else b""
+            if magic == MAGIC:
+                head = magic + await self.reader.readexactly(HEADER_SIZE - len(MAGIC))
                 hello = parse(await self.reader.readexactly(body_size(head)))
+                first = await self.reader.read(1)
+                magic = first + await self.reader.readexactly(3) if first == MAGIC[:1] else b""
+            if magic == EPOCH_HELLO:
+                rest = await self.reader.readexactly(EPOCH_HELLO_SIZE - len(EPOCH_HELLO))
+                self.slave_id = decode_epoch_hello(magic + rest)
                 first = b""
-        if not first and hello is None:
+            elif magic:
+                raise HAProtocolError("bad HA hello")
+        if not first and hello is None and self.slave_id is None:
             return None  # closed before a byte
         admit = self.master.admit
         if admit is not None and not admit(self.ip, hello):
             return None
+        if self.slave_id is not None:
+            if not self.master.epoch_mode:
+                log.warning("ha_epoch_hello_refused", peer=self.peer,
+                            reason="enableControllerMode is off")  # fmt: skip
+                return None
+            store = self.master.store
+            self.writer.write(encode_epochs(store.max_phys_offset, store.epochs.entries))
+            await self.writer.drain()
         return first
 
     @property
@@ -235,7 +317,18 @@ class HAConnection:
                 self._started.set()
                 self.wake.set()
             self.acked = offset
+            ends = self._ends
+            while ends and ends[0][0] <= offset:
+                self.caught_up_at = ends.popleft()[1]
             self.master.on_ack(offset)
+
+    def _sent_all(self, position: int) -> None:
+        """Everything the master has before ``position`` was sent, now."""
+        now, ends = time.monotonic(), self._ends
+        if ends and ends[-1][0] == position:
+            ends[-1] = (position, now)  # still the master's end: caught up as of now
+        else:
+            ends.append((position, now))
 
     async def _transfer(self) -> None:
         """CommitLog bytes from the requested offset on; a heartbeat when idle."""
@@ -248,6 +341,8 @@ class HAConnection:
                 batch, heartbeat_ms, _ = self.master.settings()
                 self.wake.clear()
                 data = store.read_raw(position, batch)
+                if not data:
+                    self._sent_all(position)
                 if data:
                     self.writer.write(encode_transfer(position, data))
                     position += len(data)

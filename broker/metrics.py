@@ -22,6 +22,7 @@ from aiorocketmq.broker.consumers import Consumers
 from aiorocketmq.broker.context import BrokerContext
 from aiorocketmq.broker.namesrv_api import NamesrvAPI
 from aiorocketmq.broker.offsets import SEPARATOR
+from aiorocketmq.broker.roles import Role, Roles
 from aiorocketmq.broker.store import memory
 from aiorocketmq.broker.store.disk import existing
 from aiorocketmq.broker.txcheck import TransactionCheck
@@ -42,6 +43,8 @@ class MetricsSource(Protocol):
     def namesrv(self) -> NamesrvAPI: ...
     @property
     def tx_check(self) -> TransactionCheck: ...
+    @property
+    def roles(self) -> Roles: ...
 
 
 def counter(name: str, doc: str, labels: list[str]) -> CounterMetricFamily:
@@ -78,6 +81,18 @@ class BrokerCollector(Collector):
         yield info
         yield value("broker_permission", "brokerPermission (6 read and write, 4 read only, "
                     "2 write only)", cfg.broker_permission)  # fmt: skip
+        roles = b.roles
+        role = gauge("broker_role", "This broker's role now (1 for the one it has): MASTER, "
+                     "SLAVE, or FENCED (controller mode, no role given yet)", ["role"])  # fmt: skip
+        for name in Role:
+            role.add_metric([str(name)], 1 if roles.role is name else 0)
+        yield role
+        yield value("broker_epoch", "The master epoch of this broker's role (-1: none yet)",
+                    roles.epoch)  # fmt: skip
+        changes = counter("broker_role_changes", "Role changes made at run time (controller "
+                          "mode)", [])  # fmt: skip
+        changes.add_metric([], roles.changes)
+        yield changes
 
     def _traffic(self) -> Iterable[Metric]:
         stats = self.broker.ctx.stats

@@ -5,6 +5,11 @@ Every broker listens for slaves on listenPort + 1 (HAMaster). A SLAVE follows it
 FLUSH_SLAVE_TIMEOUT after ``syncFlushTimeout``, SLAVE_NOT_AVAILABLE at once when no slave is
 connected or the best one is ``haSlaveFallbehindMax`` behind (CommitLog.handleHA); both count
 as stored, as in Java.
+
+With ``enableControllerMode`` the role is the controller's (broker.roles): the broker starts
+fenced -- its store refuses puts, it follows nobody and serves no slave -- and ``lead`` /
+``follow`` switch it at run time; the HA stream then starts with the epoch handshake
+(ha_frames). Without it nothing here changes: the static roles and their protocol, as 4.9.8.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import asyncio
 import contextlib
 import socket
 import ssl
+from collections.abc import Callable
 
 import structlog
 
@@ -30,8 +36,19 @@ from aiorocketmq.remoting.protocol.signature import Credentials
 log = structlog.get_logger(__name__)
 
 
-def check_role(role: BrokerRole, broker_id: int) -> int:
-    """BrokerStartup: a master's id is 0 whatever the file says; a slave's must be > 0."""
+def check_role(role: BrokerRole, broker_id: int, *, controller: bool = False) -> int:
+    """BrokerStartup: a master's id is 0 whatever the file says; a slave's must be > 0. With
+    enableControllerMode the role is the controller's and the configured id, which must be
+    >= 1 and distinct in the group, is the replica's identity (a fenced broker registers
+    nothing; broker.roles gives the id of each role: 0 as master, this one as slave)."""
+    if controller:
+        if broker_id <= 0:
+            raise ConfigError(
+                "enableControllerMode: every replica of a group sets its own brokerId >= 1"
+                f" (its identity with the controller; the master is brokerId 0 in routes), not"
+                f" {broker_id}"
+            )
+        return broker_id
     if role is BrokerRole.SLAVE:
         if broker_id <= 0:
             raise ConfigError("Slave's brokerId must be > 0")
@@ -61,6 +78,10 @@ class Replication:
         self.master = HAMaster(ctx.store, self._settings, tls=None if ha_tls is None else ha_tls[0])
         if acl is not None:
             self.master.admit = admission(acl)
+        self.controller = ctx.config.enable_controller_mode
+        if self.controller:
+            self.master.epoch_mode = True
+            self.master.serving = False  # fenced until the controller gives a role
         self.slave: HASlave | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -84,19 +105,67 @@ class Replication:
     async def start(self, sock: socket.socket) -> None:
         await self.master.start(sock)
         store = self.ctx.store
-        if self.is_slave:
+        if self.controller:
+            store.set_slave(True)  # fenced
+        elif self.is_slave:
             store.set_slave(True)
-            self.slave = HASlave(store, self._master_ha_addr, self._settings,
-                                 tls=None if self.ha_tls is None else self.ha_tls[1],
-                                 credentials=self.credentials)  # fmt: skip
-            self._task = asyncio.get_running_loop().create_task(self.slave.run(), name="ha")
+            self._follow(self._master_ha_addr, None)
         elif self.ctx.config.broker_role is BrokerRole.SYNC_MASTER:
             store.replicate = self.wait_for_slave
 
+    def _follow(self, addr: Callable[[], str | None], broker_id: int | None) -> None:
+        self.slave = HASlave(self.ctx.store, addr, self._settings,
+                             tls=None if self.ha_tls is None else self.ha_tls[1],
+                             credentials=self.credentials, broker_id=broker_id)  # fmt: skip
+        self._task = asyncio.get_running_loop().create_task(self.slave.run(), name="ha")
+
+    async def stop_following(self) -> None:
+        """Stop the HA client, if one runs; its connection is closed when this returns."""
+        task, self._task, self.slave = self._task, None, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    def fence(self) -> None:
+        """Acknowledge nothing more as a master: puts refused (and those still waiting for
+        their flush or slave answered SERVICE_NOT_AVAILABLE), no slave served."""
+        store = self.ctx.store
+        store.set_slave(True)
+        store.replicate = None
+        self.master.serving = False
+        self.master.fail_waiters()
+        self.master.drop_slaves()
+
+    async def follow(self, ha_addr: str, broker_id: int) -> None:
+        """Fenced, then a slave of the master whose HA port is ``ha_addr``: the epoch
+        handshake cuts this log back to the consistent point, then it copies."""
+        self.fence()
+        await self.stop_following()
+        self._follow(lambda: ha_addr, broker_id)
+
+    async def lead(self, sync: bool) -> None:
+        """A master: the HA client stopped, slaves served (those connected are dropped so
+        they agree on epochs again), puts taken -- waiting for a slave when ``sync``."""
+        await self.stop_following()
+        store = self.ctx.store
+        counted = self.master.counted is not None  # broker.failover's SyncStateSet
+        store.replicate = self.wait_for_slave if sync or counted else None
+        self.master.drop_slaves()
+        self.master.serving = True
+        store.set_slave(False)
+
     async def wait_for_slave(self, end: int) -> PutStatus | None:
-        """CommitLog.handleHA for a put ending at ``end`` (None: a slave has it)."""
-        cfg = self.ctx.config
-        if not self.master.slave_ok(end, cfg.ha_slave_fallbehind_max):
+        """CommitLog.handleHA for a put ending at ``end`` (None: a slave has it). Controller
+        mode (``master.counted`` set by broker.failover): ``master.needed`` SyncStateSet
+        slaves must hold it; none needed, none waited for."""
+        cfg, master = self.ctx.config, self.master
+        if master.counted is not None:
+            if master.needed <= 0:
+                return None
+            if master.counted_connected() < master.needed:
+                return PutStatus.SLAVE_NOT_AVAILABLE
+        if not master.slave_ok(end, cfg.ha_slave_fallbehind_max):
             return PutStatus.SLAVE_NOT_AVAILABLE
         if await self.master.wait_acked(end, self.ctx.store_config.sync_flush_timeout / 1000):
             return None
@@ -104,8 +173,5 @@ class Replication:
         return PutStatus.FLUSH_SLAVE_TIMEOUT
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await self.stop_following()
         await self.master.close()

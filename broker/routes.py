@@ -9,6 +9,7 @@ from aiorocketmq.broker.processors.acl import AclProcessor
 from aiorocketmq.broker.processors.admin import AdminProcessor
 from aiorocketmq.broker.processors.callclient import CallClientProcessor
 from aiorocketmq.broker.processors.client import ClientProcessor
+from aiorocketmq.broker.processors.controller import ControllerProcessor
 from aiorocketmq.broker.processors.endtx import EndTransactionProcessor
 from aiorocketmq.broker.processors.groups import GroupAdminProcessor
 from aiorocketmq.broker.processors.pull import PullProcessor
@@ -41,6 +42,7 @@ class Processors:
     endtx: EndTransactionProcessor
     sync: SyncProcessor
     acl: AclProcessor
+    controller: ControllerProcessor
 
 
 def routes(p: Processors) -> Routes:
@@ -96,6 +98,8 @@ def routes(p: Processors) -> Routes:
         C.DELETE_ACL_CONFIG: Route(p.acl.delete),
         C.GET_BROKER_CLUSTER_ACL_INFO: Route(p.acl.version_info),
         C.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG: Route(p.acl.update_global_white),
+        C.GET_BROKER_EPOCH_CACHE: Route(p.controller.epoch_cache),
+        C.NOTIFY_BROKER_ROLE_CHANGED: Route(p.controller.role_changed),
     }
 
 

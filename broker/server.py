@@ -18,6 +18,8 @@ from aiorocketmq.broker.config import BrokerConfig
 from aiorocketmq.broker.configfile import ConfigFile
 from aiorocketmq.broker.consumers import Consumers
 from aiorocketmq.broker.context import BrokerContext
+from aiorocketmq.broker.controller.metrics import controller_metrics
+from aiorocketmq.broker.failover import Failover
 from aiorocketmq.broker.groups import SubscriptionGroups
 from aiorocketmq.broker.listen import HA_OFFSET, bind_listeners, vip_routes
 from aiorocketmq.broker.meta_follow import MetaFollower
@@ -28,6 +30,7 @@ from aiorocketmq.broker.processors.acl import AclProcessor
 from aiorocketmq.broker.processors.admin import AdminProcessor
 from aiorocketmq.broker.processors.callclient import CallClientProcessor
 from aiorocketmq.broker.processors.client import ClientProcessor
+from aiorocketmq.broker.processors.controller import ControllerProcessor
 from aiorocketmq.broker.processors.endtx import EndTransactionProcessor
 from aiorocketmq.broker.processors.groups import GroupAdminProcessor
 from aiorocketmq.broker.processors.pull import PullProcessor
@@ -37,6 +40,7 @@ from aiorocketmq.broker.processors.runtime import RuntimeProcessor
 from aiorocketmq.broker.processors.send import SendProcessor
 from aiorocketmq.broker.registration import Registrar
 from aiorocketmq.broker.replication import Replication, check_role
+from aiorocketmq.broker.roles import Roles
 from aiorocketmq.broker.routes import Processors, bulkheads, routes
 from aiorocketmq.broker.slave_sync import SlaveSync, SyncProcessor
 from aiorocketmq.broker.stats import SAMPLE_SECONDS, BrokerStats
@@ -111,13 +115,17 @@ class Broker(Service):
         self.acl: AclGuard | None = None  # aclEnable: the check of every request
         self.servers: list[RemotingServer] = []  # the main port, then the VIP port
         self._loops: list[asyncio.Task[None]] = []
+        self._role_loops: list[asyncio.Task[None]] = []  # master-only or slave-only loops
+        self._closing = False
         self.registrar: Registrar | None = None
         self.metrics: Metrics | None = None
+        self.failover: Failover | None = None  # controller mode with controllerAddr
 
     async def start(self) -> None:
         cfg, server_cfg = self.config, self.server_config
         prepare_server_process()  # before the store: its file limits depend on it
-        self.broker_id = check_role(cfg.broker_role, cfg.broker_id)
+        controller = cfg.enable_controller_mode
+        self.broker_id = check_role(cfg.broker_role, cfg.broker_id, controller=controller)
         self.acl = acl = self._load_acl()  # a bad ACL file stops the start before any bind
         listeners = bind_listeners(server_cfg.bind_address, server_cfg.listen_port)
         sock, vip_sock = listeners.main, listeners.vip
@@ -140,6 +148,7 @@ class Broker(Service):
             ctx, self.namesrv, self.ha_tls, credentials=self.inner, acl=acl
         )
         await self.replication.start(listeners.ha)
+        self.roles = Roles(self, controller=controller)
         self.consumers = Consumers(ctx, self._files())
         self.consumers.load()
         self.transactions = Transactions(ctx, self.consumers.offsets)
@@ -190,8 +199,14 @@ class Broker(Service):
         ctx.on_config_change.append(self._config_changed)
         if not self.namesrv.addrs:
             log.warning("no_namesrv", hint="set namesrvAddr, -n or NAMESRV_ADDR")
-        await registrar.register_all()
+        if self.roles.registrable:  # a fenced broker registers once it has a role
+            await registrar.register_all()
         self._start_loops()
+        if controller and cfg.controller_addr:  # elected in etcd (else told over the wire)
+            self.failover = Failover(cfg, ctx.addr, self.roles, self.replication)
+            if self.metrics is not None:  # elections, epoch, role, SyncStateSet, fenced
+                self.metrics.registry.register(controller_metrics(self.failover.controller))
+            await self.failover.start()
         log.info(
             "listening",
             host=self.servers[0].host,
@@ -283,6 +298,7 @@ class Broker(Service):
             callclient=CallClientProcessor(ctx, c.registry),
             endtx=EndTransactionProcessor(self.transactions),
             sync=SyncProcessor(c.offsets, c.schedule, ctx.store),
+            controller=ControllerProcessor(ctx, self.roles),
             acl=AclProcessor(self.acl.files if self.acl is not None else None,
                              lambda: (cfg.broker_cluster_name, cfg.broker_name, ctx.addr)),
         )  # fmt: skip
@@ -291,6 +307,8 @@ class Broker(Service):
         return dict(zip(("main", "vip"), self.servers, strict=False))
 
     def _master_addr(self) -> str | None:
+        if self.roles.master_addr is not None:  # the one the controller named
+            return self.roles.master_addr
         master = self.namesrv.master
         return master.master_addr if master is not None else None
 
@@ -309,7 +327,7 @@ class Broker(Service):
         loop = asyncio.get_running_loop()
         period = max(1.0, min(60.0, self.config.register_name_server_period / 1000))
         jobs = [
-            (period, "register_broker_all", self._registrar().register_all),
+            (period, "register_broker_all", self._register_periodically),
             (SAMPLE_SECONDS, "stats_sample", self._sample_stats),
             (self.config.flush_consumer_offset_interval / 1000, "retry_config_files",
              self._retry_config_files),
@@ -319,14 +337,40 @@ class Broker(Service):
             self._loops.append(loop.create_task(every(interval, job, name=name), name=name))
         if self.acl is not None:  # AclFileWatchService
             self._loops.append(loop.create_task(self.acl.files.run(), name="acl_watch"))
-        if self.replication.is_slave:  # handleSlaveSynchronize: after 3 s, then every 10 s
-            sync_s = self.config.slave_sync_interval / 1000
-            sync = every(sync_s, self.slave_sync.sync_all, name="slave_synchronize",
-                         initial_delay=min(3.0, sync_s))  # fmt: skip
-            self._loops.append(loop.create_task(sync, name="slave_synchronize"))
-        if not self.replication.is_slave:  # BrokerController.startProcessorByHa
-            self._loops.append(loop.create_task(self.consumers.schedule.run(), name="schedule"))
-            self._loops.append(loop.create_task(self.tx_check.run(), name="transaction_check"))
+        if not self.replication.controller:
+            self._role_loops = self._role_tasks(not self.replication.is_slave)
+
+    def _role_tasks(self, master: bool) -> list[asyncio.Task[None]]:
+        loop = asyncio.get_running_loop()
+        if master:  # BrokerController.startProcessorByHa
+            return [loop.create_task(self.consumers.schedule.run(), name="schedule"),
+                    loop.create_task(self.tx_check.run(), name="transaction_check")]  # fmt: skip
+        # handleSlaveSynchronize: after 3 s, then every 10 s
+        sync_s = self.config.slave_sync_interval / 1000
+        sync = every(sync_s, self.slave_sync.sync_all, name="slave_synchronize",
+                     initial_delay=min(3.0, sync_s))  # fmt: skip
+        return [loop.create_task(sync, name="slave_synchronize")]
+
+    async def master_services(self, on: bool | None) -> None:
+        """A role change (BrokerController.changeSpecialServiceStatus): the master's loops
+        (delays, transaction checks) when ``on``, the slave's metadata sync when False,
+        none when None."""
+        tasks, self._role_loops = self._role_loops, []
+        if self._closing:  # a role change drained at shutdown: the loops are gone already
+            on = None
+        for task in tasks:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if on is not None:
+            self._role_loops = self._role_tasks(on)
+
+    async def register_now(self) -> None:
+        await self._registrar().register_all()
+
+    async def _register_periodically(self) -> None:
+        if self.roles.registrable:
+            await self._registrar().register_all()
 
     async def _sample_stats(self) -> None:
         self.ctx.stats.sample()
@@ -350,6 +394,9 @@ class Broker(Service):
             self._registrar().changed(None)
 
     async def close(self) -> None:
+        self._closing = True
+        if self.failover is not None:  # the lease revoked first: a successor at once
+            await self.failover.close()
         for server in self.servers:
             server.stop_accepting()
         if self.metrics is not None:
@@ -357,7 +404,7 @@ class Broker(Service):
         if self.registrar is not None:  # no registration after (or racing) the unregistration
             await self.registrar.close()
         await self.namesrv.unregister_all(self.identity)
-        for task in self._loops:
+        for task in [*self._loops, *self._role_loops]:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task

@@ -85,7 +85,11 @@ class Cluster:
         self.start_broker(name)
         return broker
 
-    def start_broker(self, name: str) -> BrokerProc:
+    def start_broker(
+        self, name: str, module: str = "aiorocketmq.broker", env: dict[str, str] | None = None
+    ) -> BrokerProc:
+        """(Re)start broker ``name``: ``python -m module`` (a test's wrapper of the broker's
+        main, if not the broker's own) with ``env`` added to the environment."""
         broker = self.brokers[name]
         sets = {"storePathRootDir": str(broker.store), **broker.sets}
         # the same port on restart, with its HA (+1) and VIP (-2) neighbours: outside the range
@@ -96,7 +100,7 @@ class Cluster:
         broker.proc = ServerProcess(
             [
                 "-m",
-                "aiorocketmq.broker",
+                module,
                 "-n",
                 self.namesrv_addr,
                 "--listen-port",
@@ -104,6 +108,7 @@ class Cluster:
                 *_sets(sets),
             ],
             open_files=broker.open_files,
+            env=env,
         )
         broker.port = broker.proc.listening_port()
         return broker

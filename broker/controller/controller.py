@@ -97,6 +97,10 @@ class Controller:
         self.last_refusal: Refused | None = None  # why the last campaign was refused
         self.elections = 0  # campaigns this broker won
         self._master_lease = 0  # the lease this broker holds the master key with
+        # no campaign before this time (``clock``) unless the group never had a master: a
+        # broker restarted after a crash lets the replicas that stayed up take over first
+        # (broker.failover sets it)
+        self.campaign_after = 0.0
 
     @classmethod
     def from_config(
@@ -236,6 +240,8 @@ class Controller:
         lease = self.keeper.lease_id
         if lease is None or not self.keeper.registered or not self.keeper.valid():
             return False
+        if self._clock() < self.campaign_after and not state.first_time_for_elect:
+            return False  # the next round (at most a keep-alive interval away) tries again
         try:
             won = await campaign.campaign(
                 self.etcd,

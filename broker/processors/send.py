@@ -397,6 +397,9 @@ class SendProcessor:
     def _answer(
         self, req: RemotingCommand, result: PutResult, topic: str, queue_id: int
     ) -> RemotingCommand:
+        gate = self.store.ack_gate  # controller mode (broker.failover): a put that did not
+        if gate is not None and result.status in STORED and not gate():  # wait is asked too
+            result = result._replace(status=PutStatus.SERVICE_NOT_AVAILABLE)
         code, remark = PUT_RESULT[result.status]
         ext = self._base_ext()
         if result.status not in STORED:

@@ -38,10 +38,12 @@ def recover(
     *,
     full: bool,
     limit: int | None,
+    stop: int | None = None,
 ) -> ScanReport:
     """Scan from the checkpoint -- ``full`` (after a crash, or with no checkpoint): from its
     safe point (the start of its segment for an older checkpoint), else from its end --
-    after forgetting the ConsumeQueue units from there on; ``limit``: the high-water mark."""
+    after forgetting the ConsumeQueue units from there on; ``limit``: the high-water mark;
+    ``stop``: a cut that did not finish (cutmark.py) -- no record is kept from there on."""
     low = commitlog.min_offset
     if full:
         # compat: CommitLog.recoverAbnormally -- 4.9.8 scans from the start of the newest
@@ -55,7 +57,7 @@ def recover(
     for cq in queues:
         cq.truncate_from_phys(start)
     commitlog.max_offset = start
-    report = scan(commitlog, start, on_record, check_tail=full, limit=limit)
+    report = scan(commitlog, start, on_record, check_tail=full, limit=limit, stop=stop)
     if limit is not None and limit < report.end:  # written past it: the mark was lost
         log.warning("highwater_behind", mark=limit, end=report.end,
                     action="checked the whole tail")  # fmt: skip
@@ -71,13 +73,16 @@ def scan(
     *,
     check_tail: bool = True,
     limit: int | None = None,
+    stop: int | None = None,
 ) -> ScanReport:
     """Verify the log from ``start`` (a record boundary); ``on_record(phys, size)`` for each
     valid record; cut the torn tail. ``limit``: the high-water mark, past which nothing was
     written (None: unknown). After a clean stop nothing was written past the end, so
-    ``check_tail=False`` leaves the tail unread."""
+    ``check_tail=False`` leaves the tail unread. ``stop``: the log ends there at the latest
+    (a cut to finish: what follows is zeroed like a torn tail)."""
     report = ScanReport(start, end=start)
-    torn = replay(commitlog, report, on_record, limit=limit) is Scan.INVALID
+    found = replay(commitlog, report, on_record, end=stop, limit=limit)
+    torn = found is Scan.INVALID or (stop is not None and found is not Scan.END)
     _cut(commitlog, report, check_tail or torn, limit)
     return report
 

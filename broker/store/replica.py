@@ -18,10 +18,12 @@ from pathlib import Path
 import structlog
 from mypy_extensions import trait
 
+from aiorocketmq.broker.store import cutmark
 from aiorocketmq.broker.store.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
 from aiorocketmq.broker.store.commitlog import CommitLog, Scan
 from aiorocketmq.broker.store.disk import Disk, DiskFull
 from aiorocketmq.broker.store.dispatch import dispatch_of
+from aiorocketmq.broker.store.epochs import EpochFile
 from aiorocketmq.broker.store.flush import Flusher, Rounds
 from aiorocketmq.broker.store.queues import QueueTable
 from aiorocketmq.broker.store.replay import ScanReport, replay
@@ -41,6 +43,7 @@ class Replica:
     rounds: Rounds
     disk: Disk
     root: Path
+    epochs: EpochFile
     delays: list[int]
     io_error: str | None
     _running: bool
@@ -117,18 +120,20 @@ class Replica:
         self._replay(phys, size, notify=True)
 
     def truncate_to(self, phys: int) -> None:
-        """Cut the CommitLog back to ``phys`` (a slave ahead of its master): every byte from
-        there on goes, and ConsumeQueue units and index entries pointing there or later.
-        Below the first segment the log is emptied (its end is 0 again). The checkpoint is
-        lowered first, so a crash at any point recovers a consistent store. Synchronous.
-        Raises ValueError past the end, OSError (nothing cut) when the checkpoint cannot
-        be written."""
+        """Cut the CommitLog back to ``phys`` (a slave ahead of its master, an old master cut
+        back to the consistent point): every byte from there on goes, and ConsumeQueue units,
+        index entries and epoch entries pointing past it. Below the first segment the log is
+        emptied (its end is 0 again). Crash-safe: the cut mark (cutmark.py) is durable before
+        anything changes and goes after everything did; a start that finds it finishes the
+        cut. Synchronous. Raises ValueError past the end, OSError (nothing cut) when the mark
+        or the checkpoint cannot be written."""
         cl = self.commitlog
         old_end = cl.max_offset
         if not 0 <= phys <= old_end:
             raise ValueError(f"offset {phys} is outside the log [0, {old_end}]")
         if phys == old_end:
             return
+        cutmark.mark(self.root, phys)
         emptied = phys < cl.min_offset or not cl.queue.segments
         cut = 0 if emptied else phys
         self._lower_checkpoint(cut)
@@ -139,14 +144,21 @@ class Replica:
         pending = self._pending_from
         self._pending_from = pending if pending is not None and pending < cl.max_offset else None
         log.warning("commitlog_truncated", to=cl.max_offset, was=old_end, queues_dropped=emptied)
-        self._sync_cut()
+        if self._sync_cut():  # else the mark stays: the next start finishes the cut
+            self._cut_done()
 
-    def _sync_cut(self) -> None:
+    def _cut_done(self) -> None:
+        """The last step of a cut: epoch entries past the end go, then the mark."""
+        self.epochs.truncate_suffix_by_offset(self.commitlog.max_offset + 1)
+        cutmark.clear(self.root)
+
+    def _sync_cut(self) -> bool:
         """Make the zeroes of a cut durable at once: a clean start reads nothing past the end
-        of the log (a crash restart checks up to the high-water mark anyway)."""
+        of the log (a crash restart checks up to the high-water mark anyway). False when the
+        fsync failed."""
         seg = self.commitlog.queue.find(self.commitlog.max_offset)
         if seg is None:
-            return
+            return True
         try:
             seg.fsync()
         except OSError as exc:
@@ -154,6 +166,8 @@ class Replica:
                 self.io_error = f"commitlog_fsync: {exc}"
                 log.error("store_io_error", what="commitlog_fsync", error=str(exc),
                           action="puts refused until a restart; checkpoint held")  # fmt: skip
+            return False
+        return True
 
     def _lower_checkpoint(self, cut: int) -> None:
         cp = read_checkpoint(self.root)

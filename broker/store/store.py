@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 
 import structlog
 
-from aiorocketmq.broker.store import warm
+from aiorocketmq.broker.store import cutmark, warm
 from aiorocketmq.broker.store.checkpoint import (
     Checkpoint,
     crashed,
@@ -28,6 +28,7 @@ from aiorocketmq.broker.store.config import FlushDiskType, StoreConfig, delay_le
 from aiorocketmq.broker.store.consumequeue import storable_topic
 from aiorocketmq.broker.store.disk import Disk
 from aiorocketmq.broker.store.dispatch import dispatch_of, index_keys
+from aiorocketmq.broker.store.epochs import EpochFile
 from aiorocketmq.broker.store.flush import Flusher, Rounds, fsync_all
 from aiorocketmq.broker.store.highwater import HighWater
 from aiorocketmq.broker.store.many import Appender, plan_puts, put_many, settle_many
@@ -69,6 +70,7 @@ class MessageStore(StoreReads, Replica, Appender):
             step=config.commit_log_allocate_step_mb << 20,
         )
         self.highwater = HighWater(root)
+        self.epochs = EpochFile(root)  # which master epoch wrote which part of the log
         self.delays = delay_levels(config.message_delay_level)
         self.table = QueueTable(root, config, self.disk, self.delays)
         self.reader = Reader(self.commitlog, config)
@@ -88,9 +90,13 @@ class MessageStore(StoreReads, Replica, Appender):
         self._tasks: list[asyncio.Task[None]] = []
         self._running = False
         self._slave = False
+        self._term = 0  # bumped when a master's store becomes a slave's (set_slave)
         # SYNC_MASTER (the broker's replication sets it): awaited after a put that waits,
         # with the put's end offset; a status replaces PUT_OK (CommitLog.handleHA)
         self.replicate: Callable[[int], Awaitable[PutStatus | None]] | None = None
+        # controller mode (broker.failover): asked last, once the put is stored and waited
+        # for; False answers SERVICE_NOT_AVAILABLE (a master that cannot prove its lease)
+        self.ack_gate: Callable[[], bool] | None = None
         self._pending_from: int | None = None
         self._stalled_at = -1
         self._cuts = 0
@@ -109,9 +115,19 @@ class MessageStore(StoreReads, Replica, Appender):
         was_crash, cp = crashed(self.root), read_checkpoint(self.root)
         self.commitlog.load()
         self.table.load()
-        full = was_crash or cp is None
+        cut_at = cutmark.read(self.root)  # a cut a crash interrupted: finished first
+        if cut_at is not None:
+            cp = self._resume_cut(cut_at)
+        full = was_crash or cp is None or cut_at is not None
         queues, limit = list(self.queues.values()), self.highwater.read()
-        self.recovery = recover(self.commitlog, queues, cp, self._replay, full=full, limit=limit)
+        self.recovery = recover(self.commitlog, queues, cp, self._replay, full=full, limit=limit,
+                                stop=cut_at)  # fmt: skip
+        self.epochs.load()
+        if cut_at is not None:
+            self._cut_queues(self.commitlog.max_offset, emptied=False)
+            self._cut_done()
+        else:  # entries the log does not reach (a crash between a cut and its epochs)
+            self.epochs.truncate_suffix_by_offset(self.commitlog.max_offset + 1)
         self.commitlog.settle()
         self.highwater.settle(self.commitlog.max_offset, lower=full)
         self.commitlog.highwater = self.highwater
@@ -135,6 +151,19 @@ class MessageStore(StoreReads, Replica, Appender):
             behind=len(self.table.behind),
             ms=int((time.monotonic() - began) * 1000),
         )
+
+    def _resume_cut(self, phys: int) -> Checkpoint | None:
+        """Before recovery: the checkpoint of an interrupted cut to ``phys`` lowered to it (on
+        disk too), the log emptied when the cut was below its first segment; the lowered
+        checkpoint. Recovery then replays nothing past ``phys``."""
+        log.warning("commitlog_cut_resumed", offset=phys)
+        cl = self.commitlog
+        emptied = phys < cl.min_offset or not cl.queue.segments
+        self._lower_checkpoint(0 if emptied else phys)
+        if emptied:
+            cl.queue.truncate_after(phys)
+            self._cut_queues(0, emptied=True)
+        return read_checkpoint(self.root)
 
     def _start_loops(self) -> None:
         loop = asyncio.get_running_loop()
@@ -262,7 +291,11 @@ class MessageStore(StoreReads, Replica, Appender):
 
     def set_slave(self, flag: bool) -> None:
         """A slave's store: puts are refused with SERVICE_NOT_AVAILABLE, nothing written
-        (DefaultMessageStore.checkStoreStatus); reads and raw appends go on."""
+        (DefaultMessageStore.checkStoreStatus); reads and raw appends go on. A master made a
+        slave (broker.roles) acknowledges nothing from then on: a put still waiting for its
+        flush or its slave is answered SERVICE_NOT_AVAILABLE (``wait_stored``)."""
+        if flag and not self._slave:
+            self._term += 1
         self._slave = flag
 
     def _refusal(self, msgs: list[MessageExt]) -> PutStatus | None:
@@ -320,8 +353,8 @@ class MessageStore(StoreReads, Replica, Appender):
     @property
     def waits(self) -> bool:
         """Whether a put that waits has more to wait for than its append (SYNC_FLUSH, or
-        SYNC_MASTER replication)."""
-        return self.flusher.sync or self.replicate is not None
+        SYNC_MASTER replication, or controller mode's ack gate)."""
+        return self.flusher.sync or self.replicate is not None or self.ack_gate is not None
 
     def _put_now(self, msgs: list[MessageExt]) -> PutResult:
         """The append, or the status refusing it (nothing written then)."""
@@ -346,12 +379,23 @@ class MessageStore(StoreReads, Replica, Appender):
     async def wait_stored(self, end: int) -> PutStatus | None:
         """Wait for the flush (SYNC_FLUSH) and the slave (SYNC_MASTER) that puts ending at
         ``end`` promise: None once both hold, else the status saying which did not."""
+        term = self._term
+        status = await self._wait_stored(end)
+        if self._term != term:  # made a slave meanwhile: its log may be cut, never acknowledge
+            return PutStatus.SERVICE_NOT_AVAILABLE
+        gate = self.ack_gate
+        if status is None and gate is not None and not gate():  # asked last: see ack_gate
+            return PutStatus.SERVICE_NOT_AVAILABLE
+        return status
+
+    async def _wait_stored(self, end: int) -> PutStatus | None:
         timeout = self.config.sync_flush_timeout / 1000
         if self.flusher.sync and not await self.flusher.wait(end, timeout):
             log.warning("flush_disk_timeout", end=end, io_error=self.flusher.failed)
             return PutStatus.FLUSH_DISK_TIMEOUT
-        if self.replicate is not None:
-            return await self.replicate(end)
+        replicate = self.replicate
+        if replicate is not None:
+            return await replicate(end)
         return None
 
     def _create_failed(self, exc: OSError) -> PutStatus:

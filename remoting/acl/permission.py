@@ -35,7 +35,9 @@ ACL_ADMIN_CODES: Final = frozenset({
     RequestCode.DELETE_ACL_CONFIG,  # 51
     RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG,  # 53
 })  # fmt: skip
-BROKER_ADMIN_CODES: Final = ADMIN_CODES | ACL_ADMIN_CODES
+# ours: 5.x marks NOTIFY_BROKER_ROLE_CHANGED (1008) CLUSTER UPDATE; 4.9.8 has no such code
+ROLE_ADMIN_CODES: Final = frozenset({RequestCode.NOTIFY_BROKER_ROLE_CHANGED})
+BROKER_ADMIN_CODES: Final = ADMIN_CODES | ACL_ADMIN_CODES | ROLE_ADMIN_CODES
 
 
 def parse_perm(text: object) -> int:

@@ -114,6 +114,8 @@ class RequestCode(IntEnum):
     GET_SUBSCRIPTIONGROUP_CONFIG = 352
     LITE_PULL_MESSAGE = 361
     BROKER_HEARTBEAT = 904
+    GET_BROKER_EPOCH_CACHE = 1007  # 5.x: a controller-mode broker's epoch entries
+    NOTIFY_BROKER_ROLE_CHANGED = 1008  # 5.x: the controller names the group's master
     POP_MESSAGE = 200050
     ACK_MESSAGE = 200051
     PEEK_MESSAGE = 200052

@@ -18,6 +18,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +45,7 @@ STATIC = {
     "a1": {"brokerId": "1", "brokerRole": "SLAVE"},
 }
 CONTROLLER_KEYS = ("enableControllerMode", "controllerAddr", "allAckInSyncStateSet")
+CONTROLLER_IDS = {"a0": 1, "a1": 2, "a2": 3}  # controller mode: each replica's brokerId
 
 
 def hosts(mode: str) -> list[str]:
@@ -53,7 +55,7 @@ def hosts(mode: str) -> list[str]:
 
 
 # the lead flips this when controller mode lands (FAILOVER_CONTROLLER=1 tries it before)
-CONTROLLER_ENABLED = False
+CONTROLLER_ENABLED = True
 
 
 def controller_missing() -> str | None:
@@ -95,7 +97,10 @@ class External:
                 self.proc.kill()
                 self.proc.wait()
         self._out.close()
-        return self.proc.returncode
+        code = self.proc.returncode
+        # etcd's clean stop on SIGTERM runs its handlers, then re-raises the signal with the
+        # default action (osutil.HandleInterrupts): -15 is its exit 0
+        return 0 if code == -signal.SIGTERM else code
 
     def dump(self) -> str:
         return self.log.read_text(errors="replace")
@@ -111,9 +116,9 @@ class Topology:
     mode: str = "static"
     master_role: str = "SYNC_MASTER"  # static mode: a0's brokerRole (ASYNC_MASTER to compare)
     # the group's master as the clients last saw it: the store host of the latest
-    # acknowledgement (run.py keeps it current; static roles: a0 always). Controller mode
-    # starts from a0 too: the seam where the lead reads the first master the controller
-    # installs (the route's brokerId 0) before the clients create the topic on it
+    # acknowledgement (run.py keeps it current; static roles: a0 always). Controller mode:
+    # the first master the controller installs (``elected``), before the clients create
+    # the topic on it
     master: str = "a0"
     procs: dict[str, Proc] = field(default_factory=dict)
     paused: set[str] = field(default_factory=set)
@@ -149,6 +154,8 @@ class Topology:
             self.start_host("ctl")
         for host in self.brokers:
             self.start_host(host)
+        if self.mode == "controller":
+            self.master = self.elected()  # the clients create the topic on it
 
     def start_host(self, host: str) -> Proc:
         if host == "ns":
@@ -181,13 +188,31 @@ class Topology:
         if self.mode == "static":
             role = {"brokerRole": self.master_role} if host == "a0" else {}
             return {**sets, **STATIC[host], **role}
-        # issue 35's controller mode, 5.x's keys (the role and brokerId are the controller's)
+        # issue 35's controller mode, 5.x's keys: the role is the controller's; each replica
+        # has its own brokerId >= 1 (its identity there; brokerId 0 in routes as master)
         return {
             **sets,
+            "brokerId": str(CONTROLLER_IDS[host]),
+            "brokerRole": "SYNC_MASTER",  # the master's puts wait for the SyncStateSet
             "enableControllerMode": "true",
             "controllerAddr": f"{self.net.addr('ctl')}:{ETCD_PORT}",  # host:port;host:port
+            "controllerHeartBeatTimeoutMills": "3000",
             "allAckInSyncStateSet": "true",
+            "haMaxTimeSlaveNotCatchup": "5000",  # a cut slave leaves the set after 5 s
         }
+
+    def elected(self, timeout: float = 120.0) -> str:
+        """Controller mode: the host the controller made master first (its log says so)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for host in self.brokers:
+                proc = self.procs[host]
+                assert isinstance(proc, ServerProcess)
+                if any(e.get("event") == "role_changed" and e.get("role") == "MASTER"
+                       for e in proc.events):  # fmt: skip
+                    return host
+            time.sleep(0.1)
+        raise TimeoutError(f"no master elected within {timeout} s")
 
     def _etcd(self) -> External:
         ip = self.net.addr("ctl")
