@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.failover import netns
+from tests.failover.history import History
 from tests.failover.run import Outcome, Settings, run
 from tests.failover.topology import MODES, controller_missing
 
@@ -100,7 +101,22 @@ def test_the_verdicts_fail_when_a_master_acknowledges_on_another_log(tmp_path: P
     outcome = run(tmp_path, Settings(kinds=("kill-wipe",)))
     print(outcome.report())
     v = outcome.verdicts
-    assert not v["one_master"].ok, v["one_master"]
-    assert any(p.startswith(("fork", "went back")) for p in v["one_master"].problems)
     assert not v["loss"].ok and int(str(v["loss"].figures["lost"])) > 0, v["loss"]
+    # the wiped master forks the log when it acknowledges, after the wipe, a queue offset it
+    # had acknowledged for another message before (whether one came in the run is timing)
+    if reused_offsets(outcome.history):
+        assert not v["one_master"].ok, v["one_master"]
+        assert any(p.startswith(("fork", "went back")) for p in v["one_master"].problems)
     assert v["loss_at_kill"].ok  # before the wipe the slave had everything (SYNC_MASTER)
+
+
+def reused_offsets(history: History) -> bool:
+    """Whether a send acknowledged after the fault's end took a (group, queue, offset) that an
+    earlier acknowledged send of another message had."""
+    (fault,) = history.faults
+    before = {(a.broker, a.queue, a.offset): a.key for a in history.acked if a.end < fault.start}
+    return any(
+        before.get((a.broker, a.queue, a.offset), a.key) != a.key
+        for a in history.acked
+        if a.start > fault.end
+    )
