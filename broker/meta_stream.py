@@ -56,7 +56,7 @@ class MetaStream:
         # offsets changed since the last offsets record; keys removed before those changes
         self._changed: dict[str, dict[int, int]] = {}
         self._reset: set[str] = set()
-        self._waiters: list[asyncio.Future[None]] = []  # for the next offsets record
+        self._waiters: list[asyncio.Future[PutStatus | None]] = []  # for the next offsets record
         self._flushing: asyncio.Task[None] | None = None
         self._last_flush = 0.0
         offsets.on_change = self._offset_changed
@@ -71,14 +71,15 @@ class MetaStream:
 
     # ------------------------------------------------------------ topics and groups
 
-    def topics_changed(self, change: dict[str, Any]) -> Awaitable[None]:
-        return self._publish(table_record(TOPICS, change), TOPICS)
+    async def topics_changed(self, change: dict[str, Any]) -> None:
+        await self._publish(table_record(TOPICS, change), TOPICS)
 
-    def groups_changed(self, change: dict[str, Any]) -> Awaitable[None]:
-        return self._publish(table_record(GROUPS, change), GROUPS)
+    async def groups_changed(self, change: dict[str, Any]) -> None:
+        await self._publish(table_record(GROUPS, change), GROUPS)
 
-    def _publish(self, body: bytes, table: str) -> Awaitable[None]:
-        """Append the record now; the result waits for what a put of it promises."""
+    def _publish(self, body: bytes, table: str) -> Awaitable[PutStatus | None]:
+        """Append the record now; the result waits for what a put of it promises (None: it
+        holds, or nothing was to be written; else the put's status)."""
         if not self.active:
             return _nothing()
         store = self.ctx.store
@@ -87,16 +88,17 @@ class MetaStream:
         (result,) = store.put_many([msg])
         if result.status is not PutStatus.PUT_OK:
             log.warning("metadata_not_replicated", table=table, status=result.status.name)
-            return _nothing()
+            return _status(result.status)
         self.written += 1
         if not store.waits:
             return _nothing()
         return self._settle(result.phys_offset + result.wrote_bytes, table)
 
-    async def _settle(self, end: int, table: str) -> None:
+    async def _settle(self, end: int, table: str) -> PutStatus | None:
         status = await self.ctx.store.wait_stored(end)
         if status is not None:
             log.warning("metadata_not_replicated", table=table, status=status.name)
+        return status
 
     # ------------------------------------------------------------ consumer offsets
 
@@ -112,13 +114,13 @@ class MetaStream:
         if self._flushing is None:
             self._flushing = asyncio.get_running_loop().create_task(self._flush_soon())
 
-    def offsets_replicated(self) -> Awaitable[None]:
+    def offsets_replicated(self) -> Awaitable[PutStatus | None]:
         """Until the offsets record covering every commit made so far is stored as a put
         is (on a SYNC_MASTER: a slave holds it, or syncFlushTimeout passed); at once on
         any other broker (nothing is promised there)."""
         if self._flushing is None or self.ctx.store.replicate is None:
             return _nothing()
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        fut: asyncio.Future[PutStatus | None] = asyncio.get_running_loop().create_future()
         self._waiters.append(fut)
         return fut
 
@@ -133,13 +135,14 @@ class MetaStream:
             self._last_flush = loop.time()
         changed, reset, waiters = self._changed, self._reset, self._waiters
         self._changed, self._reset, self._waiters = {}, set(), []
+        status: PutStatus | None = None
         try:
             if changed or reset:
-                await self._publish(offsets_record(changed, reset), OFFSETS)
+                status = await self._publish(offsets_record(changed, reset), OFFSETS)
         finally:
             for fut in waiters:
                 if not fut.done():
-                    fut.set_result(None)
+                    fut.set_result(status)
 
     async def close(self) -> None:
         """Write what is pending now (a master stopping), then stop."""
@@ -166,3 +169,7 @@ def meta_mark(store: MessageStore) -> dict[str, str]:
 
 async def _nothing() -> None:
     return None
+
+
+async def _status(status: PutStatus) -> PutStatus:
+    return status

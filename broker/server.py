@@ -156,7 +156,12 @@ class Broker(Service):
         self.tx_check = TransactionCheck(self.transactions, self.consumers.registry)
         # metadata with the HA stream: a master writes its changes, a slave applies them
         master = self.replication.master
-        self.meta = MetaStream(ctx, self.consumers.offsets, lambda: master.ever_connected)
+        # a controller-mode master streams from its first write: its replicas exist by design,
+        # and one elected before they reconnect must not leave its first commits off the stream
+        controller_mode = cfg.enable_controller_mode
+        self.meta = MetaStream(
+            ctx, self.consumers.offsets, lambda: master.ever_connected or controller_mode
+        )
         ctx.topics.replicate = self.meta.topics_changed
         ctx.groups.replicate = self.meta.groups_changed
         self.meta_follower = MetaFollower(ctx, self.consumers.offsets)

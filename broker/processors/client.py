@@ -71,7 +71,7 @@ class ClientProcessor:
         locks: RebalanceLocks,
         notify: Callable[[str], None],
         compiled: Compiled,
-        offsets_replicated: Callable[[], Awaitable[None]] = _nothing,
+        offsets_replicated: Callable[[], Awaitable[PutStatus | None]] = _nothing,
     ) -> None:
         """``offsets_replicated``: until the commits made so far reached the slaves as a put
         does (broker.meta_stream)."""
@@ -188,7 +188,11 @@ class ClientProcessor:
             return self.ctx.refusals.refuse(req, ch, refusal)
         self.offsets.commit(hdr.consumer_group, hdr.topic, hdr.queue_id, hdr.commit_offset)
         if not req.is_oneway:  # ours: answered once the commit's record is stored as a put
-            await self.offsets_replicated()  # is (SYNC_MASTER: a slave has it; r#9804)
+            status = await self.offsets_replicated()  # is (SYNC_MASTER: a slave has it; r#9804)
+            if status is PutStatus.SERVICE_NOT_AVAILABLE:  # fenced or demoted meanwhile: the
+                # replicas may not hold it, so it is not acknowledged (issue 35)
+                remark = "not the master now: the offset may not be on its replicas"
+                return response_to(req, R.SERVICE_NOT_AVAILABLE, remark)
         return ok(req)
 
     # ------------------------------------------------------------ orderly locks
