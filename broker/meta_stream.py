@@ -116,9 +116,11 @@ class MetaStream:
 
     def offsets_replicated(self) -> Awaitable[PutStatus | None]:
         """Until the offsets record covering every commit made so far is stored as a put
-        is (on a SYNC_MASTER: a slave holds it, or syncFlushTimeout passed); at once on
-        any other broker (nothing is promised there)."""
-        if self._flushing is None or self.ctx.store.replicate is None:
+        is (on a SYNC_MASTER: a slave holds it, or syncFlushTimeout passed; in controller
+        mode also: this broker may still acknowledge); at once on any other broker (nothing
+        is promised there). The record's status: None, or what its put's wait said."""
+        store = self.ctx.store
+        if self._flushing is None or (store.replicate is None and store.ack_gate is None):
             return _nothing()
         fut: asyncio.Future[PutStatus | None] = asyncio.get_running_loop().create_future()
         self._waiters.append(fut)

@@ -17,6 +17,7 @@ import pytest
 
 from aiorocketmq.broker.controller.controller import Controller
 from aiorocketmq.client import Message, Producer, SendStatus
+from aiorocketmq.client.core.api import update_consumer_offset
 from aiorocketmq.remoting.client import RemotingClient
 from aiorocketmq.remoting.protocol.codes import ResponseCode
 from tests.broker.test_replication import caught_up
@@ -208,6 +209,10 @@ async def test_a_master_cut_from_etcd_stops_acknowledging(
         # a sender that does not wait for the store (WAIT=false) is not told SEND_OK either
         nowait = send_v2(TOPIC, b"cut", queue_id=0, props={"WAIT": "false"})
         resp = await client.invoke(broker.addr, nowait, 10)
+        assert resp.code == ResponseCode.SERVICE_NOT_AVAILABLE, (resp.code, resp.remark)
+        # nor is a consumer offset committed two-way (its record cannot be acknowledged)
+        commit = update_consumer_offset("cg_fenced", TOPIC, 0, 1)
+        resp = await client.invoke(broker.addr, commit, 10)
         assert resp.code == ResponseCode.SERVICE_NOT_AVAILABLE, (resp.code, resp.remark)
     finally:
         etcd.resume()
