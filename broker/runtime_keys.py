@@ -101,6 +101,7 @@ BOUNDS: Final[Mapping[str, tuple[int, int | None]]] = {
     "fileReservedTime": (1, None),  # 0 h: every file deleted at the next deleteWhen
     # compat: MessageStoreConfig.getDiskMaxUsedSpaceRatio reads anything else as 10 or 95
     "diskMaxUsedSpaceRatio": (10, 95),
+    "diskSpaceCleanForciblyRatio": (50, 100),  # lower: young messages deleted on a half-full disk
     "diskSpaceWarningLevelRatio": (50, 100),  # lower: writes refused on a half-empty disk
     "diskSpaceFreeFloorMb": (0, 1024),  # higher: writes refused on a disk with room
     "syncFlushTimeout": (100, 10 * _MINUTE),  # lower: SYNC_FLUSH / SYNC_MASTER sends time out

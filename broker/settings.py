@@ -62,7 +62,8 @@ LIVE_KEYS: Final = frozenset({
     "transactionCheckInterval", "slaveReadEnable", "storeReplyMessageEnable",
     # StoreConfig, read by the running store at each put, read or retention round
     "maxMessageSize", "syncFlushTimeout", "fileReservedTime", "deleteWhen",
-    "diskMaxUsedSpaceRatio", "maxTransferBytesOnMessageInMemory",
+    "diskMaxUsedSpaceRatio", "diskSpaceCleanForciblyRatio", "cleanFileForciblyEnable",
+    "maxTransferBytesOnMessageInMemory",
     "maxTransferCountOnMessageInMemory", "maxTransferBytesOnMessageInDisk",
     "maxTransferCountOnMessageInDisk",
 })  # fmt: skip

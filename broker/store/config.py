@@ -32,6 +32,7 @@ class StoreConfig:
         "file_reserved_time": (0, None),
         "disk_max_used_space_ratio": (0, 100),
         "disk_space_warning_level_ratio": (0, 100),
+        "disk_space_clean_forcibly_ratio": (0, 100),
         "disk_space_free_floor_mb": (0, None),
         "commit_log_allocate_step_mb": (1, None),
         "max_mapped_consume_queue_files": (16, None),
@@ -57,7 +58,12 @@ class StoreConfig:
     message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
     file_reserved_time: int = 72  # hours
     delete_when: str = "04"  # hours of the day ("04;16") when expired files are deleted
-    disk_max_used_space_ratio: int = 75  # % of the disk: beyond it, delete at once
+    disk_max_used_space_ratio: int = 75  # % of the disk: beyond it, expired files go at once
+    # % of the disk: beyond it, the oldest files go at once, expired or not (with
+    # cleanFileForciblyEnable); 4.9.8's system property rocketmq.broker.
+    # diskSpaceCleanForciblyRatio (0.85), 5.x's store key of this name
+    disk_space_clean_forcibly_ratio: int = 85
+    clean_file_forcibly_enable: bool = True
     disk_space_warning_level_ratio: int = 90  # % of the disk: beyond it, refuse writes
     disk_space_free_floor_mb: int = 16  # ours: no file grows into the last MiBs of the disk
     # ours: a CommitLog segment's blocks are allocated this many MiB at a time, ahead of the

@@ -1,8 +1,12 @@
 """Retention: delete CommitLog segments older than ``fileReservedTime`` at the ``deleteWhen``
-hours, or at once (oldest first, expired or not) when the disk passes
-``diskMaxUsedSpaceRatio``; past ``diskSpaceWarningLevelRatio`` the store refuses writes
-(broker.store.disk). ConsumeQueue segments and index files whose messages are all gone
-follow, and queue min offsets move up (CleanCommitLogService, CleanConsumeQueueService)."""
+hours, or in any round while the disk is past ``diskMaxUsedSpaceRatio`` (75 %); past
+``diskSpaceCleanForciblyRatio`` (85 %) or ``diskSpaceWarningLevelRatio`` (90 %) the oldest go
+at once, expired or not, when ``cleanFileForciblyEnable``; past the warning level the store
+also refuses writes (broker.store.disk). So a disk between 75 % and 85 % full loses no
+message younger than ``fileReservedTime`` (4.9.8's levels:
+DefaultMessageStore.CleanCommitLogService.isSpaceToDelete / deleteExpiredFiles).
+ConsumeQueue segments and index files whose messages are all gone follow, and queue min
+offsets move up (CleanCommitLogService, CleanConsumeQueueService)."""
 
 from __future__ import annotations
 
@@ -35,10 +39,15 @@ class Retention:
         now = time.time() if now is None else now
         self.disk.refresh()
         ratio = used_ratio(self.disk.commitlog_dir)
-        force = ratio < 0 or ratio * 100 > self.config.disk_max_used_space_ratio
-        due = datetime.fromtimestamp(now).hour in delete_hours(self.config.delete_when)
+        c = self.config
+        space = ratio < 0 or ratio * 100 > c.disk_max_used_space_ratio
+        urgent = ratio * 100 > min(
+            c.disk_space_clean_forcibly_ratio, c.disk_space_warning_level_ratio
+        )
+        force = urgent and c.clean_file_forcibly_enable
+        due = datetime.fromtimestamp(now).hour in delete_hours(c.delete_when)
         deleted = 0
-        if force or due:
+        if space or force or due:
             deleted = self._delete_commitlog(now, force)
         if deleted:
             low = self.commitlog.min_offset
