@@ -169,7 +169,11 @@ async def test_a_broker_filling_its_own_disk_keeps_every_acknowledged_message(
     fills up to the floor (and retention's forced deletion of the oldest files, its job, not
     a loss, stays out of the way)."""
     broker = broker_on(
-        cluster, small_disk, diskMaxUsedSpaceRatio="100", diskSpaceWarningLevelRatio="100"
+        cluster,
+        small_disk,
+        diskMaxUsedSpaceRatio="100",
+        diskSpaceCleanForciblyRatio="100",
+        diskSpaceWarningLevelRatio="100",
     )
     assert (await client.invoke(broker.addr, create_topic("Flood", 8))).code == 0
     acked: dict[str, bytes] = {}
@@ -214,6 +218,7 @@ async def test_a_segment_larger_than_the_disk_fills_it_a_step_at_a_time(
         mappedFileSizeCommitLog=str(1 << 30),
         commitLogAllocateStepMb="1",
         diskMaxUsedSpaceRatio="100",
+        diskSpaceCleanForciblyRatio="100",
         diskSpaceWarningLevelRatio="100",
         diskSpaceFreeFloorMb="0",
     )
