@@ -16,6 +16,7 @@ from aiorocketmq.broker.delay import apply_delay
 from aiorocketmq.broker.filter.compiled import Compiled, FilterError, is_tag_type
 from aiorocketmq.broker.locks import RebalanceLocks
 from aiorocketmq.broker.offsets import ConsumerOffsets
+from aiorocketmq.broker.processors.putcodes import PUT_RESULT
 from aiorocketmq.broker.processors.send import DLQ_PERM
 from aiorocketmq.broker.registry import ClientInfo, ClientRegistry
 from aiorocketmq.broker.store import PutStatus
@@ -238,6 +239,14 @@ class ClientProcessor:
                 # replicas may not hold it, so it is not acknowledged (issue 35)
                 remark = "not the master now: the offset may not be on its replicas"
                 return response_to(req, R.SERVICE_NOT_AVAILABLE, remark)
+            if status is not None and cfg.enable_controller_mode:
+                # its record is on the master, not on every replica the rule waits for (a
+                # slave too slow, or none): one of those may be elected without it, so it is
+                # not acknowledged -- answered as a send's put would be (11, 12); 4.9.8 and
+                # static roles answer SUCCESS (the master has it, nothing more is promised)
+                code = PUT_RESULT[status][0]
+                remark = f"stored on the master, not on its SyncStateSet yet ({status.name})"
+                return response_to(req, code, remark)
         return ok(req)
 
     # ------------------------------------------------------------ orderly locks

@@ -87,9 +87,9 @@ async def test_a_replica_that_may_be_behind_answers_no_offset_query(
     """A replica outside the SyncStateSet may lack acknowledged commits (it was down when
     they were made): it answers no QUERY_CONSUMER_OFFSET from its table -- SERVICE_NOT_
     AVAILABLE to our SDK and 5.x clients, nothing to a 4.9.8 client (which reads any error
-    answer as "no offset", but a timeout as "ask again"). The master that acknowledged them
-    alone, restarted before its consumerOffset.json was saved, still has them (its records),
-    and the replica once back in the set answers them too."""
+    answer as "no offset", but a timeout as "ask again"). A commit the master stored while
+    alone (answered 11, as a send's put) survives its restart before consumerOffset.json
+    was saved (its records), and the replica once back in the set answers it too."""
     # consumerOffset.json only at stop: what a kill leaves is what the records say
     slow_file = {"flushConsumerOffsetInterval": "600000"}
     for i, name in enumerate(("a1", "a2"), start=1):
@@ -105,12 +105,13 @@ async def test_a_replica_that_may_be_behind_answers_no_offset_query(
 
     cluster.kill_broker(replica.name)
     await sync_state_set(etcd, {master_id})
-    assert await commit(client, master.addr, 50) == ResponseCode.SUCCESS  # on the master only
+    # stored on the master alone: not acknowledged, as a send's put (no slave holds it)
+    assert await commit(client, master.addr, 50) == ResponseCode.SLAVE_NOT_AVAILABLE
     assert await queried(client, master.addr) == 50
     cluster.kill_broker(master.name)
 
     # the replica back, the master not: it is not in the set, so never elected, and its
-    # table (10 at most) lacks the 50 the master acknowledged
+    # table (10 at most) lacks the master's 50
     cluster.start_broker(replica.name)
     ours = await client.invoke(replica.addr, query_consumer_offset(GROUP, TOPIC, 0), 10)
     assert ours.code == ResponseCode.SERVICE_NOT_AVAILABLE, (ours.code, ours.ext_fields)
