@@ -97,6 +97,19 @@ class Failover:
     async def _on_slave(self, master_addr: str, epoch: int) -> None:
         await self.roles.become_slave(master_addr, epoch, self.replica_id)
 
+    def offsets_current(self) -> bool:
+        """Whether this broker's consumer offsets hold every commit its group acknowledged,
+        so a QUERY_CONSUMER_OFFSET may be answered from them: as master, while it may
+        acknowledge (a deposed one's successor may have taken commits since); as slave,
+        while the SyncStateSet last read from etcd holds it (allAckInSyncStateSet: every
+        acknowledged commit's record waited for it, and it left the set only once etcd
+        said so). A replica that fell behind, or restarted on an older consumerOffset.json,
+        is outside the set until it caught up again."""
+        ctl = self.controller
+        if ctl.role is Role.MASTER:
+            return ctl.may_ack()
+        return ctl.role is Role.SLAVE and self.replica_id in ctl.state.sync_state_set
+
     def slaves_needed(self, in_sync: int) -> int:
         """Slaves a put needing HA waits for with ``in_sync`` SyncStateSet members; more than
         can connect when the rule refuses (IN_SYNC_REPLICAS_NOT_ENOUGH: never acknowledged)."""

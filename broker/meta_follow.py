@@ -37,6 +37,8 @@ from aiorocketmq.remoting.protocol.message import decode_record
 
 log = structlog.get_logger(__name__)
 
+REPLAY_BATCH = 256  # records read at a time at start
+
 
 class MetaFollower:
     def __init__(self, ctx: BrokerContext, offsets: ConsumerOffsets) -> None:
@@ -82,6 +84,37 @@ class MetaFollower:
             log.error("metadata_record_not_applied", offset=queue_offset, error=str(exc))
             return
         self.applied += 1
+
+    def replay_offsets(self, start: int) -> int:
+        """At start, before any request: the offsets records from number ``start`` on (the
+        ones consumerOffset.json, saved every flushConsumerOffsetInterval, may not hold) to
+        the table, in order; how many. A master's acknowledged commit (on its replicas too)
+        is then not lost to its own restart; a slave's copy is as it was when it stopped
+        (a master elected later answers from it). compat: 4.9.8 loses up to that interval's
+        commits to a crash (ConsumerOffsetManager is a ConfigManager)."""
+        store = self.ctx.store
+        offset = max(start, store.min_offset(META_TOPIC, META_QUEUE))
+        end = store.max_offset(META_TOPIC, META_QUEUE)
+        applied = 0
+        while offset < end:
+            got = store.get(META_TOPIC, META_QUEUE, offset, REPLAY_BATCH)
+            if got.status is not GetStatus.FOUND or not got.sizes:
+                log.warning("offsets_replay_stopped", at=offset, status=got.status.name)
+                break
+            for i, raw in enumerate(got.messages):
+                try:
+                    record = decode(decode_record(raw).body)
+                    if record["table"] == OFFSETS:
+                        self.offsets.apply(*offsets_of(record))
+                        applied += 1
+                except (MessageDecodeError, ValueError, KeyError, TypeError, AttributeError) as e:
+                    log.error("metadata_record_unreadable", offset=offset + i, error=str(e))
+            if got.next_begin_offset <= offset:
+                break
+            offset = got.next_begin_offset
+        if applied:
+            log.info("offsets_replayed", records=applied, since=start, upto=offset)
+        return applied
 
     def _read(self, queue_offset: int) -> dict[str, Any]:
         got = self.ctx.store.get(META_TOPIC, META_QUEUE, queue_offset, 1)

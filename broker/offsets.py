@@ -9,6 +9,7 @@ from typing import Any
 import structlog
 
 from aiorocketmq.broker.configfile import ConfigFile, Snapshot
+from aiorocketmq.broker.meta_records import META_OFFSET
 from aiorocketmq.broker.quarantine import usable_offsets
 from aiorocketmq.remoting.errors import ConfigError
 
@@ -24,12 +25,19 @@ class ConsumerOffsets(Snapshot):
         # told of each commit (key, {queueId: offset}) and removal (key, None): a master's
         # records for its slaves (broker.meta_stream)
         self.on_change: Callable[[str, dict[int, int] | None], None] | None = None
+        # ours (issue 35): the metadata records (broker.meta_records) the table holds every
+        # change of, saved with it as "metaOffset": a restart applies the offsets records
+        # written after it (broker.meta_follow.replay_offsets) -- the file is saved every
+        # flushConsumerOffsetInterval, the records with each commit
+        self.records: Callable[[], int] | None = None
+        self.loaded_records = 0  # the file's, once loaded (0: none saved)
 
     def load(self) -> None:
         obj = self.file.load()
         if obj is None:
             return
         try:
+            self.loaded_records = int(obj.get(META_OFFSET, 0)) if isinstance(obj, dict) else 0
             obj = usable_offsets(obj, self.file.path)
             for key, queues in (obj.get("offsetTable") or {}).items():
                 self.table[str(key)] = {int(q): int(o) for q, o in queues.items()}
@@ -76,6 +84,14 @@ class ConsumerOffsets(Snapshot):
         self.mark_dirty()
 
     def to_json(self) -> dict[str, Any]:
+        """consumerOffset.json: the table, and ours, the records it holds ("metaOffset")."""
+        obj = self.table_json()
+        if self.records is not None:
+            obj[META_OFFSET] = self.records()
+        return obj
+
+    def table_json(self) -> dict[str, Any]:
+        """The table as 4.9.8 writes it (ConsumerOffsetSerializeWrapper)."""
         return {
             "offsetTable": {k: {str(q): o for q, o in v.items()} for k, v in self.table.items()}
         }

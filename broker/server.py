@@ -23,6 +23,7 @@ from aiorocketmq.broker.failover import Failover
 from aiorocketmq.broker.groups import SubscriptionGroups
 from aiorocketmq.broker.listen import HA_OFFSET, bind_listeners, vip_routes
 from aiorocketmq.broker.meta_follow import MetaFollower
+from aiorocketmq.broker.meta_records import META_QUEUE, META_TOPIC
 from aiorocketmq.broker.meta_stream import MetaStream
 from aiorocketmq.broker.metrics import BrokerCollector
 from aiorocketmq.broker.namesrv_api import BrokerIdentity, NamesrvAPI
@@ -151,6 +152,12 @@ class Broker(Service):
         self.roles = Roles(self, controller=controller)
         self.consumers = Consumers(ctx, self._files())
         self.consumers.load()
+        # a slave applies its master's metadata records; consumerOffset.json says which of
+        # them it holds, and the later ones (and a master's own) are applied now
+        self.meta_follower = MetaFollower(ctx, self.consumers.offsets)
+        offsets = self.consumers.offsets
+        offsets.records = lambda: ctx.store.max_offset(META_TOPIC, META_QUEUE)
+        self.meta_follower.replay_offsets(offsets.loaded_records)
         self.transactions = Transactions(ctx, self.consumers.offsets)
         ops = self.transactions.rebuild()
         self.tx_check = TransactionCheck(self.transactions, self.consumers.registry)
@@ -164,7 +171,6 @@ class Broker(Service):
         )
         ctx.topics.replicate = self.meta.topics_changed
         ctx.groups.replicate = self.meta.groups_changed
-        self.meta_follower = MetaFollower(ctx, self.consumers.offsets)
         self.slave_sync = SlaveSync(
             ctx, self.consumers.offsets, self.consumers.schedule, self._master_addr,
             self.meta_follower, tls=self.outbound_tls, credentials=self.inner,
@@ -295,7 +301,8 @@ class Broker(Service):
             reply=ReplyProcessor(ctx, send, c.registry),
             pull=pull,
             client=ClientProcessor(ctx, c.registry, c.offsets, c.locks, c.notify_ids_changed,
-                                   c.filters.compiled, self.meta.offsets_replicated),
+                                   c.filters.compiled, self.meta.offsets_replicated,
+                                   self._offsets_current),
             admin=AdminProcessor(ctx),
             groups=GroupAdminProcessor(ctx, c.registry, c.offsets, c.send_oneway),
             query=QueryProcessor(ctx),
@@ -310,6 +317,15 @@ class Broker(Service):
 
     def _listeners(self) -> dict[str, RemotingServer]:
         return dict(zip(("main", "vip"), self.servers, strict=False))
+
+    def _offsets_current(self) -> bool:
+        """Whether QUERY_CONSUMER_OFFSET is answered from this broker's table: always, but
+        in controller mode with controllerAddr (broker.failover.Failover.offsets_current;
+        not before its controller runs)."""
+        if self.failover is not None:
+            return self.failover.offsets_current()
+        cfg = self.config
+        return not (cfg.enable_controller_mode and cfg.controller_addr)
 
     def _master_addr(self) -> str | None:
         if self.roles.master_addr is not None:  # the one the controller named

@@ -54,7 +54,7 @@ class SyncProcessor:
 
     def all_consumer_offsets(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
         # ours: metaOffset, which records the copy holds (broker.meta_follow)
-        body = dumps(self.offsets.to_json())
+        body = dumps(self.offsets.table_json())
         return response_to(req, R.SUCCESS, ext_fields=meta_mark(self.store), body=body)
 
     def all_delay_offsets(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:

@@ -16,6 +16,7 @@ from aiorocketmq.broker.delay import apply_delay
 from aiorocketmq.broker.filter.compiled import Compiled, FilterError, is_tag_type
 from aiorocketmq.broker.locks import RebalanceLocks
 from aiorocketmq.broker.offsets import ConsumerOffsets
+from aiorocketmq.broker.processors.putcodes import PUT_RESULT
 from aiorocketmq.broker.processors.send import DLQ_PERM
 from aiorocketmq.broker.registry import ClientInfo, ClientRegistry
 from aiorocketmq.broker.store import PutStatus
@@ -56,6 +57,10 @@ async def _nothing() -> None:
     return None
 
 
+def _always() -> bool:
+    return True
+
+
 def ok(
     req: RemotingCommand, ext: dict[str, str] | None = None, body: bytes = b""
 ) -> RemotingCommand:
@@ -72,11 +77,14 @@ class ClientProcessor:
         notify: Callable[[str], None],
         compiled: Compiled,
         offsets_replicated: Callable[[], Awaitable[PutStatus | None]] = _nothing,
+        offsets_current: Callable[[], bool] = _always,
     ) -> None:
         """``offsets_replicated``: until the commits made so far reached the slaves as a put
-        does (broker.meta_stream)."""
+        does (broker.meta_stream). ``offsets_current``: whether this broker's consumer offsets
+        hold every commit its group acknowledged (controller mode: broker.failover)."""
         self.ctx = ctx
         self.offsets_replicated = offsets_replicated
+        self.offsets_current = offsets_current
         self.registry = registry
         self.offsets = offsets
         self.locks = locks
@@ -155,13 +163,17 @@ class ClientProcessor:
 
     # ------------------------------------------------------------ offsets
 
-    def query_offset(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
+    def query_offset(self, req: RemotingCommand, ch: Channel) -> RemotingCommand | None:
         """protocol.md 5.3: a stored offset; else 0 while nothing aged out of the queue (its
-        min offset 0 and message 0 still in memory); else QUERY_NOT_FOUND."""
+        min offset 0 and message 0 still in memory); else QUERY_NOT_FOUND. In controller
+        mode, a replica whose offsets may lack acknowledged commits says so instead
+        (``_not_current``)."""
         hdr = QueueOffsetRequestHeader.from_ext(req.ext_fields)
         refusal = group_refusal("consumerGroup", hdr.consumer_group)
         if refusal is not None:
             return self.ctx.refusals.refuse(req, ch, refusal)
+        if not self.offsets_current():
+            return self._not_current(req, hdr)
         offset = self.offsets.query(hdr.consumer_group, hdr.topic, hdr.queue_id)
         if offset < 0 and hdr.set_zero_if_not_found is not False:
             store = self.ctx.store
@@ -177,6 +189,27 @@ class ClientProcessor:
             )
         return ok(req, {"offset": str(offset)})
 
+    def _not_current(
+        self, req: RemotingCommand, hdr: QueueOffsetRequestHeader
+    ) -> RemotingCommand | None:
+        """QUERY_CONSUMER_OFFSET on a replica outside its group's SyncStateSet, or a master
+        that cannot prove its lease alive (issue 35): its copy may lack commits the group
+        acknowledged, and a consumer that took it would read again what it consumed. The
+        answer must make the client ask again later, not start from consumeFromWhere:
+        SERVICE_NOT_AVAILABLE for our SDK and 5.x clients (RemoteBrokerOffsetStore.readOffset
+        reads only QUERY_NOT_FOUND as "no offset"; our SDK also looks up the master again).
+        compat: 4.9.8's readOffset reads *any* error answer as "no offset" (-1:
+        CONSUME_FROM_FIRST_OFFSET would restart the queue from 0) and only a failed request
+        as "unreadable" (-2: the queue is retried at the next rebalance) -- so a 4.9.8 client
+        (or any other before 5.0) gets no answer and times out."""
+        log.info("offset_query_not_current", group=hdr.consumer_group, topic=hdr.topic,
+                 queue=hdr.queue_id, client=_language(req.language),
+                 version=req.version)  # fmt: skip
+        if req.language == LanguageCode.PYTHON or req.version >= MQVersion.V5_0_0:
+            remark = "not in the SyncStateSet: this replica's offsets may be behind the master's"
+            return response_to(req, R.SERVICE_NOT_AVAILABLE, remark)
+        return None
+
     async def update_offset(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
         hdr = UpdateConsumerOffsetRequestHeader.from_ext(req.ext_fields)
         # compat: 4.9.8 stores an offset for any group and queue id; consumerOffset.json
@@ -186,6 +219,19 @@ class ClientProcessor:
         )
         if refusal is not None:
             return self.ctx.refusals.refuse(req, ch, refusal)
+        cfg = self.ctx.config
+        if cfg.enable_controller_mode and cfg.is_slave:
+            # compat: 4.9.8's ConsumerManageProcessor stores a commit on a slave too (its next
+            # SlaveSynchronize overwrites it). In controller mode a slave's table is its
+            # master's copy, the one an election may make current: a commit kept here is on
+            # no master and would be read back from here, then vanish (issue 35). A two-way
+            # one is refused as a slave's put is, so the SDK looks up the new master at once
+            # (a client with a stale route); a oneway one is dropped (no answer goes back):
+            # the consumer's next persist round (5 s) writes its table to the master again.
+            log.debug("offset_commit_on_slave", group=hdr.consumer_group, topic=hdr.topic,
+                      queue=hdr.queue_id, offset=hdr.commit_offset)  # fmt: skip
+            remark = "a slave in controller mode: commit the offset to the master"
+            return response_to(req, R.SERVICE_NOT_AVAILABLE, remark)
         self.offsets.commit(hdr.consumer_group, hdr.topic, hdr.queue_id, hdr.commit_offset)
         if not req.is_oneway:  # ours: answered once the commit's record is stored as a put
             status = await self.offsets_replicated()  # is (SYNC_MASTER: a slave has it; r#9804)
@@ -193,6 +239,14 @@ class ClientProcessor:
                 # replicas may not hold it, so it is not acknowledged (issue 35)
                 remark = "not the master now: the offset may not be on its replicas"
                 return response_to(req, R.SERVICE_NOT_AVAILABLE, remark)
+            if status is not None and cfg.enable_controller_mode:
+                # its record is on the master, not on every replica the rule waits for (a
+                # slave too slow, or none): one of those may be elected without it, so it is
+                # not acknowledged -- answered as a send's put would be (11, 12); 4.9.8 and
+                # static roles answer SUCCESS (the master has it, nothing more is promised)
+                code = PUT_RESULT[status][0]
+                remark = f"stored on the master, not on its SyncStateSet yet ({status.name})"
+                return response_to(req, code, remark)
         return ok(req)
 
     # ------------------------------------------------------------ orderly locks

@@ -21,6 +21,7 @@ from aiorocketmq.client.core.message import MessageQueue
 from aiorocketmq.remoting.errors import RemotingError
 from aiorocketmq.remoting.log import get_logger
 from aiorocketmq.remoting.protocol.codes import ResponseCode as R
+from aiorocketmq.remoting.protocol.command import RemotingCommand
 from aiorocketmq.remoting.protocol.route import MASTER_ID
 
 if TYPE_CHECKING:
@@ -72,9 +73,14 @@ class RemoteOffsetStore(_Table):
         try:
             offset = await self.fetch(mq)
         except MQBrokerError as exc:
-            if exc.code != R.QUERY_NOT_FOUND:
-                log.info("query_offset_refused", queue=mq, code=exc.code, remark=exc.remark)
-            return NOT_FOUND
+            if exc.code == R.QUERY_NOT_FOUND:
+                return NOT_FOUND
+            # compat: 5.x's readOffset -- only QUERY_NOT_FOUND (OffsetNotFoundException) is
+            # "no offset"; 4.9.8 read any error so, and a consumer then started the queue by
+            # consumeFromWhere (from 0 with CONSUME_FROM_FIRST_OFFSET) where a broker said
+            # only "not here, not now" (a replica outside the SyncStateSet, issue 35)
+            log.info("query_offset_refused", queue=mq, code=exc.code, remark=exc.remark)
+            return UNREADABLE
         except (MQClientError, RemotingError) as exc:
             log.warning("query_offset_failed", queue=mq, error=str(exc))
             return UNREADABLE
@@ -83,16 +89,25 @@ class RemoteOffsetStore(_Table):
 
     async def fetch(self, mq: MessageQueue) -> int:
         """fetchConsumeOffsetFromBroker: from the master, else (gone from the route) from a
-        slave, which holds the offsets it copied from its master."""
+        slave, which holds the offsets it copied from its master. Ours: a slave that answers
+        SERVICE_NOT_AVAILABLE (controller mode: outside the SyncStateSet, its copy may be
+        behind) passes the question to the next slave of the route."""
         try:
-            addr = await self.instance.master_addr(mq.broker_name, mq.topic)
+            addrs = [await self.instance.master_addr(mq.broker_name, mq.topic)]
         except MQClientError:
-            found = self.instance.subscribe_addr(mq.broker_name, MASTER_ID)
-            if found is None:
+            group = self.instance.brokers.get(mq.broker_name, {})
+            addrs = [group[bid] for bid in sorted(group) if bid != MASTER_ID]
+            if not addrs:
                 raise
-            addr = found[0]
+        for addr in addrs[:-1]:
+            resp = await self._query(addr, mq)
+            if resp.code != R.SERVICE_NOT_AVAILABLE:
+                return api.parse_offset(resp, addr)
+        return api.parse_offset(await self._query(addrs[-1], mq), addrs[-1])
+
+    async def _query(self, addr: str, mq: MessageQueue) -> RemotingCommand:
         request = api.query_consumer_offset(self.group, mq.topic, mq.queue_id)
-        return api.parse_offset(await self.instance.remoting.invoke(addr, request, 5.0), addr)
+        return await self.instance.remoting.invoke(addr, request, 5.0)
 
     async def persist(self, mq: MessageQueue) -> None:
         offset = self.table.get(mq)
