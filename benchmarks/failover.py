@@ -2,9 +2,10 @@
 for many rounds, and its figures.
 
 Run ``python -m benchmarks.failover [--rounds N] [--mode static|controller] [--hold S]
-[--master-role ASYNC_MASTER] [--keep DIR] [--quick]`` (``FAILOVER_ROUNDS`` sets the default
-of --rounds, 20; --quick: 3). Needs root (network namespaces);
-prints why not and exits 0 without.
+[--master-role ASYNC_MASTER] [--faults KIND,...] [--keep DIR] [--quick]``
+(``FAILOVER_ROUNDS`` sets the default of --rounds, 20; --quick: 3; --faults: only these
+faults, cycled for --rounds rounds, e.g. ``--faults kill-with-controller``). Needs root
+(network namespaces); prints why not and exits 0 without.
 
 A name server, one broker group (``static``: today's SYNC_MASTER + SLAVE; ``controller``:
 issue 35's controller mode, three replicas and etcd) and the clients each run in a network
@@ -25,12 +26,14 @@ exits 1 only when something acknowledged was lost or the queue's log forked.
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import sys
 import tempfile
 from pathlib import Path
 
 from tests.failover import netns
+from tests.failover.nemesis import KINDS
 from tests.failover.run import Settings, run
 from tests.failover.topology import MODES, controller_missing
 
@@ -48,6 +51,9 @@ def main() -> int:
         help="static mode: the master's brokerRole (ASYNC_MASTER shows what SYNC buys)",
     )
     ap.add_argument("--hold", type=float, default=2.0, help="seconds each fault lasts")
+    ap.add_argument(
+        "--faults", help=f"comma-separated faults to cycle through (of {', '.join(KINDS)})"
+    )
     ap.add_argument("--quick", action="store_true", help="3 rounds (a smoke run)")
     ap.add_argument("--keep", help="keep the run's files (history, logs) in this directory")
     args = ap.parse_args()
@@ -60,7 +66,12 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="failover-") as tmp:
         root = Path(args.keep) if args.keep else Path(tmp)
         root.mkdir(parents=True, exist_ok=True)
-        outcome = run(root, Settings(args.mode, args.master_role, args.rounds, args.hold))
+        faults = args.faults.split(",") if args.faults else []
+        if unknown := sorted(set(faults) - set(KINDS)):
+            ap.error(f"--faults: unknown {', '.join(unknown)}")
+        kinds = tuple(itertools.islice(itertools.cycle(faults), args.rounds)) if faults else ()
+        settings = Settings(args.mode, args.master_role, args.rounds, args.hold, kinds=kinds)
+        outcome = run(root, settings)
         print(outcome.report())
         print(f"target (issue 35): time to a new master p50 <= {TARGET_P50} s, "
               f"max <= {TARGET_MAX} s")  # fmt: skip

@@ -11,7 +11,9 @@ themselves (issue 35; 5.x BrokerController's ReplicasManager + AutoSwitchHAServi
   alive answers SERVICE_NOT_AVAILABLE, before etcd can elect another.
 - A broker restarted with epochs on disk (it was in the group) does not campaign for two
   lease TTLs: a replica that stayed up, whose memory (consumer offsets) lost nothing, is
-  elected before it; it then follows that one.
+  elected before it; it then follows that one. Restarted while its dead incarnation's master
+  key still lives (its lease's TTL, renewed in full when etcd itself restarted), it revokes
+  that lease at once (``release_own_stale``), so that replica is elected without waiting.
 - SyncStateSet (5.x AutoSwitchHAService.maybeExpandInSyncStateSet / maybeShrinkSyncStateSet):
   as master, every ``SYNC_STATE_PERIOD`` a slave caught up within ``haMaxTimeSlaveNotCatchup``
   joins, and one that is not (or is gone) leaves, through ``alter_sync_state_set``. A joining
@@ -58,6 +60,9 @@ class Failover:
         self.controller = Controller.from_config(
             config, broker_addr, on_master=self._on_master, on_slave=self._on_slave
         )
+        # this process holds the store's lock (store.checkpoint.lock_store) and listens on
+        # broker_addr: a master key naming both is a dead incarnation's, released at once
+        self.controller.release_own_stale = True
         self._task: asyncio.Task[None] | None = None
 
     # -- life cycle -----------------------------------------------------------------------

@@ -46,6 +46,11 @@ The API the broker wires (``broker/controller/controller.py``)::
   ``controllerPasswordFile``): ``from_config`` reads their files (ConfigError naming the key).
   ``ctl.denied``: the AccessDenied etcd answered last (wrong credentials or certificate), or
   None; refused, a broker is never master.
+- ``ctl.release_own_stale = True``: a master key naming this broker's brokerId and address
+  but held with a lease it never had (its previous incarnation's, after a crash) is released
+  at once (the lease revoked) instead of living its TTL. Only where that incarnation is
+  certainly gone (broker.failover: the store's lock and the listening address are this
+  process's).
 - ``metrics.controller_metrics(ctl)``: the Collector to add to the broker's Metrics.
 
 Election, as 5.x's ReplicasInfoManager (state.py): the first master of a group is whoever

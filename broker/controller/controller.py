@@ -28,7 +28,7 @@ from aiorocketmq.broker.controller.etcd import (
 from aiorocketmq.broker.controller.fence import Fence, boot_clock
 from aiorocketmq.broker.controller.layout import GroupKeys, LayoutError
 from aiorocketmq.broker.controller.lease import LeaseKeeper
-from aiorocketmq.broker.controller.state import GroupState, Refused, read_state
+from aiorocketmq.broker.controller.state import GroupState, Master, Refused, read_state
 from aiorocketmq.remoting.log import get_logger
 from aiorocketmq.remoting.tasks import every
 
@@ -101,6 +101,12 @@ class Controller:
         # broker restarted after a crash lets the replicas that stayed up take over first
         # (broker.failover sets it)
         self.campaign_after = 0.0
+        # a master key naming this broker (its brokerId and address) but held with a lease it
+        # never had is a previous incarnation's: with this set (broker.failover sets it: this
+        # process holds the store's lock and listens on that address, so that incarnation is
+        # gone) the lease is revoked at once, not left to live its TTL
+        self.release_own_stale = False
+        self.released: list[int] = []  # the stale leases revoked so far
 
     @classmethod
     def from_config(
@@ -275,8 +281,9 @@ class Controller:
         master = state.master
         if master is not None and master.broker_id == self.broker_id:
             if master.lease != self.keeper.lease_id:
-                # our key from a lease we no longer hold (a restart): it expires by itself
+                # our key from a lease we no longer hold (a restart)
                 self.role = Role.NONE
+                await self._release_stale(master)
                 return
             if self.role is not Role.MASTER or self.epoch != master.epoch:
                 self.role, self.epoch, self._master_lease = Role.MASTER, master.epoch, master.lease
@@ -302,3 +309,27 @@ class Controller:
             # our key is gone (its lease expired or was lost): fenced already, so may_ack was
             # false before; on_slave follows once another master is installed
             self.role = Role.NONE
+
+    async def _release_stale(self, master: Master) -> None:
+        """Revokes the lease of a master key this broker's previous incarnation left.
+
+        Left alone it lives its TTL from the crash, and a full TTL (plus etcd's election
+        timeout) again from etcd's return when etcd went down too -- etcd's lessor renews
+        every lease when it becomes leader -- so the SyncStateSet members could not campaign
+        before (kill master and etcd together: ~4 s from etcd's return). Only with
+        ``release_own_stale`` and a key naming this broker's own address: the process that
+        holds it is gone, so it acknowledges nothing and no fencing is bypassed. No 5.x
+        counterpart: its controller sees broker heartbeats, not leases."""
+        if not self.release_own_stale or master.broker_addr != self.broker_addr:
+            return
+        if master.lease == 0 or master.lease in self.released:
+            return
+        with contextlib.suppress(LeaseGone):  # expired meanwhile: the key is gone already
+            await self.etcd.revoke(master.lease)
+        self.released.append(master.lease)
+        log.info(
+            "controller_stale_master_released",
+            broker=self.keys.broker_name,
+            lease=f"{master.lease:x}",
+            epoch=master.epoch,
+        )

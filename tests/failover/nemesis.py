@@ -5,7 +5,9 @@
 - ``cut-namesrv``, ``cut-slave``, ``cut-clients``: the master partitioned from the name
   server, from its slaves, from the clients; healed by removing the drop rules.
 - controller mode only: ``cut-controller`` (the master cut from etcd: its lease lapses) and
-  ``kill-with-controller`` (master and etcd SIGKILLed together, r#7689's case).
+  ``kill-with-controller`` (master and etcd SIGKILLed together, r#7689's case; etcd comes
+  back when the hold ends -- ``Active.early``, before the survivors are read with the
+  master still dead -- and the master at healing).
 
 ``schedule(mode, rounds)`` cycles through them in that order, starting with the three
 that ``make test``'s short run uses."""
@@ -34,6 +36,10 @@ def schedule(mode: str, rounds: int) -> list[str]:
     return list(itertools.islice(itertools.cycle(kinds), rounds))
 
 
+def _nothing() -> None:
+    pass
+
+
 @dataclass
 class Active:
     kind: str
@@ -41,6 +47,9 @@ class Active:
     addr: str  # its address as the clients see it
     start: float
     undo: Callable[[], None]
+    # what ends when the hold does, before the survivors are read (run.py): the fault's
+    # other part stays until healing
+    early: Callable[[], None] = _nothing
 
 
 class Nemesis:
@@ -52,6 +61,7 @@ class Nemesis:
         master = topo.master
         addr = topo.broker_addr(master)
         undo: Callable[[], None]
+        early: Callable[[], None] = _nothing
         if kind == "kill":
             topo.kill(master)
             undo = lambda: topo.restart(master)  # noqa: E731
@@ -62,10 +72,9 @@ class Nemesis:
         elif kind == "kill-with-controller":
             topo.kill(master)
             topo.kill("ctl")
-
-            def undo() -> None:
-                topo.restart("ctl")
-                topo.restart(master)
+            # etcd down for the hold, not also for the survivors' read-back (seconds more)
+            early = lambda: topo.restart("ctl")  # noqa: E731
+            undo = lambda: topo.restart(master)  # noqa: E731
 
         elif kind == "pause":
             topo.pause(master)
@@ -78,7 +87,7 @@ class Nemesis:
         else:
             raise ValueError(f"unknown fault {kind!r}; one of {KINDS + SELF_TEST}")
         # the fault's start: once in effect (the process gone or frozen, the rules loaded)
-        return Active(kind, master, addr, time.monotonic(), undo)
+        return Active(kind, master, addr, time.monotonic(), undo, early)
 
     def heal(self, active: Active) -> Fault:
         """Undoes the fault; its record, ``end`` when healing is done (a killed master is

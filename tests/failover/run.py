@@ -133,6 +133,7 @@ def run(root: Path, settings: Settings) -> Outcome:
                 topo.master = topo.host_of(tail.acked[-1].host)  # whoever acknowledges now
                 active = nemesis.inject(kind)
                 time.sleep(settings.hold)  # the fault's length: held, not waited on
+                active.early()  # kill-with-controller: etcd back, the master still dead
                 if kind.startswith("kill"):  # what the survivors hold, the master still dead
                     path = root / f"survivors-{i + 1}.jsonl"
                     topo.read_back(path, hosts=topo.slaves())
