@@ -139,8 +139,11 @@ class Failover:
             self._count(want | current)
         try:
             new = await ctl.alter_sync_state_set(want)
-        except (Refused, EtcdError) as e:
-            log.info("sync_state_set_not_altered", want=sorted(want), error=str(e))
+        except (Refused, EtcdError) as e:  # at most once a minute per cause: it may repeat
+            left_out = ctl.throttle.allow(("sync_state_set_not_altered", type(e), str(e)))
+            if left_out is not None:
+                log.info("sync_state_set_not_altered", want=sorted(want), error=str(e),
+                         left_out=left_out)  # fmt: skip
             self._count(current)
             return
         self._count(new.sync_state_set)  # leaving ones stop counting only now
