@@ -59,6 +59,7 @@ class Failover:
             config, broker_addr, on_master=self._on_master, on_slave=self._on_slave
         )
         self._task: asyncio.Task[None] | None = None
+        self._in_sync = 1  # SyncStateSet members counted now (the master among them)
 
     # -- life cycle -----------------------------------------------------------------------
 
@@ -66,6 +67,7 @@ class Failover:
         """After the listeners: the store acknowledges only what ``may_ack`` allows."""
         store = self.replication.ctx.store
         store.ack_gate = self.controller.may_ack
+        store.admit_ha = self.in_sync_enough
         if store.epochs.last_epoch > 0:  # restarted: a member that stayed up goes first --
             # two TTLs: restarted with etcd (both lost), its old key lives a TTL from etcd's
             # return, so one TTL left the race to that key's expiry open
@@ -107,8 +109,17 @@ class Failover:
             return in_sync + 1
         return max(1, needed - 1)  # as 4.9.8's SYNC_MASTER: one slave at least
 
+    def in_sync_enough(self) -> bool:
+        """Whether a put needing HA may be appended: as 5.x's CommitLog.asyncPutMessage, a
+        SYNC_MASTER's is refused (IN_SYNC_REPLICAS_NOT_ENOUGH, nothing written) while the
+        SyncStateSet has fewer than minInSyncReplicas members."""
+        if self.roles.master_role is not BrokerRole.SYNC_MASTER:
+            return True  # compat: CommitLog.needHandleHA
+        return self.controller.acks.needed(self._in_sync) is not None
+
     def _count(self, members: frozenset[int]) -> None:
         slaves = members - {self.replica_id}
+        self._in_sync = len(slaves) + 1
         self.replication.master.count(slaves, self.slaves_needed(len(slaves) + 1))
 
     # -- the SyncStateSet -----------------------------------------------------------------
