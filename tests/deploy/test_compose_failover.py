@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -30,7 +31,7 @@ HEALTH = ["CMD", "python3", "-m", "aiorocketmq.deploy.health"]
 
 
 def conf(service: str) -> dict[str, str]:
-    lines = (COMPOSE.parent / "conf" / "compose" / f"{service}.conf").read_text().splitlines()
+    lines = (COMPOSE.parent / "conf" / "failover" / f"{service}.conf").read_text().splitlines()
     return dict(line.split("=", 1) for line in lines if line and not line.startswith("#"))
 
 
@@ -73,6 +74,25 @@ def test_failover_overlay_shape() -> None:
     assert ids == {1, 2, 3} and len(ports) == 3
     dockerfile = (ROOT / "deploy" / "Dockerfile").read_text()
     assert '"aiorocketmq[server,failover] @ file://' in dockerfile
+
+
+def test_the_replicas_meet_on_no_port() -> None:
+    """The replicas' conf files as ``-p`` shows them (deploy/conf/failover: the folder of
+    their own, as their ports are broker-a's and its slave's): each its own metrics port,
+    listenPort + 1000, and no port of one is another's (a broker holds listenPort - 2 to + 1)."""
+    held: dict[int, str] = {}
+    for name in REPLICAS:
+        path = COMPOSE.parent / "conf" / "failover" / f"{name}.conf"
+        argv = [sys.executable, "-m", "aiorocketmq.broker", "-c", str(path), "-p"]
+        done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=True,
+                              timeout=120)  # fmt: skip
+        keys = dict(line.split("=", 1) for line in done.stdout.splitlines())
+        listen, metrics = int(keys["listenPort"]), int(keys["metricsPort"])
+        assert metrics == listen + 1000, (name, metrics)
+        for port in [*range(listen - 2, listen + 2), metrics]:
+            assert port not in held, (name, port, held.get(port))
+            held[port] = name
+        assert keys["enableControllerMode"] == "true" and keys["brokerId"] == name[-1]
 
 
 def test_compose_1_29_reads_the_overlay() -> None:
