@@ -82,7 +82,8 @@ test: lint $(COMPAT_STAMP) etcd
 
 # a local cluster without Docker (mqcluster, deploy/launcher.py): namesrv :9876, broker-a :10911,
 # broker-b :10921, data in ./data; launcher options after ARGS=, e.g. `make run ARGS="--slaves 1
-# --sync"` for a slave per broker, `make run ARGS=--reset` to empty ./data
+# --sync"` for a slave per broker, `make run ARGS=--reset` to empty ./data, `make run
+# ARGS=--failover` for etcd and a 3-replica group in controller mode (README "Failover")
 run: $(STAMP)
 	$(VENV)/bin/mqcluster $(ARGS)
 

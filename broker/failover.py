@@ -64,6 +64,7 @@ class Failover:
         # broker_addr: a master key naming both is a dead incarnation's, released at once
         self.controller.release_own_stale = True
         self._task: asyncio.Task[None] | None = None
+        self._in_sync = 1  # SyncStateSet members counted now (the master among them)
 
     # -- life cycle -----------------------------------------------------------------------
 
@@ -71,6 +72,7 @@ class Failover:
         """After the listeners: the store acknowledges only what ``may_ack`` allows."""
         store = self.replication.ctx.store
         store.ack_gate = self.controller.may_ack
+        store.admit_ha = self.in_sync_enough
         if store.epochs.last_epoch > 0:  # restarted: a member that stayed up goes first --
             # two TTLs: restarted with etcd (both lost), its old key lives a TTL from etcd's
             # return, so one TTL left the race to that key's expiry open
@@ -125,8 +127,17 @@ class Failover:
             return in_sync + 1
         return max(1, needed - 1)  # as 4.9.8's SYNC_MASTER: one slave at least
 
+    def in_sync_enough(self) -> bool:
+        """Whether a put needing HA may be appended: as 5.x's CommitLog.asyncPutMessage, a
+        SYNC_MASTER's is refused (IN_SYNC_REPLICAS_NOT_ENOUGH, nothing written) while the
+        SyncStateSet has fewer than minInSyncReplicas members."""
+        if self.roles.master_role is not BrokerRole.SYNC_MASTER:
+            return True  # compat: CommitLog.needHandleHA
+        return self.controller.acks.needed(self._in_sync) is not None
+
     def _count(self, members: frozenset[int]) -> None:
         slaves = members - {self.replica_id}
+        self._in_sync = len(slaves) + 1
         self.replication.master.count(slaves, self.slaves_needed(len(slaves) + 1))
 
     # -- the SyncStateSet -----------------------------------------------------------------
@@ -157,8 +168,11 @@ class Failover:
             self._count(want | current)
         try:
             new = await ctl.alter_sync_state_set(want)
-        except (Refused, EtcdError) as e:
-            log.info("sync_state_set_not_altered", want=sorted(want), error=str(e))
+        except (Refused, EtcdError) as e:  # at most once a minute per cause: it may repeat
+            left_out = ctl.throttle.allow(("sync_state_set_not_altered", type(e), str(e)))
+            if left_out is not None:
+                log.info("sync_state_set_not_altered", want=sorted(want), error=str(e),
+                         left_out=left_out)  # fmt: skip
             self._count(current)
             return
         self._count(new.sync_state_set)  # leaving ones stop counting only now

@@ -62,6 +62,8 @@ FINAL_FAILED: Final[dict[PutStatus, tuple[int, str]]] = {
     PutStatus.SERVICE_NOT_AVAILABLE: (R.SERVICE_NOT_AVAILABLE, "Service not available now."),
     PutStatus.OS_PAGECACHE_BUSY: (R.SYSTEM_ERROR, "OS page cache busy, please try another machine"),
     PutStatus.UNKNOWN_ERROR: (R.SYSTEM_ERROR, "UNKNOWN_ERROR"),
+    # compat: 5.x EndTransactionProcessor.sendFinalMessage (controller mode)
+    PutStatus.IN_SYNC_REPLICAS_NOT_ENOUGH: (R.SYSTEM_ERROR, "in-sync replicas not enough"),
 }  # fmt: skip
 FINAL_FAILED[PutStatus.PROPERTIES_SIZE_EXCEEDED] = FINAL_FAILED[PutStatus.MESSAGE_ILLEGAL]
 STORED: Final = frozenset(

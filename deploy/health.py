@@ -13,6 +13,12 @@ service is healthy when it does its job, not when its process runs.
   still holds for a broker that is gone (it keeps one for up to 120 s). A conf file with
   ``innerClientAuthenticationCredentials`` (a broker with ACL on) gives the account the
   checks sign with, as the broker signs its own requests.
+- ``broker`` with ``enableControllerMode=true`` (deploy/docker-compose.failover.yml): a replica
+  is registered under its own brokerId while it is a slave, as brokerId 0 while it is the
+  master, and not at all while fenced (no master elected yet, or cut from etcd). So: its own
+  brokerId, as above; else the group's brokerId 0 at an address on this conf's
+  ``listenPort`` (every replica of a compose project has its own), answering as brokerId 0;
+  else unhealthy.
 
 Prints one line saying what it found, which ``docker inspect`` shows; exits 0 when healthy,
 1 when not. Each request is bounded by ``--timeout`` (default 3 s).
@@ -92,7 +98,17 @@ async def check_broker(
     namesrvs = [a.strip() for a in namesrv.split(";") if a.strip()]
     if not namesrvs:
         raise Unhealthy("no name server: give -n, namesrvAddr in the conf, or NAMESRV_ADDR")
+    if values.get("enableControllerMode", "").lower() == "true":
+        return await check_replica(remote, values, namesrvs, timeout)
     addr = await registered_addr(remote, namesrvs, name, broker_id, timeout)
+    await answers_as(remote, addr, name, broker_id, timeout)
+    return f"{name} (brokerId {broker_id}) is registered at {addr} and answers there"
+
+
+async def answers_as(
+    remote: api.Remote, addr: str, name: str, broker_id: int, timeout: float
+) -> dict[str, str]:
+    """The config of the broker at ``addr``, which must be ``name`` / ``broker_id``."""
     config = properties((await call(remote, addr, C.GET_BROKER_CONFIG, timeout)).decode())
     answered = (config.get("brokerName"), config.get("brokerId"))
     if answered != (name, str(broker_id)):
@@ -100,7 +116,33 @@ async def check_broker(
             f"{name} (brokerId {broker_id}) is registered at {addr}, but the broker there is "
             f"{answered[0]} (brokerId {answered[1]})"
         )
-    return f"{name} (brokerId {broker_id}) is registered at {addr} and answers there"
+    return config
+
+
+async def check_replica(
+    remote: api.Remote, values: dict[str, str], namesrvs: list[str], timeout: float
+) -> str:
+    """A controller-mode replica: registered as a slave under its own brokerId, or as the
+    master (brokerId 0) at an address on its listenPort."""
+    name, broker_id = values["brokerName"], int(values.get("brokerId", "0"))
+    try:
+        addr = await registered_addr(remote, namesrvs, name, broker_id, timeout)
+    except Unhealthy as exc:
+        not_slave = str(exc)
+    else:
+        await answers_as(remote, addr, name, broker_id, timeout)
+        return f"{name} replica {broker_id} is a slave, registered at {addr}, answering there"
+    try:
+        addr = await registered_addr(remote, namesrvs, name, 0, timeout)
+    except Unhealthy:
+        raise Unhealthy(f"{not_slave} (controller mode: nor as master, brokerId 0; fenced "
+                        "until etcd has elected a master)") from None  # fmt: skip
+    port = values.get("listenPort", "")
+    if addr.rpartition(":")[2] != port:
+        raise Unhealthy(f"{not_slave}; the master of {name}, at {addr}, is another replica "
+                        f"(this one listens on {port})")  # fmt: skip
+    await answers_as(remote, addr, name, 0, timeout)
+    return f"{name} replica {broker_id} is the master, registered at {addr}, answering there"
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:

@@ -28,6 +28,14 @@ every server SIGTERM. The launcher asks the same for itself, so it stops the clu
 ``<data>/acl``: ``aiorocketmq.deploy.acl``), and the launcher prints the keys and how the SDK
 and mqadmin use them.
 
+``--failover`` starts etcd (``aiorocketmq.deploy.etcd``: the binary ``make setup`` installs,
+data under ``<data>/etcd``, client port 12379) and, instead of the two groups, one broker group
+of three replicas in controller mode (broker-a-1..3, brokerId 1..3: ``procs.failover_plan``)
+that elect their master in etcd; "cluster ready" waits for that election. The launcher prints
+etcd's endpoint, the mqadmin commands showing the controller's view, which replica is master
+and how to kill it; each time another becomes master it says so. It implies ``--keep-going``:
+a killed master leaves the others running, to take over.
+
 One launcher at a time runs from a data directory (a lock file, ``aiorocketmq.deploy.datadir``);
 ``--reset`` empties it and exits. ``--data DIR`` puts all state under DIR; ``--ephemeral``
 runs every process on a free port, metrics included (the brokers find the name server through
@@ -46,9 +54,19 @@ import time
 from pathlib import Path
 
 from aiorocketmq.deploy import acl as demo_acl
+from aiorocketmq.deploy import etcd
 from aiorocketmq.deploy.cluster import Cluster
 from aiorocketmq.deploy.datadir import Busy, lock, reset, shown
-from aiorocketmq.deploy.procs import MAX_SLAVES, NAMESRV, die_with_parent, plan, say
+from aiorocketmq.deploy.procs import (
+    FAILOVER_GROUP,
+    MAX_SLAVES,
+    NAMESRV,
+    REPLICA,
+    die_with_parent,
+    failover_plan,
+    plan,
+    say,
+)
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
@@ -96,7 +114,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="SYNC_MASTER masters: a send is answered once a slave holds it (needs --slaves)",
     )
+    parser.add_argument(
+        "--failover",
+        action="store_true",
+        help="automatic failover: etcd and one broker group of three controller-mode replicas "
+        "(brokerId 1..3) that elect their master; implies --keep-going",
+    )
     args = parser.parse_args(argv)
+    if args.failover and (args.slaves or args.sync):
+        parser.error("--failover starts its own three replicas: no --slaves or --sync with it")
     if not 0 <= args.slaves <= MAX_SLAVES:
         parser.error(f"--slaves: 0 to {MAX_SLAVES}, got {args.slaves}")
     if args.sync and not args.slaves:
@@ -127,15 +153,37 @@ def announce(cluster: Cluster, began: float) -> None:
         say(f"try: ROCKETMQ_HOME={shown(cluster.acl.home)} {mqadmin()} clusterList -n {addr}")
     else:
         say(f"try: {mqadmin()} clusterList -n {addr}")
+    if any(s.spec.role == REPLICA for s in cluster.servers):
+        failover_usage(cluster, addr)
     count, took = len(cluster.servers), time.monotonic() - began
     say(f"cluster ready ({count} processes, {took:.1f} s); stop it with Ctrl-C or "
         f"`kill {os.getpid()}`")  # fmt: skip
 
 
+def failover_usage(cluster: Cluster, namesrv: str) -> None:
+    """--failover: etcd, the controller's view with mqadmin, the master and how to kill it."""
+    controller = f"127.0.0.1:{cluster.etcd_ports[0]}"
+    say(f"etcd (the controller's store): controllerAddr={controller}, data in "
+        f"{shown(cluster.data / etcd.ETCD_DIR)}")  # fmt: skip
+    where = f"-a {controller} -b {FAILOVER_GROUP}"
+    say(f"the controller's view: {mqadmin()} getSyncStateSet {where}")
+    say(f"                       {mqadmin()} getBrokerEpoch {where}")
+    say(f"the route (the master is brokerId 0): {mqadmin()} topicRoute -n {namesrv} -t TBW102")
+    master = cluster.master_now()
+    if master is not None:
+        say(
+            f"watch a failover: `kill -9 {master.proc.pid}` kills the master, {master.name}; "
+            "a SyncStateSet replica takes over within seconds and the launcher says which"
+        )
+
+
 def run(args: argparse.Namespace) -> int:
     began = time.monotonic()
     die_with_parent(os.getppid())  # when `make` dies, stop the cluster too
-    cluster = Cluster(args.data.absolute(), args.ephemeral, args.keep_going)
+    if args.failover and etcd.binary() is None:
+        say(etcd.MISSING)
+        return 1
+    cluster = Cluster(args.data.absolute(), args.ephemeral, args.keep_going or args.failover)
     for signum in STOP_SIGNALS:
         signal.signal(signum, cluster.on_signal)
     try:
@@ -146,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
     say(f"data in {shown(cluster.data)}")
     if args.acl:
         cluster.acl = demo_acl.prepare(cluster.data)
-    if cluster.start(plan(args.slaves, args.sync)):
+    if cluster.start(failover_plan() if args.failover else plan(args.slaves, args.sync)):
         announce(cluster, began)
         cluster.watch()
     clean = cluster.stop()
@@ -157,7 +205,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.reset:
         try:
-            ours = [spec.name for spec in plan(MAX_SLAVES)] + [demo_acl.ACL_DIR]
+            ours = [spec.name for spec in plan(MAX_SLAVES)] + [demo_acl.ACL_DIR, etcd.ETCD_DIR]
+            ours += [spec.name for spec in failover_plan() if spec.role == REPLICA]
             lines = reset(args.data.absolute(), ours)
         except Busy as exc:
             say(f"not resetting: {exc}; stop it first")

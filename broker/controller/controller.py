@@ -31,6 +31,7 @@ from aiorocketmq.broker.controller.lease import LeaseKeeper
 from aiorocketmq.broker.controller.state import GroupState, Master, Refused, read_state
 from aiorocketmq.remoting.log import get_logger
 from aiorocketmq.remoting.tasks import every
+from aiorocketmq.remoting.throttle import Throttle
 
 log = get_logger(__name__)
 
@@ -83,8 +84,18 @@ class Controller:
         self.etcd = Etcd(parse_endpoints(controller_addr), timeout=max(0.5, ttl / 3), access=access)
         self.fence = Fence(ttl / 4 if margin is None else margin)
         self._wake = asyncio.Event()
+        # a failure that repeats every round (etcd down, our access refused) is logged once a
+        # minute per cause, with the count left out (as remoting.throttle's other warnings)
+        self.throttle = Throttle()
+        self.failed_rounds = 0
         self.keeper = LeaseKeeper(
-            self.etcd, ttl, self.fence, self._register, changed=self._wake.set, clock=clock
+            self.etcd,
+            ttl,
+            self.fence,
+            self._register,
+            changed=self._wake.set,
+            clock=clock,
+            throttle=self.throttle,
         )
         self._on_master = on_master
         self._on_slave = on_slave
@@ -236,7 +247,11 @@ class Controller:
             self._wake.clear()
             await self.etcd.wait_change(self.keys.prefix, snap.revision, self.keeper.interval)
         except (EtcdError, LayoutError) as e:
-            log.warning("controller_round_failed", broker=self.keys.broker_name, error=str(e))
+            self.failed_rounds += 1
+            left_out = self.throttle.allow(("controller_round_failed", type(e), str(e)))
+            if left_out is not None:
+                log.warning("controller_round_failed", broker=self.keys.broker_name,
+                            error=str(e), left_out=left_out)  # fmt: skip
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self.keeper.interval):
                     await self._wake.wait()

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from aiorocketmq.broker.controller.etcd import Etcd, EtcdError, LeaseGone
 from aiorocketmq.broker.controller.fence import Fence, boot_clock
 from aiorocketmq.remoting.log import get_logger
+from aiorocketmq.remoting.throttle import Throttle
 
 log = get_logger(__name__)
 
@@ -30,6 +31,7 @@ class LeaseKeeper:
         *,
         changed: Callable[[], None] = lambda: None,
         clock: Callable[[], float] = boot_clock,
+        throttle: Throttle | None = None,
     ) -> None:
         """``register(lease_id)`` writes the keys held with a new lease; ``changed()`` is
         called when the lease is granted or lost (the controller looks at the state again)."""
@@ -43,6 +45,9 @@ class LeaseKeeper:
         self._register = register
         self._changed = changed
         self._clock = clock
+        self.failures = 0  # rounds that failed (etcd unreachable, our access refused, ...)
+        # once a minute per cause: a failure repeats every interval while it lasts
+        self._throttle = throttle or Throttle()
 
     def valid(self) -> bool:
         return self.lease_id is not None and self.fence.valid(self._clock())
@@ -53,7 +58,11 @@ class LeaseKeeper:
             try:
                 await self._round()
             except EtcdError as e:
-                log.warning("controller_lease_failed", error=str(e), lease=self.lease_id)
+                self.failures += 1
+                left_out = self._throttle.allow(("controller_lease_failed", type(e), str(e)))
+                if left_out is not None:
+                    log.warning("controller_lease_failed", error=str(e), lease=self.lease_id,
+                                left_out=left_out)  # fmt: skip
             await asyncio.sleep(self.interval)
 
     async def _round(self) -> None:

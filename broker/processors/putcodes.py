@@ -30,5 +30,8 @@ PUT_RESULT: Final[dict[PutStatus, tuple[ResponseCode, str | None]]] = {
     PutStatus.OS_PAGECACHE_BUSY: (
         ResponseCode.SYSTEM_ERROR, "[PC_SYNCHRONIZED]broker busy, start flow control for a while"),
     PutStatus.UNKNOWN_ERROR: (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR"),
+    # compat: 5.x SendMessageProcessor.handlePutMessageResult -- nothing was stored
+    PutStatus.IN_SYNC_REPLICAS_NOT_ENOUGH: (
+        ResponseCode.SYSTEM_ERROR, "in-sync replicas not enough"),
 }  # fmt: skip
 STORED: Final = frozenset(s for s, (code, _) in PUT_RESULT.items() if code in (0, 10, 11, 12))

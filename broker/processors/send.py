@@ -159,7 +159,7 @@ class SendProcessor:
             msgs.append(msg)
             waits.append(wait)
             answers.append(None)
-        results = self.store.put_many(msgs) if msgs else []
+        results = self.store.put_many(msgs, waits) if msgs else []
         parked = zip(msgs, results, strict=True)
         self.transactions.remember(
             m for m, r in parked if m.topic == TRANS_HALF_TOPIC and r.status in STORED

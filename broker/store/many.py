@@ -36,6 +36,10 @@ class Appender:
         """The status refusing ``msgs`` with nothing written, or None."""
         raise NotImplementedError
 
+    def _short_of_replicas(self) -> bool:
+        """Whether a put that waits is refused IN_SYNC_REPLICAS_NOT_ENOUGH now."""
+        raise NotImplementedError
+
     def _write(self, msgs: list[MessageExt], plans: list[RecordPlan]) -> tuple[int, list[str], int]:
         """Write planned records: their first offset, message ids and end (OSError, or
         ValueError for a run longer than a segment, having written nothing)."""
@@ -78,11 +82,16 @@ def plan_puts(
     return plans
 
 
-def put_many(store: Appender, msgs: list[MessageExt]) -> list[PutResult]:
+def put_many(
+    store: Appender, msgs: list[MessageExt], waits: list[bool] | None = None
+) -> list[PutResult]:
     """A result per message, in order, as ``put(msg, wait_flush=False)`` of each in turn
-    would give (``settle_many`` then waits for what the waiting ones promise). A run is cut
-    at a quarter of a segment, so no run is refused for its length alone."""
+    would give (``settle_many`` then waits for what the waiting ones promise) -- except that
+    one whose sender waits (``waits``) is refused IN_SYNC_REPLICAS_NOT_ENOUGH, unwritten,
+    while the store is short of in-sync replicas. A run is cut at a quarter of a segment, so
+    no run is refused for its length alone."""
     results: list[PutResult] = []
+    short = waits is not None and any(waits) and store._short_of_replicas()
     host, table = store.store_host, store.table
     limit = store.commitlog.segment_size // 4
     stamp = now_ms()
@@ -91,10 +100,13 @@ def put_many(store: Appender, msgs: list[MessageExt]) -> list[PutResult]:
     where: list[int] = []  # each run message's index in ``results``
     offsets: dict[tuple[str, int], int] = {}  # next queue offsets within the run
     size = 0
-    for msg in msgs:
+    for i, msg in enumerate(msgs):
         refusal = store._refusal([msg])
         if refusal is not None:
             results.append(PutResult(refusal))
+            continue
+        if short and waits is not None and waits[i]:
+            results.append(PutResult(PutStatus.IN_SYNC_REPLICAS_NOT_ENOUGH))
             continue
         key = (msg.topic, msg.queue_id)
         msg.store_host, msg.store_timestamp = host, stamp

@@ -25,6 +25,8 @@ class PutStatus(Enum):
     PROPERTIES_SIZE_EXCEEDED = "PROPERTIES_SIZE_EXCEEDED"
     OS_PAGECACHE_BUSY = "OS_PAGECACHE_BUSY"
     UNKNOWN_ERROR = "UNKNOWN_ERROR"
+    # controller mode (5.x): fewer than minInSyncReplicas in the SyncStateSet; nothing written
+    IN_SYNC_REPLICAS_NOT_ENOUGH = "IN_SYNC_REPLICAS_NOT_ENOUGH"
 
 
 # refusals that depend on the message alone (its topic, size or properties): the same message

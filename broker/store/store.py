@@ -97,6 +97,10 @@ class MessageStore(StoreReads, Replica, Appender):
         # controller mode (broker.failover): asked last, once the put is stored and waited
         # for; False answers SERVICE_NOT_AVAILABLE (a master that cannot prove its lease)
         self.ack_gate: Callable[[], bool] | None = None
+        # controller mode (broker.failover): asked before a put that waits is appended; False
+        # refuses it IN_SYNC_REPLICAS_NOT_ENOUGH with nothing written (5.x CommitLog
+        # .asyncPutMessage: fewer than minInSyncReplicas in the SyncStateSet)
+        self.admit_ha: Callable[[], bool] | None = None
         self._pending_from: int | None = None
         self._stalled_at = -1
         self._cuts = 0
@@ -329,22 +333,23 @@ class MessageStore(StoreReads, Replica, Appender):
         return self.disk.usage_text()
 
     async def put(self, msg: MessageExt, *, wait_flush: bool = True) -> PutResult:
-        result = self._put_now([msg])
+        result = self._put_now([msg], wait_flush)
         if wait_flush and result.status is PutStatus.PUT_OK and self.waits:
             return await self._settle(result)
         return result
 
     async def put_batch(self, msgs: list[MessageExt], *, wait_flush: bool = True) -> PutResult:
         """Append ``msgs`` (one topic and queue for a batch: consecutive queue offsets)."""
-        result = self._put_now(msgs)
+        result = self._put_now(msgs, wait_flush)
         if wait_flush and result.status is PutStatus.PUT_OK and self.waits:
             return await self._settle(result)
         return result
 
-    def put_many(self, msgs: list[MessageExt]) -> list[PutResult]:
+    def put_many(self, msgs: list[MessageExt], waits: list[bool] | None = None) -> list[PutResult]:
         """Messages of several requests in one append, a result each, not waiting for the
-        flush or the slave (``settle_many`` does; broker/store/many.py)."""
-        return put_many(self, msgs)
+        flush or the slave (``settle_many`` does; broker/store/many.py). ``waits``: whether
+        each one's sender waits (``admit_ha`` is asked for those)."""
+        return put_many(self, msgs, waits)
 
     async def settle_many(self, results: list[PutResult], waits: list[bool]) -> list[PutResult]:
         """``put_many``'s results once what each waiting one's put promises holds."""
@@ -356,11 +361,18 @@ class MessageStore(StoreReads, Replica, Appender):
         SYNC_MASTER replication, or controller mode's ack gate)."""
         return self.flusher.sync or self.replicate is not None or self.ack_gate is not None
 
-    def _put_now(self, msgs: list[MessageExt]) -> PutResult:
+    def _short_of_replicas(self) -> bool:
+        """Whether a put that waits is to be refused IN_SYNC_REPLICAS_NOT_ENOUGH now."""
+        admit = self.admit_ha
+        return admit is not None and not admit()
+
+    def _put_now(self, msgs: list[MessageExt], wait: bool) -> PutResult:
         """The append, or the status refusing it (nothing written then)."""
         refusal = self._refusal(msgs)
         if refusal is not None:
             return PutResult(refusal)
+        if wait and self._short_of_replicas():
+            return PutResult(PutStatus.IN_SYNC_REPLICAS_NOT_ENOUGH)
         try:
             return self._append(msgs)
         except PropertiesTooLong:

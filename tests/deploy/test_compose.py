@@ -193,7 +193,8 @@ def test_dockerfile_lints_clean_and_installs_every_package() -> None:
         assert f"COPY {top}/ {top}/" in build, top
     assert "COPY pyproject.toml setup.py README.md ./" in build
     assert "pip wheel" in build and "*-none-any.whl" in build  # a pure wheel fails the build
-    assert re.search(r'pip install --no-cache-dir "aiorocketmq\[server\] @ file://', build)
+    # the failover extra too: aetcd, for controller mode (deploy/docker-compose.failover.yml)
+    assert re.search(r'pip install --no-cache-dir "aiorocketmq\[server,failover\] @ file://', build)
     assert "COPY --from=build /opt/aiorocketmq /opt/aiorocketmq" in runtime
     assert "gcc" not in runtime
     user = re.findall(r"^USER (\S+)", text, re.M)
