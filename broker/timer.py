@@ -15,12 +15,13 @@ rewrote it at the send), so it replicates and survives as any record does. This 
   REAL_TOPIC / REAL_QID with TIMER_ENQUEUE_MS / TIMER_DEQUEUE_MS. A restart resumes at the
   checkpoint, so what fell due while the broker was down is delivered then.
 
-Exactly once across a SIGKILL: before each put the checkpoint says (slot, units done, the
-CommitLog's end); after a restart the records past that end are read, and a unit whose
+Exactly once across a SIGKILL: before each chunk's append the checkpoint says (slot, units
+done, the CommitLog's end); after a restart the records past that end are read, and a unit whose
 message is among the deliveries found there is not put again.
 
-No stall: a slot of 100,000 messages is delivered ROUND_MESSAGES at a time, yielding to the
-loop whenever a TimeSlice runs out (other clients' round trips stay short).
+No stall: a slot of 100,000 messages is delivered CHUNK at a time (one append each),
+ROUND_MESSAGES per round, yielding to the loop whenever a TimeSlice runs out (other
+clients' round trips stay short).
 """
 
 from __future__ import annotations
@@ -57,11 +58,12 @@ log = structlog.get_logger(__name__)
 
 FLAG_DELETE: Final = 4  # compat: TimerMessageStore.MAGIC_DELETE
 ROUND_MESSAGES: Final = 2048  # per round: the loop is given way between rounds too
+CHUNK: Final = 32  # messages put in one append (and one checkpoint write)
 INDEX_BATCH: Final = 4096
 RETRY_FIRST_SECONDS: Final = 0.1
 RETRY_MAX_SECONDS: Final = 10.0
 IDLE_SECONDS: Final = 1.0  # the longest sleep: a clock step is noticed within it
-EMPTY_STEPS: Final = 100_000  # empty slots passed per round (a restart after a long stop)
+EMPTY_STEPS: Final = 10_000  # empty slots passed per round (a restart after a long stop)
 
 Identity = tuple[str, int, int]
 
@@ -218,14 +220,18 @@ class TimerService:
         units, deletes = await self._slot(read_ms)
         moved = 0
         while done < len(units) and moved < ROUND_MESSAGES:
+            chunk = units[done : done + CHUNK]
             ts.save(Progress(read_ms, done, self.store.max_phys_offset))
-            refused = await self._deliver(units[done], deletes)
-            if refused is not None:
+            stopped = self._put_chunk(chunk, deletes)
+            if stopped is not None:
+                at, status = stopped
+                ts.save(Progress(read_ms, done + at, -1))
+                ts.delivered(at)
                 self.busy = False
-                return self._back_off(refused.name)
-            done += 1
-            moved += 1
-            ts.delivered(1)
+                return self._back_off(status.name)
+            done += len(chunk)
+            moved += len(chunk)
+            ts.delivered(len(chunk))
             await self._slice.tick()
         if done < len(units):
             ts.save(Progress(read_ms, done, -1))
@@ -237,6 +243,28 @@ class TimerService:
         self.busy = False
         ts.clean()
         return 0.0
+
+    def _put_chunk(self, chunk: list[Unit], deletes: set[str]) -> tuple[int, PutStatus] | None:
+        """Put a chunk's messages where they go now, in one append; None once all are done
+        (or skipped for good), else the index of the first one the store refused for now
+        and its status (a later one it took is remembered in ``_seen``: not put again)."""
+        outs: list[tuple[int, MessageExt, str]] = []
+        for k, unit in enumerate(chunk):
+            out = self._outgoing(unit, deletes)
+            if out is not None:
+                outs.append((k, *out))
+        results = self.store.put_many([msg for _k, msg, _kind in outs]) if outs else []
+        stopped: tuple[int, PutStatus] | None = None
+        for (k, msg, kind), result in zip(outs, results, strict=True):
+            if result.status is PutStatus.PUT_OK:
+                self.counts[kind] += 1
+                if stopped is not None:
+                    self._seen.add(identity(msg))
+            elif result.status in NEVER_STORED:
+                self.counts["skipped"] += 1
+            elif stopped is None:
+                stopped = (k, result.status)
+        return stopped
 
     def _until(self, read_ms: int) -> float:
         return min(IDLE_SECONDS, max(0.001, (read_ms + self.precision - now_ms()) / 1000))
@@ -271,7 +299,8 @@ class TimerService:
         return units, keys
 
     def _message(self, unit: Unit) -> MessageExt | None:
-        record = self.store.read(unit.phys)
+        # as a pull trusts its ConsumeQueue unit: the record's header checked, not its CRC
+        record = self.store.commitlog.read_record(unit.phys)
         if record is None:
             return None
         try:
@@ -279,16 +308,16 @@ class TimerService:
         except MessageDecodeError:
             return None
 
-    async def _deliver(self, unit: Unit, deletes: set[str]) -> PutStatus | None:
-        """Put one unit's message where it goes now; None once done (or skipped for good),
-        else the store's status refusing it for now."""
+    def _outgoing(self, unit: Unit, deletes: set[str]) -> tuple[MessageExt, str] | None:
+        """What a unit's message becomes now and the count it adds to; None if nothing is
+        put (a marker, a recalled message, one put before a crash, one gone)."""
         msg = self._message(unit)
         if msg is None:  # retention took it, or it is corrupt: nothing to deliver
             self.counts["skipped"] += 1
             return None
         props = msg.properties
         if unit.flags & FLAG_DELETE and not unit.flags & FLAG_ROLL:
-            return None  # a marker: it did its work in ``_deletes``
+            return None  # a marker: it did its work in ``_slot``
         real = props.get(Prop.REAL_TOPIC, "")
         uniq = props.get(Prop.UNIQ_KEY)
         if uniq and delete_key(real, uniq) in deletes and TimerProp.DEL_UNIQKEY not in props:
@@ -296,18 +325,13 @@ class TimerService:
             return None
         if self._seen and identity(msg) in self._seen:  # put before the crash
             return None
-        out = self._rolled(msg) if unit.flags & FLAG_ROLL else self._converted(msg)
+        if unit.flags & FLAG_ROLL:
+            return self._rolled(msg), "rolled"
+        out = self._converted(msg)
         if out is None:
             self.counts["skipped"] += 1
             return None
-        result = await self.store.put(out, wait_flush=False)
-        if result.status in NEVER_STORED:
-            self.counts["skipped"] += 1
-            return None
-        if result.status is not PutStatus.PUT_OK:
-            return result.status
-        self.counts["rolled" if unit.flags & FLAG_ROLL else "delivered"] += 1
-        return None
+        return out, "delivered"
 
     def _rolled(self, msg: MessageExt) -> MessageExt:
         """compat: TimerMessageStore roll -- back into the wheel topic, ROLL_TIMES + 1."""
