@@ -65,12 +65,28 @@ RETRY_MAX_SECONDS: Final = 10.0
 IDLE_SECONDS: Final = 1.0  # the longest sleep: a clock step is noticed within it
 EMPTY_STEPS: Final = 10_000  # empty slots passed per round (a restart after a long stop)
 
-Identity = tuple[str, int, int]
+Identity = tuple[str, int, int, int]
 
 
 def identity(msg: MessageExt) -> Identity:
-    """What a delivered message shares with the wheel's copy it came from."""
-    return msg.properties.get(Prop.UNIQ_KEY, ""), msg.born_timestamp, body_crc(msg.body)
+    """A wheel copy's identity: key, birth, body and how often it rolled."""
+    return (msg.properties.get(Prop.UNIQ_KEY, ""), msg.born_timestamp, body_crc(msg.body),
+            _rolls(msg))  # fmt: skip
+
+
+def source_identity(put: MessageExt) -> Identity:
+    """The identity of the wheel copy a put of the wheel came from (a roll's re-put counts
+    one roll more than its source)."""
+    back = 1 if put.topic == TIMER_TOPIC else 0
+    return (put.properties.get(Prop.UNIQ_KEY, ""), put.born_timestamp, body_crc(put.body),
+            _rolls(put) - back)  # fmt: skip
+
+
+def _rolls(msg: MessageExt) -> int:
+    try:
+        return int(msg.properties.get(TimerProp.ROLL_TIMES, "0"))
+    except ValueError:
+        return 0
 
 
 class TimerService:
@@ -89,6 +105,9 @@ class TimerService:
         self._wake = asyncio.Event()
         self._slice = TimeSlice()
         self._seen: set[Identity] = set()  # deliveries found past the checkpoint's mark
+        self._seen_until = -1  # ... kept until the wheel has passed this slot
+        self._following = False  # progress taken from a master (a slave's)
+        self._slot_began = -1  # the CommitLog's end when the slot being delivered began
         self._cache: tuple[int, int, list[Unit], set[str]] | None = None  # the slot read
         self._backoff = 0.0
         self._warnings = WarnLimiter(10.0)
@@ -115,6 +134,7 @@ class TimerService:
         mark = self.timers.progress.phy_mark
         if mark >= 0:
             self._seen = self._deliveries_since(mark)
+            self._seen_until = self.timers.progress.read_ms
         self.loaded = True
         self._index()
         log.info("timer_wheel_loaded", pending=self.timers.pending,
@@ -144,7 +164,7 @@ class TimerService:
             except MessageDecodeError:
                 break
             if TimerProp.DEQUEUE_MS in msg.properties:
-                found.add(identity(msg))
+                found.add(source_identity(msg))
             phys += record_size(record)
         return found
 
@@ -187,6 +207,20 @@ class TimerService:
 
     async def run(self) -> None:
         """A master's delivery loop: deliver what is due, sleep until the next slot."""
+        if self._following:  # a slave taking over: what its master delivered is not again
+            self._following = False
+            mark = self.timers.progress.phy_mark
+            self._seen = self._deliveries_since(mark) if mark >= 0 else set()
+            self._seen_until = now_ms()
+            log.info("timer_wheel_taken_over", read_ms=self.timers.progress.read_ms,
+                     delivered_since_sync=len(self._seen))  # fmt: skip
+        try:
+            await self._deliver_forever()
+        finally:  # a demotion cancels the loop: a slave delivers nothing, busy with nothing
+            self.busy = False
+            self._cache = None
+
+    async def _deliver_forever(self) -> None:
         while True:
             self._wake.clear()
             try:
@@ -217,6 +251,8 @@ class TimerService:
             ts.save(Progress(read_ms, done, -1))
             return self._until(read_ms)
         self.busy = True
+        if self._slot_began < 0:
+            self._slot_began = self.store.max_phys_offset
         units, deletes = await self._slot(read_ms)
         moved = 0
         while done < len(units) and moved < ROUND_MESSAGES:
@@ -237,8 +273,10 @@ class TimerService:
             ts.save(Progress(read_ms, done, -1))
             return 0.0
         self._backoff = 0.0
-        self._seen.clear()
+        if read_ms >= self._seen_until:
+            self._seen.clear()
         self._cache = None
+        self._slot_began = -1
         ts.save(Progress(read_ms + self.precision, 0, -1))
         self.busy = False
         ts.clean()
@@ -259,7 +297,7 @@ class TimerService:
             if result.status is PutStatus.PUT_OK:
                 self.counts[kind] += 1
                 if stopped is not None:
-                    self._seen.add(identity(msg))
+                    self._seen.add(source_identity(msg))
             elif result.status in NEVER_STORED:
                 self.counts["skipped"] += 1
             elif stopped is None:
@@ -373,6 +411,14 @@ class TimerService:
             reconsume_times=msg.reconsume_times,
         )
 
+    def follow(self, read_ms: int, slot_began: int) -> None:
+        """A slave takes its master's progress (SlaveSync, every few seconds): slot
+        ``read_ms`` is the one the master delivers, begun when its CommitLog ended at
+        ``slot_began``; a take-over resumes there, skipping what the master delivered since
+        (found in the replicated CommitLog)."""
+        self.timers.save(Progress(read_ms, 0, slot_began))
+        self._following = True
+
     # ------------------------------------------------------------ recall
 
     def delivered_already(self, slot_ms: int) -> bool:
@@ -409,6 +455,9 @@ class TimerService:
             "lastTimerQueueOffset": ts.next_cq,
             "masterTimerQueueOffset": self.store.max_offset(TIMER_TOPIC, 0),
             "precisionMs": self.precision,
+            "slotBeganPhys": self._slot_began
+            if self._slot_began >= 0
+            else self.store.max_phys_offset,
         }
 
     def metrics(self) -> dict[str, Any]:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from aiorocketmq.broker.timer_rules import DISABLED_REMARK
 from aiorocketmq.remoting.client import RemotingClient
 from aiorocketmq.remoting.protocol.batch import BatchItem, encode_batch
@@ -26,10 +28,12 @@ from tests.broker.timer_wire import (
 )
 from tests.broker.wire import create_topic, max_offset
 from tests.cluster import Cluster
+from tests.scrape import scrape, value
 
 PRECISION = 1000
 
 
+@pytest.mark.slow
 async def test_rules_recall_and_requests(cluster: Cluster) -> None:
     """On one broker (timerMaxDelaySec=60):
     - TIMER_DELIVER_MS waits in rmq_sys_wheel_timer (its real queue empty), then arrives in
@@ -96,6 +100,10 @@ async def test_rules_recall_and_requests(cluster: Cluster) -> None:
         assert body["masterTimerQueueOffset"] == 7
         metrics = await cli.invoke(b.addr, RemotingCommand.request(RequestCode.GET_TIMER_METRICS))
         assert metrics.code == 0 and json.loads(metrics.body)["pending"] == 7
+        assert b.proc is not None
+        found = await scrape(b.proc.metrics_port())
+        assert value(found, "rocketmq_timer_pending_messages") == 7
+        assert value(found, "rocketmq_timer_delivery_lag_ms") == 0
         # deliveries
         assert await wait_count(cli, b.addr, "TimerT", 1, 15, queue_id=2) == 1
         assert await wait_count(cli, b.addr, "TimerP", 4, 15) == 4
@@ -105,6 +113,7 @@ async def test_rules_recall_and_requests(cluster: Cluster) -> None:
         got_p = await read_all(cli, b.addr, "TimerP")
         got_c = await read_all(cli, b.addr, "TimerC")
         late = await cli.invoke(b.addr, recall("TimerC", handle_of(keep)))
+        found = await scrape(b.proc.metrics_port())
     finally:
         await cli.close()
     assert msg.body == b"t1"
@@ -121,6 +130,9 @@ async def test_rules_recall_and_requests(cluster: Cluster) -> None:
     assert [m.body for m in got_c] == [b"keep"]
     assert late.code == ResponseCode.ILLEGAL_OPERATION
     assert late.remark is not None and "delivered" in late.remark
+    assert value(found, "rocketmq_timer_pending_messages") == 0
+    assert value(found, "rocketmq_timer_messages_total", outcome="delivered") == 5
+    assert value(found, "rocketmq_timer_messages_total", outcome="recalled") == 1
 
 
 async def test_wheel_disabled_is_refused(cluster: Cluster) -> None:

@@ -5,12 +5,19 @@ window. Real broker processes (tests/cluster.py)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
+
+import pytest
 
 from aiorocketmq.remoting.client import RemotingClient
 from aiorocketmq.remoting.errors import RemotingError
+from aiorocketmq.remoting.protocol.codes import RequestCode
+from aiorocketmq.remoting.protocol.command import RemotingCommand
 from aiorocketmq.remoting.protocol.message import MessageExt
 from aiorocketmq.remoting.protocol.timer import TimerProp
+from tests.broker.test_replication import caught_up, topic_on
+from tests.broker.test_roles import role
 from tests.broker.timer_wire import (
     now_ms,
     read_all,
@@ -35,6 +42,7 @@ def _once_each(got: list[MessageExt]) -> dict[bytes, MessageExt]:
     return by_body
 
 
+@pytest.mark.slow
 async def test_sigkill_mid_stream_delivers_every_acked_timer_once(cluster: Cluster) -> None:
     """Timers sent without pause, due 0.5-2.5 s later; SIGKILL while sends are acknowledged
     and earlier timers are being delivered; after the restart every acknowledged timer
@@ -90,6 +98,7 @@ async def test_sigkill_mid_stream_delivers_every_acked_timer_once(cluster: Clust
     print(f"delivered={len(got)} (acked {len(acked)})")
 
 
+@pytest.mark.slow
 async def test_restart_after_timers_fell_due_and_roll_over(cluster: Cluster) -> None:
     """timerRollWindowSlot=2 (a 2 s window): 200 timers 3 s ahead and one 6 s ahead roll over
     (put back into the wheel, TIMER_ROLL_TIMES counted). The broker stops before any falls
@@ -124,3 +133,57 @@ async def test_restart_after_timers_fell_due_and_roll_over(cluster: Cluster) -> 
     assert all(m.store_timestamp >= due for m in got.values())
     assert got[b"far"].store_timestamp >= far
     assert int(got[b"far"].properties[TimerProp.ROLL_TIMES]) >= 1
+
+
+CONTROLLED = {
+    "brokerName": "broker-a",
+    "enableControllerMode": "true",
+    "haSendHeartbeatInterval": "500",
+    "slaveSyncInterval": "300",
+    "registerNameServerPeriod": "60000",
+}
+
+
+@pytest.mark.slow
+async def test_slave_indexes_but_only_a_master_delivers_and_a_new_one_takes_over(
+    cluster: Cluster,
+) -> None:
+    """A (master) and B (its slave, controller mode driven by NOTIFY_BROKER_ROLE_CHANGED):
+    B indexes the replicated timers and follows A's checkpoint but delivers nothing; A
+    delivers the first half; A is killed and B promoted: B delivers the second half on
+    time, and nothing A delivered comes again."""
+    a = cluster.add_broker("a", sets={**CONTROLLED, "brokerId": "1"})
+    b = cluster.add_broker("b", sets={**CONTROLLED, "brokerId": "2"})
+    cli = RemotingClient()
+    try:
+        await role(cli, a, a, 1, 1)
+        await role(cli, b, a, 1, 1)
+        assert (await cli.invoke(a.addr, create_topic("TimerF", 1))).code == 0
+        await topic_on(cli, b.addr, "TimerF")
+        early, late = now_ms() + 2500, now_ms() + 6000
+        for when, tag in ((early, b"e"), (late, b"l")):
+            bodies = [tag + b"%03d" % i for i in range(50)]
+            cmd = timer_batch("TimerF", bodies, {TimerProp.DELIVER_MS: str(when)})
+            assert (await cli.invoke(a.addr, cmd)).code == 0
+        assert await wait_count(cli, a.addr, "TimerF", 50, 20) == 50
+        await caught_up(cli, a.addr, b.addr)
+        checkpoint = RemotingCommand.request(RequestCode.GET_TIMER_CHECK_POINT)
+        async with asyncio.timeout(10):  # B indexed both halves, follows A past the first
+            while True:
+                cp = json.loads((await cli.invoke(b.addr, checkpoint)).body)
+                if cp["lastTimerQueueOffset"] == 100 and cp["lastReadTimeMs"] > early:
+                    break
+                await asyncio.sleep(0.1)
+        assert await max_offset(cli, b.addr, "TimerF", 0) == 50  # A's deliveries, copied
+        metrics = RemotingCommand.request(RequestCode.GET_TIMER_METRICS)
+        tried = json.loads((await cli.invoke(b.addr, metrics)).body)
+        assert (tried["delivered"], tried["failures"]) == (0, {})  # a slave does not try
+        cluster.kill_broker("a")
+        await role(cli, b, b, 2, 2)  # the controller promotes B
+        assert await wait_count(cli, b.addr, "TimerF", 100, 30) == 100
+        await asyncio.sleep(max(0.0, (late + 1500 - now_ms()) / 1000))  # nothing more comes
+        got = _once_each(await read_all(cli, b.addr, "TimerF"))
+    finally:
+        await cli.close()
+    assert len(got) == 100
+    assert all(m.store_timestamp >= (early if m.body[:1] == b"e" else late) for m in got.values())
