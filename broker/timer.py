@@ -115,6 +115,7 @@ class TimerService:
                                        "skipped": 0, "indexed": 0}  # fmt: skip
         self.failures: dict[str, int] = {}
         self.loaded = False
+        self.delivering = False  # the delivery loop runs (a master)
         store.add_dispatch_listener(self._arrived)
 
     @property
@@ -175,12 +176,23 @@ class TimerService:
             self._index()
 
     def _index(self) -> None:
+        try:
+            self._index_new()
+        except OSError as exc:  # no space for a TimerLog segment: the next dispatch retries
+            held = self._warnings.hit("index")
+            if held is not None:
+                log.warning("timer_index_failed", error=str(exc), suppressed=held)
+
+    def _index_new(self) -> None:
         cq = self.store.queues.get((TIMER_TOPIC, 0))
         if cq is None:
             return
         ts = self.timers
         if ts.next_cq < cq.min_offset:
             ts.next_cq = cq.min_offset
+        if ts.next_cq > cq.max_offset:  # the queue was deleted or cut back
+            log.warning("timer_queue_behind_index", next_cq=ts.next_cq, queue_max=cq.max_offset)
+            ts.next_cq = cq.max_offset
         while ts.next_cq < cq.max_offset:
             at = ts.next_cq
             for offset, (phys, size, tags) in enumerate(cq.raw_units(at, INDEX_BATCH), at):
@@ -207,6 +219,7 @@ class TimerService:
 
     async def run(self) -> None:
         """A master's delivery loop: deliver what is due, sleep until the next slot."""
+        self.delivering = True
         if self._following:  # a slave taking over: what its master delivered is not again
             self._following = False
             mark = self.timers.progress.phy_mark
@@ -217,7 +230,7 @@ class TimerService:
         try:
             await self._deliver_forever()
         finally:  # a demotion cancels the loop: a slave delivers nothing, busy with nothing
-            self.busy = False
+            self.busy = self.delivering = False
             self._cache = None
 
     async def _deliver_forever(self) -> None:
@@ -442,7 +455,10 @@ class TimerService:
     # ------------------------------------------------------------ figures
 
     def lag_ms(self) -> int:
-        """How late the wheel is: 0 while it keeps up with the clock."""
+        """How late the wheel is: 0 while it keeps up with the clock (or delivers nothing:
+        a slave)."""
+        if not self.delivering:
+            return 0
         return max(0, now_ms() - self.timers.progress.read_ms - 2 * self.precision)
 
     def checkpoint(self) -> dict[str, Any]:
