@@ -4,6 +4,7 @@ One broker serves every rule at once (their timers overlap), to keep the suite s
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -13,8 +14,9 @@ from aiorocketmq.remoting.client import RemotingClient
 from aiorocketmq.remoting.protocol.batch import BatchItem, encode_batch
 from aiorocketmq.remoting.protocol.codes import RequestCode, ResponseCode
 from aiorocketmq.remoting.protocol.command import RemotingCommand
-from aiorocketmq.remoting.protocol.message import Prop, encode_properties
+from aiorocketmq.remoting.protocol.message import Prop, SysFlag, encode_properties
 from aiorocketmq.remoting.protocol.timer import TIMER_TOPIC, TimerProp, decode_handle
+from tests.broker.test_transactions import Producer
 from tests.broker.timer_wire import (
     handle_of,
     now_ms,
@@ -146,3 +148,26 @@ async def test_wheel_disabled_is_refused(cluster: Cluster) -> None:
     finally:
         await cli.close()
     assert (resp.code, resp.remark) == (ResponseCode.SYSTEM_ERROR, DISABLED_REMARK)
+
+
+async def test_a_transaction_gets_its_timer_at_the_commit(cluster: Cluster) -> None:
+    """HookUtils: only a normal or a commit message gets a timer, so a half's
+    TIMER_DELAY_SEC counts from its commit: the half waits invisible, the commit puts the
+    message into the wheel, and it arrives 2 s after the commit (not after the half)."""
+    producer = Producer()
+    try:
+        b = cluster.add_broker("broker-a")
+        await producer.register(b.addr)
+        assert (await producer.cli.invoke(b.addr, create_topic("TxT", 4))).code == 0
+        uniq = "UNIQ0000000000000000000009"
+        sent = await producer.half(b.addr, "TxT", b"tx", uniq, **{TimerProp.DELAY_SEC: "2"})
+        await asyncio.sleep(1.0)  # the timer must not count from here
+        committed = now_ms()
+        await producer.end(b.addr, sent, uniq, 8, oneway=False)
+        assert await waiting(producer.cli, b.addr) == 1
+        assert await wait_count(producer.cli, b.addr, "TxT", 1, 15, queue_id=1) == 1
+        (msg,) = await read_all(producer.cli, b.addr, "TxT", 1)
+    finally:
+        await producer.cli.close()
+    assert msg.body == b"tx" and msg.store_timestamp >= committed + 2000
+    assert msg.sys_flag & SysFlag.TRANSACTION_MASK == SysFlag.TRANSACTION_COMMIT

@@ -19,8 +19,10 @@ from aiorocketmq.remoting.protocol.timer import TimerProp
 from tests.broker.test_replication import caught_up, topic_on
 from tests.broker.test_roles import role
 from tests.broker.timer_wire import (
+    handle_of,
     now_ms,
     read_all,
+    recall,
     send_at,
     timer_batch,
     timer_send,
@@ -103,7 +105,7 @@ async def test_restart_after_timers_fell_due_and_roll_over(cluster: Cluster) -> 
     """timerRollWindowSlot=2 (a 2 s window): 200 timers 3 s ahead and one 6 s ahead roll over
     (put back into the wheel, TIMER_ROLL_TIMES counted). The broker stops before any falls
     due and starts after the 200 did: each arrives then, once, none early; the far one
-    still arrives on time, having rolled."""
+    still arrives on time, having rolled; one recalled before its rolls never does."""
     b = cluster.add_broker("broker-a", timerRollWindowSlot="2")
     cli = RemotingClient()
     try:
@@ -115,8 +117,10 @@ async def test_restart_after_timers_fell_due_and_roll_over(cluster: Cluster) -> 
         )
         assert resp.code == 0, resp.remark
         await send_at(cli, b.addr, "TimerS", b"far", far)
+        gone = await send_at(cli, b.addr, "TimerS", b"recalled", far)
+        assert (await cli.invoke(b.addr, recall("TimerS", handle_of(gone)))).code == 0
         deadline = time.monotonic() + 10
-        while await waiting(cli, b.addr) < 202:  # the window's last slot: rolled
+        while await waiting(cli, b.addr) <= 203:  # the window's last slot: rolled
             assert time.monotonic() < deadline, "nothing rolled"
             await asyncio.sleep(0.05)
         assert await max_offset(cli, b.addr, "TimerS", 0) == 0
