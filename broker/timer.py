@@ -243,12 +243,14 @@ class TimerService:
                     log.exception("timer_delivery_crashed")
                 self.busy = False
                 wait = self._back_off("crashed")
-            if wait > 0:
-                try:
-                    async with asyncio.timeout(wait):
-                        await self._wake.wait()
-                except TimeoutError:
-                    pass
+            if wait <= 0:  # more to do: other requests first (a round may not have yielded)
+                await asyncio.sleep(0)
+                continue
+            try:
+                async with asyncio.timeout(wait):
+                    await self._wake.wait()
+            except TimeoutError:
+                pass
 
     async def _round(self) -> float:
         """Deliver up to ROUND_MESSAGES; seconds until a look is needed (0: more to do)."""
