@@ -41,7 +41,6 @@ from aiorocketmq.broker.store.results import NEVER_STORED
 from aiorocketmq.broker.store.timercheck import Progress
 from aiorocketmq.broker.store.timerlog import FLAG_ROLL, UNIT_SIZE
 from aiorocketmq.broker.store.timerstore import TimerStore
-from aiorocketmq.broker.timer_rules import TimerLimits
 from aiorocketmq.remoting.errors import MessageDecodeError
 from aiorocketmq.remoting.protocol.message import (
     MessageExt,
@@ -121,11 +120,6 @@ class TimerService:
         self.loaded = False
         self.delivering = False  # the delivery loop runs (a master)
         store.add_dispatch_listener(self._arrived)
-
-    @property
-    def limits(self) -> TimerLimits:
-        cfg = self.config()
-        return TimerLimits(cfg.timer_wheel_enable, self.precision, cfg.timer_max_delay_sec)
 
     # ------------------------------------------------------------ start / stop
 

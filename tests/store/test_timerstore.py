@@ -83,3 +83,19 @@ def test_a_wheel_of_200000_recovers_fast(tmp_path: Path) -> None:
     print(f"recovered {n} pending timers in {time.monotonic() - began:.3f} s")
     assert again.pending == n and again.next_cq == n
     assert again.slot_count(NOW + 7919 * P) == n // 50_000
+
+
+def test_segments_the_wheel_passed_are_deleted(tmp_path: Path) -> None:
+    """A TimerLog segment goes once every unit in it waits in a slot the wheel has passed
+    (never the last one); a segment with a later unit stays."""
+    ts = _store(tmp_path, 4)
+    ts.recover(0, 0, 0, NOW)
+    for i in range(12):  # segments: slots NOW, NOW + P, NOW + 2P (unit 9 waits till 9P)
+        ts.add(NOW + (9 if i == 9 else i // 4) * P, i * 100, 100, i, 0)
+    ts.save(Progress(NOW + 2 * P, 0, -1))
+    assert ts.clean() == 2 and [s.base for s in ts.log.segments] == [8 * UNIT_SIZE]
+    assert _phys(ts, NOW + 9 * P) == [900]
+    ts.close()
+    again = _store(tmp_path, 4)
+    again.recover(0, 12, 0, NOW + 3 * P)
+    assert again.next_cq == 12 and again.pending == 4
