@@ -51,6 +51,9 @@ REFUSED: Final[Mapping[str, str]] = {
     "mappedFileSizeConsumeQueue": _LAYOUT,
     "maxHashSlotNum": _LAYOUT,
     "maxIndexNum": _LAYOUT,
+    "timerPrecisionMs": _LAYOUT,  # the timer wheel's slots (broker/store/timerwheel.py)
+    "timerRollWindowSlot": _LAYOUT,
+    "mappedFileSizeTimerLog": _LAYOUT,
     "brokerClusterName": _IDENTITY,
     "brokerName": _IDENTITY,
     "brokerId": _IDENTITY,
