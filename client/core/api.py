@@ -19,6 +19,7 @@ from typing import TypeVar
 
 from aiorocketmq.client.core.errors import MQBrokerError, MQClientError, translate
 from aiorocketmq.client.core.security import Security, Tls
+from aiorocketmq.client.core.timer import RECALL_MESSAGE
 from aiorocketmq.remoting.channel import Channel
 from aiorocketmq.remoting.client import DEFAULT_TIMEOUT, Listener, RemotingClient
 from aiorocketmq.remoting.config import ClientConfig
@@ -76,12 +77,14 @@ __all__ = [
     "parse_locked",
     "parse_offset",
     "parse_pull",
+    "parse_recall",
     "parse_route",
     "parse_send",
     "parse_topic_list",
     "pull_message",
     "query_consumer_offset",
     "queue_request",
+    "recall_message",
     "request",
     "search_offset",
     "send_back",
@@ -318,6 +321,23 @@ def send_ids(ext: Mapping[str, str]) -> tuple[str, int, int]:
         return msg_id, int(qid), int(qoff)
     hdr = SendMessageResponseHeader.from_ext(ext)
     return hdr.msg_id, hdr.queue_id, hdr.queue_offset
+
+
+def recall_message(group: str, topic: str, recall_handle: str, broker_name: str) -> RemotingCommand:
+    """RECALL_MESSAGE (370, 5.x): cancel a timer message still waiting, by the handle its
+    send's reply carried (MQClientAPIImpl.recallMessage, RecallMessageRequestHeader; ``bname``
+    is RpcRequestHeader's brokerName, the handle's broker)."""
+    ext = {"producerGroup": group, "topic": topic, "recallHandle": recall_handle,
+           "bname": broker_name}  # fmt: skip
+    return RemotingCommand.request(RECALL_MESSAGE, ext)
+
+
+def parse_recall(resp: RemotingCommand, broker_addr: str = "") -> str:
+    """The recalled message's id (RecallMessageResponseHeader.msgId), else the broker's
+    refusal (MQBrokerError)."""
+    if resp.code != R.SUCCESS:
+        raise MQBrokerError(resp.code, resp.remark, broker_addr)
+    return resp.ext_fields.get("msgId", "")
 
 
 # ------------------------------------------------------------------ pulling

@@ -270,7 +270,8 @@ class ProducerCore:
             mq = MessageQueue(mq.topic, mq.broker_name, queue_id)
         # positional: every send builds one, and keywords cost a frozen init more
         return SendResult(status, prepared.uniq_key, offset_msg_id, mq, queue_offset,
-                          ext.get("MSG_REGION"), ext.get("transactionId"))  # fmt: skip
+                          ext.get("MSG_REGION"), ext.get("transactionId"),
+                          ext.get("recallHandle"))  # fmt: skip
 
     def _addr(self, info: PublishInfo, mq: MessageQueue) -> str:
         addr = info.master_addr(mq.broker_name)
@@ -329,6 +330,14 @@ class ProducerCore:
                 raise MQClientError("send_batch: every message must have the same topic")
             if msg.delay_level > 0 or topic.startswith(RETRY_PREFIX):
                 raise MQClientError("send_batch: delay levels and retry topics are not supported")
+            if msg.deliver_at is not None or msg.delay is not None:
+                # compat: 5.x's brokers run handleScheduleMessage on single messages only
+                # (BrokerController's hook skips a MessageExtBatch): a batch's timers would
+                # be delivered at once
+                raise MQClientError(
+                    "send_batch: timer messages (deliver_at / delay) are not supported; "
+                    "send them one by one"
+                )
             check_message(msg, self._max_size)
             if msg.properties:
                 props = msg.wire_properties()
