@@ -50,6 +50,8 @@ class RequestCode(IntEnum):
     DELETE_ACL_CONFIG = 51
     GET_BROKER_CLUSTER_ACL_INFO = 52
     UPDATE_GLOBAL_WHITE_ADDRS_CONFIG = 53
+    GET_TIMER_CHECK_POINT = 60  # 5.x: the timer wheel's checkpoint
+    GET_TIMER_METRICS = 61  # 5.x: the timer wheel's metrics
     PUT_KV_CONFIG = 100
     GET_KV_CONFIG = 101
     DELETE_KV_CONFIG = 102
@@ -113,6 +115,7 @@ class RequestCode(IntEnum):
     GET_TOPIC_CONFIG = 351
     GET_SUBSCRIPTIONGROUP_CONFIG = 352
     LITE_PULL_MESSAGE = 361
+    RECALL_MESSAGE = 370  # 5.3.2+ (r#8975): cancel a pending timer message
     BROKER_HEARTBEAT = 904
     GET_BROKER_EPOCH_CACHE = 1007  # 5.x: a controller-mode broker's epoch entries
     NOTIFY_BROKER_ROLE_CHANGED = 1008  # 5.x: the controller names the group's master
@@ -164,6 +167,7 @@ class ResponseCode(IntEnum):
     CONSUME_MSG_TIMEOUT = 207
     NO_MESSAGE = 208
     FLOW_CONTROL = 215
+    ILLEGAL_OPERATION = 604  # 5.x: e.g. recalling a timer message already delivered
     GO_AWAY = 1500
 
 

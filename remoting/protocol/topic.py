@@ -11,6 +11,8 @@ from typing import Any, Final, Self
 
 AUTO_CREATE_TOPIC_KEY_TOPIC: Final = "TBW102"
 SCHEDULE_TOPIC: Final = "SCHEDULE_TOPIC_XXXX"
+# compat: TimerMessageStore.TIMER_TOPIC -- timer messages wait here (5.x); only the broker writes
+TIMER_TOPIC: Final = "rmq_sys_wheel_timer"
 BENCHMARK_TOPIC: Final = "BenchmarkTest"
 SELF_TEST_TOPIC: Final = "SELF_TEST_TOPIC"
 OFFSET_MOVED_EVENT: Final = "OFFSET_MOVED_EVENT"
@@ -29,7 +31,7 @@ _VALID_TOPIC = re.compile(r"[%|a-zA-Z0-9_-]+")  # whole name (fullmatch: "$" acc
 # topics a client may never send to (TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET)
 NOT_ALLOWED_SEND_TOPICS: Final = frozenset(
     {SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, TRANS_CHECK_MAX_TIME_TOPIC,
-     SELF_TEST_TOPIC, OFFSET_MOVED_EVENT}
+     SELF_TEST_TOPIC, OFFSET_MOVED_EVENT, TIMER_TOPIC}
 )  # fmt: skip
 # TopicValidator.SYSTEM_TOPIC_SET's static part; the broker adds its cluster and broker names
 # and <cluster>_REPLY_TOPIC (is_system_topic)
