@@ -19,7 +19,6 @@ from typing import TypeVar
 
 from aiorocketmq.client.core.errors import MQBrokerError, MQClientError, translate
 from aiorocketmq.client.core.security import Security, Tls
-from aiorocketmq.client.core.timer import RECALL_MESSAGE
 from aiorocketmq.remoting.channel import Channel
 from aiorocketmq.remoting.client import DEFAULT_TIMEOUT, Listener, RemotingClient
 from aiorocketmq.remoting.config import ClientConfig
@@ -52,6 +51,10 @@ from aiorocketmq.remoting.protocol.heartbeat import (
 )
 from aiorocketmq.remoting.protocol.message import MessageExt, decode_records, encode_properties
 from aiorocketmq.remoting.protocol.route import TopicRouteData
+from aiorocketmq.remoting.protocol.timer import (
+    RecallMessageRequestHeader,
+    RecallMessageResponseHeader,
+)
 
 __all__ = [
     "AUTO_CREATE_TOPIC",
@@ -327,9 +330,10 @@ def recall_message(group: str, topic: str, recall_handle: str, broker_name: str)
     """RECALL_MESSAGE (370, 5.x): cancel a timer message still waiting, by the handle its
     send's reply carried (MQClientAPIImpl.recallMessage, RecallMessageRequestHeader; ``bname``
     is RpcRequestHeader's brokerName, the handle's broker)."""
-    ext = {"producerGroup": group, "topic": topic, "recallHandle": recall_handle,
-           "bname": broker_name}  # fmt: skip
-    return RemotingCommand.request(RECALL_MESSAGE, ext)
+    header = RecallMessageRequestHeader(
+        producer_group=group, topic=topic, recall_handle=recall_handle, bname=broker_name
+    )
+    return RemotingCommand.request(C.RECALL_MESSAGE, header.to_ext())
 
 
 def parse_recall(resp: RemotingCommand, broker_addr: str = "") -> str:
@@ -337,7 +341,7 @@ def parse_recall(resp: RemotingCommand, broker_addr: str = "") -> str:
     refusal (MQBrokerError)."""
     if resp.code != R.SUCCESS:
         raise MQBrokerError(resp.code, resp.remark, broker_addr)
-    return resp.ext_fields.get("msgId", "")
+    return RecallMessageResponseHeader.from_ext(resp.ext_fields).msg_id
 
 
 # ------------------------------------------------------------------ pulling

@@ -17,28 +17,15 @@ secret and not signed: anyone who can send to the topic can recall with it.
 
 from __future__ import annotations
 
-import base64
-import binascii
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
 
-__all__ = [
-    "RECALL_MESSAGE",
-    "TIMER_DELAY_MS",
-    "TIMER_DELAY_SEC",
-    "TIMER_DELIVER_MS",
-    "RecallHandle",
-    "timer_property",
-]
+from aiorocketmq.remoting.protocol import timer as wire
+from aiorocketmq.remoting.protocol.timer import TimerProp
 
-# compat: MessageConst.PROPERTY_TIMER_* (5.3.3)
-TIMER_DELIVER_MS: Final = "TIMER_DELIVER_MS"
-TIMER_DELAY_SEC: Final = "TIMER_DELAY_SEC"
-TIMER_DELAY_MS: Final = "TIMER_DELAY_MS"
-RECALL_MESSAGE: Final = 370  # compat: RequestCode.RECALL_MESSAGE (5.3.3)
+__all__ = ["RecallHandle", "timer_property"]
 
-_VERSION_1: Final = "v1"  # compat: RecallMessageHandle.VERSION_1
 _MS: Final = timedelta(milliseconds=1)
 
 
@@ -61,20 +48,20 @@ def timer_property(
             raise ValueError(f"delay must be a datetime.timedelta, not {type(delay).__name__}")
         if delay < timedelta(0):
             raise ValueError(f"delay must not be negative (got {delay})")
-        return TIMER_DELAY_MS, str(delay // _MS)
+        return TimerProp.DELAY_MS, str(delay // _MS)
     if isinstance(deliver_at, datetime):
         if deliver_at.tzinfo is None or deliver_at.utcoffset() is None:
             raise ValueError(
                 f"deliver_at must be an aware datetime (got naive {deliver_at.isoformat()}); "
                 "give it a tzinfo, e.g. datetime.now(timezone.utc) + timedelta(minutes=5)"
             )
-        return TIMER_DELIVER_MS, str(int(deliver_at.timestamp() * 1000))
+        return TimerProp.DELIVER_MS, str(int(deliver_at.timestamp() * 1000))
     if type(deliver_at) is not int or deliver_at < 0:
         raise ValueError(
             "deliver_at must be an aware datetime or epoch milliseconds (a non-negative int), "
             f"not {deliver_at!r}"
         )
-    return TIMER_DELIVER_MS, str(deliver_at)
+    return TimerProp.DELIVER_MS, str(deliver_at)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,30 +85,26 @@ class RecallHandle:
                            ("msg_id", self.msg_id)):  # fmt: skip
             if not part or any(c.isspace() for c in part):
                 raise ValueError(f"recall handle: {name} must be non-empty, without spaces")
-        raw = f"{_VERSION_1} {self.topic} {self.broker_name} {self.timestamp_ms} {self.msg_id}"
         # compat: RecallMessageHandle.HandleV1.buildHandle -- Base64.getUrlEncoder (padded)
-        return base64.urlsafe_b64encode(raw.encode()).decode("ascii")
+        handle = wire.RecallHandle(
+            self.topic, self.broker_name, str(self.timestamp_ms), self.msg_id
+        )
+        return handle.encode()
 
     def __str__(self) -> str:
         return self.encode()
 
     @classmethod
     def parse(cls, text: str) -> RecallHandle:
-        """The parts of ``text``; ValueError "recall handle is invalid: ..." (5.x's words)
-        when it is not a v1 handle."""
+        """The parts of ``text``; ValueError "recall handle is invalid" (5.x's words) when it
+        is not a v1 handle."""
         # compat: RecallMessageHandle.decodeHandle
-        if not text:
-            raise ValueError("recall handle is invalid: empty")
         try:
-            padded = text + "=" * (-len(text) % 4)  # Java's decoder takes it unpadded too
-            raw = base64.urlsafe_b64decode(padded.encode("ascii")).decode()
-        except (binascii.Error, UnicodeError, ValueError):
-            raise ValueError(f"recall handle is invalid: not Base64 text ({text!r})") from None
-        items = raw.split(" ")
-        if items[0] != _VERSION_1 or len(items) < 5:
-            raise ValueError(f"recall handle is invalid: not a v1 handle ({raw!r})")
+            parts = wire.decode_handle(text)
+        except (ValueError, UnicodeError):
+            raise ValueError(f"recall handle is invalid: {text!r}") from None
         try:
-            stamp = int(items[3])
+            stamp = int(parts.timestamp)
         except ValueError:
-            raise ValueError(f"recall handle is invalid: timestamp {items[3]!r}") from None
-        return cls(items[1], items[2], stamp, items[4])
+            raise ValueError(f"recall handle is invalid: timestamp {parts.timestamp!r}") from None
+        return cls(parts.topic, parts.broker_name, stamp, parts.msg_id)
