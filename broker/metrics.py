@@ -25,6 +25,7 @@ from aiorocketmq.broker.offsets import SEPARATOR
 from aiorocketmq.broker.roles import Role, Roles
 from aiorocketmq.broker.store import memory
 from aiorocketmq.broker.store.disk import existing
+from aiorocketmq.broker.timer import TimerService
 from aiorocketmq.broker.txcheck import TransactionCheck
 from aiorocketmq.remoting.metrics import PREFIX
 
@@ -45,6 +46,8 @@ class MetricsSource(Protocol):
     def tx_check(self) -> TransactionCheck: ...
     @property
     def roles(self) -> Roles: ...
+    @property
+    def timer(self) -> TimerService: ...
 
 
 def counter(name: str, doc: str, labels: list[str]) -> CounterMetricFamily:
@@ -70,6 +73,7 @@ class BrokerCollector(Collector):
         yield from self._storage()
         yield from self._clients()
         yield from self._set_aside()
+        yield from self._timers()
 
     def _info(self) -> Iterable[Metric]:
         b = self.broker
@@ -203,3 +207,16 @@ class BrokerCollector(Collector):
         for status, count in sorted(b.tx_check.set_aside.items()):
             halves.add_metric([status], count)
         yield from (skipped, failed, halves)
+
+    def _timers(self) -> Iterable[Metric]:
+        """The timer wheel (issue 36): what waits, how late it is, what it did."""
+        timer = self.broker.timer
+        yield value("timer_pending_messages", "Timer messages (and recall markers) waiting in "
+                    "the wheel", timer.timers.pending)  # fmt: skip
+        yield value("timer_delivery_lag_ms", "How far the wheel's delivery is behind the "
+                    "clock (0 while it keeps up)", timer.lag_ms())  # fmt: skip
+        done = counter("timer_messages", "Timer messages the wheel handled, by outcome",
+                       ["outcome"])  # fmt: skip
+        for outcome, count in sorted(timer.counts.items()):
+            done.add_metric([outcome], count)
+        yield done

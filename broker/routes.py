@@ -17,6 +17,7 @@ from aiorocketmq.broker.processors.query import QueryProcessor
 from aiorocketmq.broker.processors.reply import ReplyProcessor
 from aiorocketmq.broker.processors.runtime import RuntimeProcessor
 from aiorocketmq.broker.processors.send import SendProcessor
+from aiorocketmq.broker.processors.timer import TimerProcessor
 from aiorocketmq.broker.slave_sync import SyncProcessor
 from aiorocketmq.remoting.dispatch import Bulkhead, Route, Routes
 from aiorocketmq.remoting.protocol.codes import RequestCode as C
@@ -43,6 +44,7 @@ class Processors:
     sync: SyncProcessor
     acl: AclProcessor
     controller: ControllerProcessor
+    timer: TimerProcessor
 
 
 def routes(p: Processors) -> Routes:
@@ -59,6 +61,9 @@ def routes(p: Processors) -> Routes:
         END_TRANSACTION_BATCH: Route(p.endtx.end_batch),  # ours: remoting/protocol/txbatch.py
         C.GET_ALL_CONSUMER_OFFSET: Route(p.sync.all_consumer_offsets),
         C.GET_ALL_DELAY_OFFSET: Route(p.sync.all_delay_offsets),
+        C.RECALL_MESSAGE: Route(p.timer.recall, group="send"),
+        C.GET_TIMER_CHECK_POINT: Route(p.timer.checkpoint),
+        C.GET_TIMER_METRICS: Route(p.timer.metrics),
         C.PULL_MESSAGE: Route(p.pull.pull),
         C.HEART_BEAT: Route(p.client.heartbeat),
         C.UNREGISTER_CLIENT: Route(p.client.unregister_client),

@@ -38,6 +38,7 @@ from aiorocketmq.broker.processors.query import QueryProcessor
 from aiorocketmq.broker.processors.reply import ReplyProcessor
 from aiorocketmq.broker.processors.runtime import RuntimeProcessor
 from aiorocketmq.broker.processors.send import SendProcessor
+from aiorocketmq.broker.processors.timer import TimerProcessor
 from aiorocketmq.broker.registration import Registrar
 from aiorocketmq.broker.replication import Replication, check_role
 from aiorocketmq.broker.roles import Roles
@@ -46,6 +47,7 @@ from aiorocketmq.broker.slave_sync import SlaveSync, SyncProcessor
 from aiorocketmq.broker.stats import SAMPLE_SECONDS, BrokerStats
 from aiorocketmq.broker.store import MessageStore
 from aiorocketmq.broker.store.config import StoreConfig
+from aiorocketmq.broker.timer import TimerService
 from aiorocketmq.broker.topics import TopicTable, system_topics
 from aiorocketmq.broker.transactions import Transactions
 from aiorocketmq.broker.txcheck import TransactionCheck
@@ -151,6 +153,8 @@ class Broker(Service):
         self.roles = Roles(self, controller=controller)
         self.consumers = Consumers(ctx, self._files())
         self.consumers.load()
+        self.timer = TimerService(ctx.store, lambda: self.ctx.store_config)
+        self.timer.load()  # the wheel rebuilt, before any request can add to it
         self.transactions = Transactions(ctx, self.consumers.offsets)
         ops = self.transactions.rebuild()
         self.tx_check = TransactionCheck(self.transactions, self.consumers.registry)
@@ -304,6 +308,7 @@ class Broker(Service):
             endtx=EndTransactionProcessor(self.transactions),
             sync=SyncProcessor(c.offsets, c.schedule, ctx.store),
             controller=ControllerProcessor(ctx, self.roles),
+            timer=TimerProcessor(ctx, self.timer),
             acl=AclProcessor(self.acl.files if self.acl is not None else None,
                              lambda: (cfg.broker_cluster_name, cfg.broker_name, ctx.addr)),
         )  # fmt: skip
@@ -337,6 +342,7 @@ class Broker(Service):
             (self.config.flush_consumer_offset_interval / 1000, "retry_config_files",
              self._retry_config_files),
             *self.consumers.jobs(self.config),
+            (self.store_config.timer_flush_interval_ms / 1000, "timer_flush", self.timer.flush),
         ]  # fmt: skip
         for interval, name, job in jobs:
             self._loops.append(loop.create_task(every(interval, job, name=name), name=name))
@@ -349,6 +355,7 @@ class Broker(Service):
         loop = asyncio.get_running_loop()
         if master:  # BrokerController.startProcessorByHa
             return [loop.create_task(self.consumers.schedule.run(), name="schedule"),
+                    loop.create_task(self.timer.run(), name="timer_wheel"),
                     loop.create_task(self.tx_check.run(), name="transaction_check")]  # fmt: skip
         # handleSlaveSynchronize: after 3 s, then every 10 s
         sync_s = self.config.slave_sync_interval / 1000
@@ -424,6 +431,7 @@ class Broker(Service):
         await self.ctx.groups.file.close()
         await self.replication.close()
         await self.slave_sync.close()
+        self.timer.close()
         await self.ctx.store.shutdown()
         await self.namesrv.close()
         log.info("broker_stopped", broker=self.config.broker_name)

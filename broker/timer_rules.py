@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Final, NamedTuple
 
+from aiorocketmq.broker.store.config import StoreConfig
 from aiorocketmq.remoting.protocol.codes import ResponseCode
 from aiorocketmq.remoting.protocol.headers.base import parse_int
 from aiorocketmq.remoting.protocol.message import MessageExt, Prop, SysFlag
@@ -49,6 +50,11 @@ class TimerRefused(Exception):
         super().__init__(remark)
         self.code = code
         self.remark = remark
+
+
+def limits_of(config: StoreConfig) -> TimerLimits:
+    return TimerLimits(config.timer_wheel_enable, config.timer_precision_ms,
+                       config.timer_max_delay_sec)  # fmt: skip
 
 
 def has_timer(props: dict[str, str]) -> bool:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import structlog
 
 from aiorocketmq.broker.delay import apply_delay
+from aiorocketmq.broker.timer_rules import TimerRefused, apply_timer, limits_of
 from aiorocketmq.broker.transaction_state import chain_root
 from aiorocketmq.broker.transactions import STORED, Outcome, Transactions, final_message
 from aiorocketmq.remoting.protocol.codes import ResponseCode as R
@@ -23,7 +24,7 @@ from aiorocketmq.remoting.protocol.headers.transaction import (
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
 )
-from aiorocketmq.remoting.protocol.message import MessageExt
+from aiorocketmq.remoting.protocol.message import MessageExt, now_ms
 from aiorocketmq.remoting.protocol.txbatch import EndEntry
 
 log = structlog.get_logger(__name__)
@@ -64,6 +65,11 @@ async def end_many(
                 msg = final_message(half, entry.commit_log_offset)
                 if msg is None:
                     outcomes[i] = LOST
+                    continue
+                try:  # the timer counts from the commit
+                    apply_timer(msg, limits_of(tx.ctx.store_config), now_ms())
+                except TimerRefused as exc:
+                    outcomes[i] = Outcome(exc.code, exc.remark)
                     continue
                 apply_delay(msg, len(tx.store.delays))
                 finals.append(msg)

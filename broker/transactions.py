@@ -23,6 +23,7 @@ from aiorocketmq.broker.context import BrokerContext
 from aiorocketmq.broker.delay import apply_delay
 from aiorocketmq.broker.offsets import ConsumerOffsets
 from aiorocketmq.broker.store import GetStatus, PutResult, PutStatus
+from aiorocketmq.broker.timer_rules import TimerRefused, apply_timer, limits_of
 from aiorocketmq.broker.transaction_state import HalfOps, chain_root
 from aiorocketmq.remoting.errors import MessageDecodeError
 from aiorocketmq.remoting.protocol.codes import ResponseCode as R
@@ -229,6 +230,10 @@ class Transactions:
             msg = final_message(half, hdr.commit_log_offset)
             if msg is None:
                 return Outcome(R.SYSTEM_ERROR, "Find prepared transaction message failed")
+            try:  # the timer counts from the commit (HookUtils: commit messages only)
+                apply_timer(msg, limits_of(self.ctx.store_config), now_ms())
+            except TimerRefused as exc:
+                return Outcome(exc.code, exc.remark)
             apply_delay(msg, len(self.store.delays))
             result = await self.put_with_ops([msg], half, wait_flush=True)
             if result.status in STORED:

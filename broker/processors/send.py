@@ -21,6 +21,7 @@ from aiorocketmq.broker.context import BrokerContext
 from aiorocketmq.broker.delay import apply_delay
 from aiorocketmq.broker.processors.putcodes import PUT_RESULT, STORED
 from aiorocketmq.broker.store import PutResult, PutStatus
+from aiorocketmq.broker.timer_rules import TimerRefused, apply_timer, has_timer, limits_of
 from aiorocketmq.broker.topics import describe
 from aiorocketmq.broker.transactions import Transactions
 from aiorocketmq.remoting.channel import Channel
@@ -38,6 +39,13 @@ from aiorocketmq.remoting.protocol.message import (
     decode_properties,
     now_ms,
     sent_message,
+)
+from aiorocketmq.remoting.protocol.msgid import UniqKeyGenerator
+from aiorocketmq.remoting.protocol.timer import (
+    RECALL_HANDLE_FIELD,
+    TIMER_TOPIC,
+    RecallHandle,
+    TimerProp,
 )
 from aiorocketmq.remoting.protocol.topic import (
     NOT_ALLOWED_SEND_TOPICS,
@@ -58,6 +66,8 @@ log = structlog.get_logger(__name__)
 DLQ_PERM: Final = Perm.READ | Perm.WRITE
 _SENDABLE_CACHE: Final = 65_536
 HALF_BATCH_ILLEGAL: Final = "every message of a half batch needs TRAN_MSG=true and PGROUP"
+# ours, as for delay levels: a timer per message of one batch is not supported
+TIMER_IN_BATCH: Final = "a batch may not carry timer messages"
 
 
 class Refused(Exception):
@@ -77,6 +87,7 @@ class SendProcessor:
         self.topics = ctx.topics
         self.groups = ctx.groups
         self._sendable: set[str] = set()  # topic names that passed the name checks
+        self._uniq = UniqKeyGenerator()  # for a timer message sent without UNIQ_KEY
 
     @property
     def config(self) -> BrokerConfig:
@@ -102,14 +113,17 @@ class SendProcessor:
             props = msg.properties
             if Prop.TRAN_MSG in props and self._prepare_transaction(msg):
                 await self.transactions.half_topic()
-            elif Prop.DELAY in props:
-                apply_delay(msg, len(self.store.delays))
+            else:
+                if self._timer(msg):
+                    await self.wheel_topic()
+                if Prop.DELAY in props:
+                    apply_delay(msg, len(self.store.delays))
         except Refused as exc:
             return response_to(req, exc.code, exc.remark, self._base_ext())
         result = await self.store.put(msg, wait_flush=wait)
         if msg.topic == TRANS_HALF_TOPIC and result.status in STORED:
             self.transactions.remember([msg])
-        return self._answer(req, result, msg.topic, queue_id)
+        return self._answer(req, result, msg.topic, queue_id, msg)
 
     def send_many(
         self, reqs: list[RemotingCommand], ch: Channel
@@ -145,16 +159,20 @@ class SendProcessor:
             half = props.get(Prop.TRAN_MSG, "").lower() == "true"
             if half and self.topics.get(TRANS_HALF_TOPIC) is None:
                 break  # ``send`` creates the half topic
+            if self.topics.get(TIMER_TOPIC) is None and has_timer(props):
+                break  # ``send`` creates the wheel's topic
             if config.topic_filter_type == "MULTI_TAG":
                 msg.sys_flag |= SysFlag.MULTI_TAGS
-            if half:  # parked with the others: a transactional producer's halves batch too
-                try:
+            try:
+                if half:  # parked with the others: a transactional producer's halves batch too
                     self._prepare_transaction(msg)
-                except Refused as exc:
-                    answers.append(response_to(req, exc.code, exc.remark, self._base_ext()))
-                    continue
-            elif Prop.DELAY in props:
-                apply_delay(msg, len(self.store.delays))
+                else:
+                    self._timer(msg)
+                    if Prop.DELAY in props:
+                        apply_delay(msg, len(self.store.delays))
+            except Refused as exc:
+                answers.append(response_to(req, exc.code, exc.remark, self._base_ext()))
+                continue
             taken.append((len(answers), queue_id))
             msgs.append(msg)
             waits.append(wait)
@@ -189,7 +207,7 @@ class SendProcessor:
     ) -> list[RemotingCommand]:
         """``answers`` with the stored messages' answers in their places."""
         for (at, queue_id), msg, result in zip(taken, msgs, results, strict=True):
-            answers[at] = self._answer(reqs[at], result, msg.topic, queue_id)
+            answers[at] = self._answer(reqs[at], result, msg.topic, queue_id, msg)
         done = [a for a in answers if a is not None]
         assert len(done) == len(answers), "every stored message is answered"
         return done
@@ -209,6 +227,8 @@ class SendProcessor:
             halves = self._half_batch(req, hdr)
             queue_id = hdr.queue_id if hdr.queue_id >= 0 else _random_queue(config)
             msgs, wait = self._build_batch(hdr, req.body, queue_id, ch, config)
+            if any(has_timer(m.properties) for m in msgs):
+                raise Refused(ResponseCode.MESSAGE_ILLEGAL, TIMER_IN_BATCH)
             if halves:
                 if len(msgs) > MAX_HALVES:
                     raise Refused(ResponseCode.MESSAGE_ILLEGAL,
@@ -392,10 +412,33 @@ class SendProcessor:
         msg.topic, msg.queue_id = TRANS_HALF_TOPIC, 0
         return True
 
+    def _timer(self, msg: MessageExt) -> bool:
+        """A timer message waits in rmq_sys_wheel_timer (broker.timer_rules); whether it
+        does."""
+        try:
+            waits = apply_timer(msg, limits_of(self.ctx.store_config), now_ms())
+        except TimerRefused as exc:
+            raise Refused(exc.code, exc.remark) from None
+        if waits and Prop.UNIQ_KEY not in msg.properties:  # ours: the key a recall names
+            msg.properties[Prop.UNIQ_KEY] = self._uniq.next()
+        return waits
+
+    async def wheel_topic(self) -> None:
+        """compat: TopicConfigManager (5.x) -- rmq_sys_wheel_timer, 1 queue, RW; created
+        here on first use, so mqadmin lists it once a timer message waits."""
+        if self.topics.get(TIMER_TOPIC) is None:
+            await self.topics.create_plain(TIMER_TOPIC, 1, Perm.READ | Perm.WRITE,
+                                           wait_registered=False)  # fmt: skip
+
     # ------------------------------------------------------------ the answer
 
     def _answer(
-        self, req: RemotingCommand, result: PutResult, topic: str, queue_id: int
+        self,
+        req: RemotingCommand,
+        result: PutResult,
+        topic: str,
+        queue_id: int,
+        msg: MessageExt | None = None,
     ) -> RemotingCommand:
         gate = self.store.ack_gate  # controller mode (broker.failover): a put that did not
         if gate is not None and result.status in STORED and not gate():  # wait is asked too
@@ -416,6 +459,13 @@ class SendProcessor:
         ext["msgId"] = ",".join(result.msg_ids)
         ext["queueId"] = str(queue_id)
         ext["queueOffset"] = str(result.queue_offset)
+        if msg is not None and msg.topic == TIMER_TOPIC and len(result.msg_ids) == 1:
+            real = msg.properties.get(Prop.REAL_TOPIC, "")
+            slot = msg.properties.get(TimerProp.OUT_MS, "")
+            uniq = msg.properties.get(Prop.UNIQ_KEY, "")
+            # compat: SendMessageProcessor (5.3.2+) -- the handle RECALL_MESSAGE takes
+            handle = RecallHandle(real, self.config.broker_name, slot, uniq)
+            ext[RECALL_HANDLE_FIELD] = handle.encode()
         return response_to(req, code, None, ext)
 
 

@@ -43,6 +43,10 @@ class StoreConfig:
         "max_transfer_count_on_message_in_memory": (1, None),
         "max_transfer_bytes_on_message_in_disk": (1, None),
         "max_transfer_count_on_message_in_disk": (1, None),
+        "timer_precision_ms": (1, None),
+        "timer_max_delay_sec": (1, None),
+        "timer_roll_window_slot": (2, None),
+        "mapped_file_size_timer_log": (40, None),
     }
 
     store_path_root_dir: str = field(default_factory=_default_root)
@@ -73,6 +77,13 @@ class StoreConfig:
     max_transfer_count_on_message_in_memory: int = 32
     max_transfer_bytes_on_message_in_disk: int = 64 * 1024
     max_transfer_count_on_message_in_disk: int = 8
+    # timer messages (5.x MessageStoreConfig; features.md 4.1)
+    timer_wheel_enable: bool = True
+    timer_precision_ms: int = 1000
+    timer_max_delay_sec: int = 259_200  # 3 days
+    timer_roll_window_slot: int = 172_800  # slots (2 days at 1 s): later timers roll over
+    mapped_file_size_timer_log: int = 40 * 1024 * 1024  # 1 Mi units of 40 bytes
+    timer_flush_interval_ms: int = 1000
 
     def __post_init__(self) -> None:
         try:

@@ -10,7 +10,12 @@ from typing import NamedTuple
 
 from aiorocketmq.remoting.protocol.message import MessageExt, Prop, SysFlag
 from aiorocketmq.remoting.protocol.msgid import tags_code
-from aiorocketmq.remoting.protocol.topic import SCHEDULE_TOPIC
+from aiorocketmq.remoting.protocol.timer import TimerProp
+from aiorocketmq.remoting.protocol.topic import SCHEDULE_TOPIC, TIMER_TOPIC
+
+# rmq_sys_wheel_timer units: the tags code is the slot (TIMER_OUT_MS), this bit set for a
+# delete marker (TIMER_DEL_UNIQKEY), so the wheel indexes from the ConsumeQueue alone
+TIMER_DELETE_BIT = 1 << 62
 
 NO_QUEUE_TYPES = (SysFlag.TRANSACTION_PREPARED, SysFlag.TRANSACTION_ROLLBACK)
 
@@ -52,7 +57,9 @@ def index_keys(props: dict[str, str]) -> list[str]:
 
 def queue_tags_code(msg: MessageExt, delays: list[int]) -> int:
     """The ConsumeQueue tags code: Java's hash of TAGS, but for SCHEDULE_TOPIC_XXXX units the
-    time the message is due (protocol.md 12.3)."""
+    time the message is due (protocol.md 12.3), for rmq_sys_wheel_timer ones its slot."""
+    if msg.topic == TIMER_TOPIC:
+        return timer_tags_code(msg.properties)
     if msg.topic == SCHEDULE_TOPIC and delays:
         try:
             level = min(max(int(msg.properties.get(Prop.DELAY, "0")), 1), len(delays))
@@ -77,3 +84,13 @@ def dispatch_of(
         index_keys(msg.properties) if keys is None else keys,
         msg.sys_flag,
     )
+
+
+def timer_tags_code(props: dict[str, str]) -> int:
+    """A wheel unit's tags code: TIMER_OUT_MS (0, due at once, if unreadable), with
+    TIMER_DELETE_BIT for a delete marker."""
+    try:
+        slot = max(0, min(int(props.get(TimerProp.OUT_MS, "0")), TIMER_DELETE_BIT - 1))
+    except ValueError:
+        slot = 0
+    return slot | (TIMER_DELETE_BIT if TimerProp.DEL_UNIQKEY in props else 0)

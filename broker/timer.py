@@ -1,0 +1,398 @@
+"""TimerService: the broker's timer wheel (5.x TimerMessageStore's services: enqueue, dequeue,
+roll, delete; features.md 4.1), over the durable TimerStore (broker/store/timerstore.py).
+
+A timer message is a CommitLog record under ``rmq_sys_wheel_timer`` queue 0 (timer_rules
+rewrote it at the send), so it replicates and survives as any record does. This service:
+
+- **indexes** that ConsumeQueue, in order, on every role: each unit is chained into the slot
+  of its TIMER_OUT_MS (the ConsumeQueue's tags code, broker.store.dispatch), or, beyond the
+  roll window, into the window's last slot flagged ROLL; a slot the wheel has passed (or is
+  delivering) is never chosen: such a unit waits in the next one, due at once;
+- **delivers** (a master only: ``run``) each slot once the clock is past it (5.x reads slot T
+  once floor(now) > T, so delivery lands in [due, due + precision)): a ROLL unit's message is
+  put back into the wheel topic with TIMER_ROLL_TIMES + 1; a delete marker (TIMER_DEL_UNIQKEY,
+  RECALL_MESSAGE) cancels the slot's message of that key; any other is stored again under its
+  REAL_TOPIC / REAL_QID with TIMER_ENQUEUE_MS / TIMER_DEQUEUE_MS. A restart resumes at the
+  checkpoint, so what fell due while the broker was down is delivered then.
+
+Exactly once across a SIGKILL: before each put the checkpoint says (slot, units done, the
+CommitLog's end); after a restart the records past that end are read, and a unit whose
+message is among the deliveries found there is not put again.
+
+No stall: a slot of 100,000 messages is delivered ROUND_MESSAGES at a time, yielding to the
+loop whenever a TimeSlice runs out (other clients' round trips stay short).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any, Final
+
+import structlog
+
+from aiorocketmq.broker.store import MessageStore, PutStatus
+from aiorocketmq.broker.store.config import StoreConfig
+from aiorocketmq.broker.store.dispatch import TIMER_DELETE_BIT
+from aiorocketmq.broker.store.results import NEVER_STORED
+from aiorocketmq.broker.store.timercheck import Progress
+from aiorocketmq.broker.store.timerlog import FLAG_ROLL, UNIT_SIZE, Unit
+from aiorocketmq.broker.store.timerstore import TimerStore
+from aiorocketmq.broker.timer_rules import TimerLimits
+from aiorocketmq.remoting.errors import MessageDecodeError
+from aiorocketmq.remoting.protocol.message import (
+    MessageExt,
+    Prop,
+    body_crc,
+    decode_record,
+    now_ms,
+    record_size,
+)
+from aiorocketmq.remoting.protocol.timer import TIMER_TOPIC, TimerProp, delete_key
+from aiorocketmq.remoting.tasks import TimeSlice
+from aiorocketmq.remoting.warnlimit import WarnLimiter
+
+log = structlog.get_logger(__name__)
+
+FLAG_DELETE: Final = 4  # compat: TimerMessageStore.MAGIC_DELETE
+ROUND_MESSAGES: Final = 2048  # per round: the loop is given way between rounds too
+INDEX_BATCH: Final = 4096
+RETRY_FIRST_SECONDS: Final = 0.1
+RETRY_MAX_SECONDS: Final = 10.0
+IDLE_SECONDS: Final = 1.0  # the longest sleep: a clock step is noticed within it
+EMPTY_STEPS: Final = 100_000  # empty slots passed per round (a restart after a long stop)
+
+Identity = tuple[str, int, int]
+
+
+def identity(msg: MessageExt) -> Identity:
+    """What a delivered message shares with the wheel's copy it came from."""
+    return msg.properties.get(Prop.UNIQ_KEY, ""), msg.born_timestamp, body_crc(msg.body)
+
+
+class TimerService:
+    def __init__(self, store: MessageStore, config: Callable[[], StoreConfig]) -> None:
+        cfg = config()
+        self.store = store
+        self.config = config
+        self.precision = cfg.timer_precision_ms
+        self.timers = TimerStore(
+            store.root,
+            precision_ms=cfg.timer_precision_ms,
+            window_slots=cfg.timer_roll_window_slot,
+            segment_units=max(1, cfg.mapped_file_size_timer_log // UNIT_SIZE),
+        )
+        self.busy = False  # delivering slot ``read_ms`` (new units go to the next one)
+        self._wake = asyncio.Event()
+        self._slice = TimeSlice()
+        self._seen: set[Identity] = set()  # deliveries found past the checkpoint's mark
+        self._cache: tuple[int, int, list[Unit], set[str]] | None = None  # the slot read
+        self._backoff = 0.0
+        self._warnings = WarnLimiter(10.0)
+        self.counts: dict[str, int] = {"delivered": 0, "rolled": 0, "recalled": 0,
+                                       "skipped": 0, "indexed": 0}  # fmt: skip
+        self.failures: dict[str, int] = {}
+        self.loaded = False
+        store.add_dispatch_listener(self._arrived)
+
+    @property
+    def limits(self) -> TimerLimits:
+        cfg = self.config()
+        return TimerLimits(cfg.timer_wheel_enable, self.precision, cfg.timer_max_delay_sec)
+
+    # ------------------------------------------------------------ start / stop
+
+    def load(self) -> None:
+        """After the store's recovery: the wheel's files checked and its slots rebuilt, what
+        a crash left half done found, the ConsumeQueue's new units indexed."""
+        started = time.monotonic()
+        cq_min = self.store.min_offset(TIMER_TOPIC, 0)
+        cq_max = self.store.max_offset(TIMER_TOPIC, 0)
+        self.timers.recover(cq_min, cq_max, self.store.max_phys_offset, now_ms())
+        mark = self.timers.progress.phy_mark
+        if mark >= 0:
+            self._seen = self._deliveries_since(mark)
+        self.loaded = True
+        self._index()
+        log.info("timer_wheel_loaded", pending=self.timers.pending,
+                 read_ms=self.timers.progress.read_ms, next_cq=self.timers.next_cq,
+                 seconds=round(time.monotonic() - started, 3))  # fmt: skip
+
+    def close(self) -> None:
+        self.timers.flush()
+        self.timers.close()
+
+    async def flush(self) -> None:
+        """timerFlushIntervalMs: the wheel's files to disk (power loss; a SIGKILL loses none)."""
+        await asyncio.to_thread(self.timers.flush)
+
+    def _deliveries_since(self, mark: int) -> set[Identity]:
+        """Identities of the wheel's puts in the CommitLog from ``mark`` on (a few at most)."""
+        found: set[Identity] = set()
+        phys, end = mark, self.store.max_phys_offset
+        size = self.store.config.mapped_file_size_commit_log
+        while phys < end:
+            record = self.store.read(phys)
+            if record is None:  # a segment's blank end: on to the next segment
+                phys = (phys // size + 1) * size
+                continue
+            try:
+                msg = decode_record(record)
+            except MessageDecodeError:
+                break
+            if TimerProp.DEQUEUE_MS in msg.properties:
+                found.add(identity(msg))
+            phys += record_size(record)
+        return found
+
+    # ------------------------------------------------------------ index
+
+    def _arrived(self, topic: str, _qid: int, _offset: int, _tags: int, _stamp: int) -> None:
+        if topic == TIMER_TOPIC and self.loaded:
+            self._index()
+
+    def _index(self) -> None:
+        cq = self.store.queues.get((TIMER_TOPIC, 0))
+        if cq is None:
+            return
+        ts = self.timers
+        if ts.next_cq < cq.min_offset:
+            ts.next_cq = cq.min_offset
+        while ts.next_cq < cq.max_offset:
+            at = ts.next_cq
+            for offset, (phys, size, tags) in enumerate(cq.raw_units(at, INDEX_BATCH), at):
+                slot, flags = self._slot_of(tags)
+                ts.add(slot, phys, size, offset, flags)
+            if ts.next_cq == at:  # a missing segment: nothing more to read
+                break
+            self.counts["indexed"] += ts.next_cq - at
+            self._wake.set()
+
+    def _slot_of(self, tags: int) -> tuple[int, int]:
+        """The slot a unit waits in and its flags."""
+        flags = FLAG_DELETE if tags & TIMER_DELETE_BIT else 0
+        read_ms = self.timers.progress.read_ms
+        slot = max(tags & ~TIMER_DELETE_BIT, read_ms + self.precision if self.busy else read_ms)
+        now = now_ms() // self.precision * self.precision
+        window = self.timers.window_ms  # the ring holds two windows from read_ms on
+        horizon = min(max(now, read_ms) + window, read_ms + 2 * window) - self.precision
+        if slot > horizon:
+            return horizon, flags | FLAG_ROLL
+        return slot // self.precision * self.precision, flags
+
+    # ------------------------------------------------------------ deliver
+
+    async def run(self) -> None:
+        """A master's delivery loop: deliver what is due, sleep until the next slot."""
+        while True:
+            self._wake.clear()
+            try:
+                wait = await self._round()
+            except Exception:  # a bug on one message must not stop the wheel for good
+                if self._warnings.hit("crashed") is not None:
+                    log.exception("timer_delivery_crashed")
+                self.busy = False
+                wait = self._back_off("crashed")
+            if wait > 0:
+                try:
+                    async with asyncio.timeout(wait):
+                        await self._wake.wait()
+                except TimeoutError:
+                    pass
+
+    async def _round(self) -> float:
+        """Deliver up to ROUND_MESSAGES; seconds until a look is needed (0: more to do)."""
+        ts = self.timers
+        read_ms, done, _mark = ts.progress
+        steps = 0
+        while ts.slot_count(read_ms) == 0:  # empty slots: passed without a write each
+            if now_ms() < read_ms + self.precision or steps >= EMPTY_STEPS:
+                ts.save(Progress(read_ms, 0, -1))
+                return 0.0 if steps >= EMPTY_STEPS else self._until(read_ms)
+            read_ms, done, steps = read_ms + self.precision, 0, steps + 1
+        if now_ms() < read_ms + self.precision:
+            ts.save(Progress(read_ms, done, -1))
+            return self._until(read_ms)
+        self.busy = True
+        units, deletes = await self._slot(read_ms)
+        moved = 0
+        while done < len(units) and moved < ROUND_MESSAGES:
+            ts.save(Progress(read_ms, done, self.store.max_phys_offset))
+            refused = await self._deliver(units[done], deletes)
+            if refused is not None:
+                self.busy = False
+                return self._back_off(refused.name)
+            done += 1
+            moved += 1
+            ts.delivered(1)
+            await self._slice.tick()
+        if done < len(units):
+            ts.save(Progress(read_ms, done, -1))
+            return 0.0
+        self._backoff = 0.0
+        self._seen.clear()
+        self._cache = None
+        ts.save(Progress(read_ms + self.precision, 0, -1))
+        self.busy = False
+        ts.clean()
+        return 0.0
+
+    def _until(self, read_ms: int) -> float:
+        return min(IDLE_SECONDS, max(0.001, (read_ms + self.precision - now_ms()) / 1000))
+
+    def _back_off(self, why: str) -> float:
+        self._backoff = min(RETRY_MAX_SECONDS, max(RETRY_FIRST_SECONDS, self._backoff * 2))
+        self.failures[why] = self.failures.get(why, 0) + 1
+        held = self._warnings.hit(("failed", why))
+        if held is not None:
+            log.warning("timer_delivery_failed", status=why, retry_in=self._backoff,
+                        suppressed=held)  # fmt: skip
+        return self._backoff
+
+    async def _slot(self, read_ms: int) -> tuple[list[Unit], set[str]]:
+        """A slot's units, first indexed first, and the keys its delete markers cancel:
+        read once per slot (kept across rounds), giving the loop way as it goes."""
+        num = self.timers.slot_count(read_ms)
+        if self._cache is not None and self._cache[:2] == (read_ms, num):
+            return self._cache[2], self._cache[3]
+        units: list[Unit] = []
+        keys: set[str] = set()
+        for unit in self.timers.walk(read_ms):
+            units.append(unit)
+            if unit.flags & FLAG_DELETE and not unit.flags & FLAG_ROLL:
+                msg = self._message(unit)
+                key = msg.properties.get(TimerProp.DEL_UNIQKEY) if msg is not None else None
+                if key:
+                    keys.add(key)
+            await self._slice.tick()
+        units.reverse()
+        self._cache = (read_ms, num, units, keys)
+        return units, keys
+
+    def _message(self, unit: Unit) -> MessageExt | None:
+        record = self.store.read(unit.phys)
+        if record is None:
+            return None
+        try:
+            return decode_record(record)
+        except MessageDecodeError:
+            return None
+
+    async def _deliver(self, unit: Unit, deletes: set[str]) -> PutStatus | None:
+        """Put one unit's message where it goes now; None once done (or skipped for good),
+        else the store's status refusing it for now."""
+        msg = self._message(unit)
+        if msg is None:  # retention took it, or it is corrupt: nothing to deliver
+            self.counts["skipped"] += 1
+            return None
+        props = msg.properties
+        if unit.flags & FLAG_DELETE and not unit.flags & FLAG_ROLL:
+            return None  # a marker: it did its work in ``_deletes``
+        real = props.get(Prop.REAL_TOPIC, "")
+        uniq = props.get(Prop.UNIQ_KEY)
+        if uniq and delete_key(real, uniq) in deletes and TimerProp.DEL_UNIQKEY not in props:
+            self.counts["recalled"] += 1
+            return None
+        if self._seen and identity(msg) in self._seen:  # put before the crash
+            return None
+        out = self._rolled(msg) if unit.flags & FLAG_ROLL else self._converted(msg)
+        if out is None:
+            self.counts["skipped"] += 1
+            return None
+        result = await self.store.put(out, wait_flush=False)
+        if result.status in NEVER_STORED:
+            self.counts["skipped"] += 1
+            return None
+        if result.status is not PutStatus.PUT_OK:
+            return result.status
+        self.counts["rolled" if unit.flags & FLAG_ROLL else "delivered"] += 1
+        return None
+
+    def _rolled(self, msg: MessageExt) -> MessageExt:
+        """compat: TimerMessageStore roll -- back into the wheel topic, ROLL_TIMES + 1."""
+        props = dict(msg.properties)
+        try:
+            rolls = int(props.get(TimerProp.ROLL_TIMES, "0"))
+        except ValueError:
+            rolls = 0
+        props[TimerProp.ROLL_TIMES] = str(rolls + 1)
+        props.setdefault(TimerProp.ENQUEUE_MS, str(msg.store_timestamp))
+        props[TimerProp.DEQUEUE_MS] = str(now_ms())
+        return self._copy(msg, TIMER_TOPIC, 0, props)
+
+    def _converted(self, msg: MessageExt) -> MessageExt | None:
+        """compat: TimerMessageStore.convertMessage -- the real topic and queue back."""
+        props = dict(msg.properties)
+        topic = props.pop(Prop.REAL_TOPIC, "")
+        try:
+            queue_id = int(props.pop(Prop.REAL_QID, "-1"))
+        except ValueError:
+            queue_id = -1
+        if not topic or not 0 <= queue_id < 2**31:
+            return None
+        props.setdefault(TimerProp.ENQUEUE_MS, str(msg.store_timestamp))
+        props[TimerProp.DEQUEUE_MS] = str(now_ms())
+        return self._copy(msg, topic, queue_id, props)
+
+    @staticmethod
+    def _copy(msg: MessageExt, topic: str, queue_id: int, props: dict[str, str]) -> MessageExt:
+        return MessageExt(
+            topic=topic,
+            body=msg.body,
+            flag=msg.flag,
+            properties=props,
+            queue_id=queue_id,
+            sys_flag=msg.sys_flag,
+            born_timestamp=msg.born_timestamp,
+            born_host=msg.born_host,
+            reconsume_times=msg.reconsume_times,
+        )
+
+    # ------------------------------------------------------------ recall
+
+    def delivered_already(self, slot_ms: int) -> bool:
+        """Whether the wheel has passed (or is delivering) ``slot_ms``."""
+        read_ms = self.timers.progress.read_ms
+        return slot_ms < read_ms or (slot_ms == read_ms and self.busy)
+
+    def marker(self, topic: str, msg_id: str, slot_ms: int) -> MessageExt:
+        """compat: RecallMessageProcessor.buildMessage -- a delete marker in the message's
+        slot (its TIMER_OUT_MS, taken as it is: no rounding again)."""
+        props = {
+            TimerProp.DEL_UNIQKEY: delete_key(topic, msg_id),
+            TimerProp.OUT_MS: str(slot_ms),
+            Prop.REAL_TOPIC: topic,
+            Prop.REAL_QID: "0",
+            Prop.UNIQ_KEY: msg_id,
+        }
+        return MessageExt(topic=TIMER_TOPIC, body=b"0", properties=props, queue_id=0,
+                          born_timestamp=now_ms())  # fmt: skip
+
+    # ------------------------------------------------------------ figures
+
+    def lag_ms(self) -> int:
+        """How late the wheel is: 0 while it keeps up with the clock."""
+        return max(0, now_ms() - self.timers.progress.read_ms - 2 * self.precision)
+
+    def checkpoint(self) -> dict[str, Any]:
+        """GET_TIMER_CHECK_POINT's body (TimerCheckpoint's names, JSON)."""
+        ts = self.timers
+        return {
+            "lastReadTimeMs": ts.progress.read_ms,
+            "lastReadDone": ts.progress.done,
+            "lastTimerLogFlushPos": ts.log.end,
+            "lastTimerQueueOffset": ts.next_cq,
+            "masterTimerQueueOffset": self.store.max_offset(TIMER_TOPIC, 0),
+            "precisionMs": self.precision,
+        }
+
+    def metrics(self) -> dict[str, Any]:
+        """GET_TIMER_METRICS's body."""
+        return {
+            "pending": self.timers.pending,
+            "lagMs": self.lag_ms(),
+            "readTimeMs": self.timers.progress.read_ms,
+            **self.counts,
+            "failures": dict(self.failures),
+        }
