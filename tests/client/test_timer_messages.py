@@ -257,3 +257,22 @@ def test_the_blocking_client_sends_and_recalls(one_broker: Cluster) -> None:
     got = sync.run(_receive(one_broker, topic, {b"kept"}))
     assert b"gone" not in got
     _on_time(got, b"kept", _ms(at))
+
+
+def test_the_readme_example_runs_as_written(one_broker: Cluster) -> None:
+    """README "Timer messages": its example, only the name server's address this cluster's
+    (its recall raises, failing the run, unless the broker recalled the reminder)."""
+    import re
+    import subprocess
+    import sys
+
+    sync.run(create_everywhere(one_broker, "ExampleTopic", queues=1))
+    root = Path(__file__).resolve().parents[2]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Timer messages", 1)[1].split("\n## ", 1)[0]
+    (code,) = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert '"127.0.0.1:9876"' in code
+    code = code.replace('"127.0.0.1:9876"', repr(one_broker.namesrv_addr))
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True,
+                          text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
