@@ -18,7 +18,7 @@ secret and not signed: anyone who can send to the topic can recall with it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Final
 
 from aiorocketmq.remoting.protocol import timer as wire
@@ -27,6 +27,7 @@ from aiorocketmq.remoting.protocol.timer import TimerProp
 __all__ = ["RecallHandle", "timer_property"]
 
 _MS: Final = timedelta(milliseconds=1)
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def timer_property(
@@ -55,7 +56,7 @@ def timer_property(
                 f"deliver_at must be an aware datetime (got naive {deliver_at.isoformat()}); "
                 "give it a tzinfo, e.g. datetime.now(timezone.utc) + timedelta(minutes=5)"
             )
-        return TimerProp.DELIVER_MS, str(int(deliver_at.timestamp() * 1000))
+        return TimerProp.DELIVER_MS, str((deliver_at - _EPOCH) // _MS)  # exact: no float
     if type(deliver_at) is not int or deliver_at < 0:
         raise ValueError(
             "deliver_at must be an aware datetime or epoch milliseconds (a non-negative int), "
