@@ -173,6 +173,7 @@ class Broker(Service):
             ctx, self.consumers.offsets, self.consumers.schedule, self._master_addr,
             self.meta_follower, tls=self.outbound_tls, credentials=self.inner,
         )  # fmt: skip
+        self.slave_sync.timer = self.timer
         if ops:
             log.info("transaction_ops_read", ops=ops, low=self.transactions.ops.low)
         table, limits = routes(self._processors()), bulkheads(cfg)  # shared by both ports

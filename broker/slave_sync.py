@@ -26,6 +26,7 @@ from aiorocketmq.broker.meta_stream import meta_mark
 from aiorocketmq.broker.offsets import ConsumerOffsets
 from aiorocketmq.broker.schedule import ScheduleService
 from aiorocketmq.broker.store import MessageStore
+from aiorocketmq.broker.timer import TimerService
 from aiorocketmq.remoting.channel import Channel
 from aiorocketmq.remoting.client import RemotingClient
 from aiorocketmq.remoting.errors import RemotingError
@@ -81,6 +82,7 @@ class SlaveSync:
         # tls.enable, as the broker's other clients; signed with the inner credentials: r#3115
         self.client = RemotingClient(tls=tls, credentials=credentials)
         self.rounds = 0
+        self.timer: TimerService | None = None  # the broker sets it: its wheel follows
 
     async def sync_all(self) -> None:
         addr = self.master_addr()
@@ -94,7 +96,17 @@ class SlaveSync:
         except (RemotingError, ValueError, KeyError, TypeError, AttributeError) as exc:
             log.warning("slave_sync_failed", master=addr, error=str(exc))
             return
+        try:  # compat: SlaveSynchronize.syncTimerCheckPoint (5.x); a 4.9.8 master has none
+            await self._timer_checkpoint(addr)
+        except (RemotingError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            log.debug("slave_timer_sync_failed", master=addr, error=str(exc))
         self.rounds += 1
+
+    async def _timer_checkpoint(self, addr: str) -> None:
+        if self.timer is None:
+            return
+        obj, _ = await self._ask(addr, C.GET_TIMER_CHECK_POINT)
+        self.timer.follow(int(obj["lastReadTimeMs"]), int(obj["slotBeganPhys"]))
 
     async def _ask(self, addr: str, code: int) -> tuple[Any, str | None]:
         """The answer's object and its metaOffset (None from a 4.9.8 master)."""

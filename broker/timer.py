@@ -15,12 +15,13 @@ rewrote it at the send), so it replicates and survives as any record does. This 
   REAL_TOPIC / REAL_QID with TIMER_ENQUEUE_MS / TIMER_DEQUEUE_MS. A restart resumes at the
   checkpoint, so what fell due while the broker was down is delivered then.
 
-Exactly once across a SIGKILL: before each put the checkpoint says (slot, units done, the
-CommitLog's end); after a restart the records past that end are read, and a unit whose
+Exactly once across a SIGKILL: before each chunk's append the checkpoint says (slot, units
+done, the CommitLog's end); after a restart the records past that end are read, and a unit whose
 message is among the deliveries found there is not put again.
 
-No stall: a slot of 100,000 messages is delivered ROUND_MESSAGES at a time, yielding to the
-loop whenever a TimeSlice runs out (other clients' round trips stay short).
+No stall: a slot of 100,000 messages is delivered CHUNK at a time (one append each),
+ROUND_MESSAGES per round, yielding to the loop whenever a TimeSlice runs out (other
+clients' round trips stay short).
 """
 
 from __future__ import annotations
@@ -57,18 +58,35 @@ log = structlog.get_logger(__name__)
 
 FLAG_DELETE: Final = 4  # compat: TimerMessageStore.MAGIC_DELETE
 ROUND_MESSAGES: Final = 2048  # per round: the loop is given way between rounds too
+CHUNK: Final = 32  # messages put in one append (and one checkpoint write)
 INDEX_BATCH: Final = 4096
 RETRY_FIRST_SECONDS: Final = 0.1
 RETRY_MAX_SECONDS: Final = 10.0
 IDLE_SECONDS: Final = 1.0  # the longest sleep: a clock step is noticed within it
-EMPTY_STEPS: Final = 100_000  # empty slots passed per round (a restart after a long stop)
+EMPTY_STEPS: Final = 10_000  # empty slots passed per round (a restart after a long stop)
 
-Identity = tuple[str, int, int]
+Identity = tuple[str, int, int, int]
 
 
 def identity(msg: MessageExt) -> Identity:
-    """What a delivered message shares with the wheel's copy it came from."""
-    return msg.properties.get(Prop.UNIQ_KEY, ""), msg.born_timestamp, body_crc(msg.body)
+    """A wheel copy's identity: key, birth, body and how often it rolled."""
+    return (msg.properties.get(Prop.UNIQ_KEY, ""), msg.born_timestamp, body_crc(msg.body),
+            _rolls(msg))  # fmt: skip
+
+
+def source_identity(put: MessageExt) -> Identity:
+    """The identity of the wheel copy a put of the wheel came from (a roll's re-put counts
+    one roll more than its source)."""
+    back = 1 if put.topic == TIMER_TOPIC else 0
+    return (put.properties.get(Prop.UNIQ_KEY, ""), put.born_timestamp, body_crc(put.body),
+            _rolls(put) - back)  # fmt: skip
+
+
+def _rolls(msg: MessageExt) -> int:
+    try:
+        return int(msg.properties.get(TimerProp.ROLL_TIMES, "0"))
+    except ValueError:
+        return 0
 
 
 class TimerService:
@@ -87,6 +105,9 @@ class TimerService:
         self._wake = asyncio.Event()
         self._slice = TimeSlice()
         self._seen: set[Identity] = set()  # deliveries found past the checkpoint's mark
+        self._seen_until = -1  # ... kept until the wheel has passed this slot
+        self._following = False  # progress taken from a master (a slave's)
+        self._slot_began = -1  # the CommitLog's end when the slot being delivered began
         self._cache: tuple[int, int, list[Unit], set[str]] | None = None  # the slot read
         self._backoff = 0.0
         self._warnings = WarnLimiter(10.0)
@@ -94,6 +115,7 @@ class TimerService:
                                        "skipped": 0, "indexed": 0}  # fmt: skip
         self.failures: dict[str, int] = {}
         self.loaded = False
+        self.delivering = False  # the delivery loop runs (a master)
         store.add_dispatch_listener(self._arrived)
 
     @property
@@ -113,6 +135,7 @@ class TimerService:
         mark = self.timers.progress.phy_mark
         if mark >= 0:
             self._seen = self._deliveries_since(mark)
+            self._seen_until = self.timers.progress.read_ms
         self.loaded = True
         self._index()
         log.info("timer_wheel_loaded", pending=self.timers.pending,
@@ -142,7 +165,7 @@ class TimerService:
             except MessageDecodeError:
                 break
             if TimerProp.DEQUEUE_MS in msg.properties:
-                found.add(identity(msg))
+                found.add(source_identity(msg))
             phys += record_size(record)
         return found
 
@@ -153,12 +176,23 @@ class TimerService:
             self._index()
 
     def _index(self) -> None:
+        try:
+            self._index_new()
+        except OSError as exc:  # no space for a TimerLog segment: the next dispatch retries
+            held = self._warnings.hit("index")
+            if held is not None:
+                log.warning("timer_index_failed", error=str(exc), suppressed=held)
+
+    def _index_new(self) -> None:
         cq = self.store.queues.get((TIMER_TOPIC, 0))
         if cq is None:
             return
         ts = self.timers
         if ts.next_cq < cq.min_offset:
             ts.next_cq = cq.min_offset
+        if ts.next_cq > cq.max_offset:  # the queue was deleted or cut back
+            log.warning("timer_queue_behind_index", next_cq=ts.next_cq, queue_max=cq.max_offset)
+            ts.next_cq = cq.max_offset
         while ts.next_cq < cq.max_offset:
             at = ts.next_cq
             for offset, (phys, size, tags) in enumerate(cq.raw_units(at, INDEX_BATCH), at):
@@ -185,6 +219,21 @@ class TimerService:
 
     async def run(self) -> None:
         """A master's delivery loop: deliver what is due, sleep until the next slot."""
+        self.delivering = True
+        if self._following:  # a slave taking over: what its master delivered is not again
+            self._following = False
+            mark = self.timers.progress.phy_mark
+            self._seen = self._deliveries_since(mark) if mark >= 0 else set()
+            self._seen_until = now_ms()
+            log.info("timer_wheel_taken_over", read_ms=self.timers.progress.read_ms,
+                     delivered_since_sync=len(self._seen))  # fmt: skip
+        try:
+            await self._deliver_forever()
+        finally:  # a demotion cancels the loop: a slave delivers nothing, busy with nothing
+            self.busy = self.delivering = False
+            self._cache = None
+
+    async def _deliver_forever(self) -> None:
         while True:
             self._wake.clear()
             try:
@@ -215,28 +264,58 @@ class TimerService:
             ts.save(Progress(read_ms, done, -1))
             return self._until(read_ms)
         self.busy = True
+        if self._slot_began < 0:
+            self._slot_began = self.store.max_phys_offset
         units, deletes = await self._slot(read_ms)
         moved = 0
         while done < len(units) and moved < ROUND_MESSAGES:
+            chunk = units[done : done + CHUNK]
             ts.save(Progress(read_ms, done, self.store.max_phys_offset))
-            refused = await self._deliver(units[done], deletes)
-            if refused is not None:
+            stopped = self._put_chunk(chunk, deletes)
+            if stopped is not None:
+                at, status = stopped
+                ts.save(Progress(read_ms, done + at, -1))
+                ts.delivered(at)
                 self.busy = False
-                return self._back_off(refused.name)
-            done += 1
-            moved += 1
-            ts.delivered(1)
+                return self._back_off(status.name)
+            done += len(chunk)
+            moved += len(chunk)
+            ts.delivered(len(chunk))
             await self._slice.tick()
         if done < len(units):
             ts.save(Progress(read_ms, done, -1))
             return 0.0
         self._backoff = 0.0
-        self._seen.clear()
+        if read_ms >= self._seen_until:
+            self._seen.clear()
         self._cache = None
+        self._slot_began = -1
         ts.save(Progress(read_ms + self.precision, 0, -1))
         self.busy = False
         ts.clean()
         return 0.0
+
+    def _put_chunk(self, chunk: list[Unit], deletes: set[str]) -> tuple[int, PutStatus] | None:
+        """Put a chunk's messages where they go now, in one append; None once all are done
+        (or skipped for good), else the index of the first one the store refused for now
+        and its status (a later one it took is remembered in ``_seen``: not put again)."""
+        outs: list[tuple[int, MessageExt, str]] = []
+        for k, unit in enumerate(chunk):
+            out = self._outgoing(unit, deletes)
+            if out is not None:
+                outs.append((k, *out))
+        results = self.store.put_many([msg for _k, msg, _kind in outs]) if outs else []
+        stopped: tuple[int, PutStatus] | None = None
+        for (k, msg, kind), result in zip(outs, results, strict=True):
+            if result.status is PutStatus.PUT_OK:
+                self.counts[kind] += 1
+                if stopped is not None:
+                    self._seen.add(source_identity(msg))
+            elif result.status in NEVER_STORED:
+                self.counts["skipped"] += 1
+            elif stopped is None:
+                stopped = (k, result.status)
+        return stopped
 
     def _until(self, read_ms: int) -> float:
         return min(IDLE_SECONDS, max(0.001, (read_ms + self.precision - now_ms()) / 1000))
@@ -271,7 +350,8 @@ class TimerService:
         return units, keys
 
     def _message(self, unit: Unit) -> MessageExt | None:
-        record = self.store.read(unit.phys)
+        # as a pull trusts its ConsumeQueue unit: the record's header checked, not its CRC
+        record = self.store.commitlog.read_record(unit.phys)
         if record is None:
             return None
         try:
@@ -279,16 +359,16 @@ class TimerService:
         except MessageDecodeError:
             return None
 
-    async def _deliver(self, unit: Unit, deletes: set[str]) -> PutStatus | None:
-        """Put one unit's message where it goes now; None once done (or skipped for good),
-        else the store's status refusing it for now."""
+    def _outgoing(self, unit: Unit, deletes: set[str]) -> tuple[MessageExt, str] | None:
+        """What a unit's message becomes now and the count it adds to; None if nothing is
+        put (a marker, a recalled message, one put before a crash, one gone)."""
         msg = self._message(unit)
         if msg is None:  # retention took it, or it is corrupt: nothing to deliver
             self.counts["skipped"] += 1
             return None
         props = msg.properties
         if unit.flags & FLAG_DELETE and not unit.flags & FLAG_ROLL:
-            return None  # a marker: it did its work in ``_deletes``
+            return None  # a marker: it did its work in ``_slot``
         real = props.get(Prop.REAL_TOPIC, "")
         uniq = props.get(Prop.UNIQ_KEY)
         if uniq and delete_key(real, uniq) in deletes and TimerProp.DEL_UNIQKEY not in props:
@@ -296,18 +376,13 @@ class TimerService:
             return None
         if self._seen and identity(msg) in self._seen:  # put before the crash
             return None
-        out = self._rolled(msg) if unit.flags & FLAG_ROLL else self._converted(msg)
+        if unit.flags & FLAG_ROLL:
+            return self._rolled(msg), "rolled"
+        out = self._converted(msg)
         if out is None:
             self.counts["skipped"] += 1
             return None
-        result = await self.store.put(out, wait_flush=False)
-        if result.status in NEVER_STORED:
-            self.counts["skipped"] += 1
-            return None
-        if result.status is not PutStatus.PUT_OK:
-            return result.status
-        self.counts["rolled" if unit.flags & FLAG_ROLL else "delivered"] += 1
-        return None
+        return out, "delivered"
 
     def _rolled(self, msg: MessageExt) -> MessageExt:
         """compat: TimerMessageStore roll -- back into the wheel topic, ROLL_TIMES + 1."""
@@ -349,6 +424,14 @@ class TimerService:
             reconsume_times=msg.reconsume_times,
         )
 
+    def follow(self, read_ms: int, slot_began: int) -> None:
+        """A slave takes its master's progress (SlaveSync, every few seconds): slot
+        ``read_ms`` is the one the master delivers, begun when its CommitLog ended at
+        ``slot_began``; a take-over resumes there, skipping what the master delivered since
+        (found in the replicated CommitLog)."""
+        self.timers.save(Progress(read_ms, 0, slot_began))
+        self._following = True
+
     # ------------------------------------------------------------ recall
 
     def delivered_already(self, slot_ms: int) -> bool:
@@ -372,7 +455,10 @@ class TimerService:
     # ------------------------------------------------------------ figures
 
     def lag_ms(self) -> int:
-        """How late the wheel is: 0 while it keeps up with the clock."""
+        """How late the wheel is: 0 while it keeps up with the clock (or delivers nothing:
+        a slave)."""
+        if not self.delivering:
+            return 0
         return max(0, now_ms() - self.timers.progress.read_ms - 2 * self.precision)
 
     def checkpoint(self) -> dict[str, Any]:
@@ -385,6 +471,9 @@ class TimerService:
             "lastTimerQueueOffset": ts.next_cq,
             "masterTimerQueueOffset": self.store.max_offset(TIMER_TOPIC, 0),
             "precisionMs": self.precision,
+            "slotBeganPhys": self._slot_began
+            if self._slot_began >= 0
+            else self.store.max_phys_offset,
         }
 
     def metrics(self) -> dict[str, Any]:

@@ -66,8 +66,8 @@ log = structlog.get_logger(__name__)
 DLQ_PERM: Final = Perm.READ | Perm.WRITE
 _SENDABLE_CACHE: Final = 65_536
 HALF_BATCH_ILLEGAL: Final = "every message of a half batch needs TRAN_MSG=true and PGROUP"
-# ours, as for delay levels: a timer per message of one batch is not supported
-TIMER_IN_BATCH: Final = "a batch may not carry timer messages"
+# ours: a batch is one append to one queue, so its messages all wait in the wheel or none
+TIMER_MIXED_BATCH: Final = "a batch's messages must all be timer messages due later, or none"
 
 
 class Refused(Exception):
@@ -227,8 +227,8 @@ class SendProcessor:
             halves = self._half_batch(req, hdr)
             queue_id = hdr.queue_id if hdr.queue_id >= 0 else _random_queue(config)
             msgs, wait = self._build_batch(hdr, req.body, queue_id, ch, config)
-            if any(has_timer(m.properties) for m in msgs):
-                raise Refused(ResponseCode.MESSAGE_ILLEGAL, TIMER_IN_BATCH)
+            if not halves and any(has_timer(m.properties) for m in msgs):
+                await self._timer_batch(msgs)
             if halves:
                 if len(msgs) > MAX_HALVES:
                     raise Refused(ResponseCode.MESSAGE_ILLEGAL,
@@ -422,6 +422,15 @@ class SendProcessor:
         if waits and Prop.UNIQ_KEY not in msg.properties:  # ours: the key a recall names
             msg.properties[Prop.UNIQ_KEY] = self._uniq.next()
         return waits
+
+    async def _timer_batch(self, msgs: list[MessageExt]) -> None:
+        """Timer messages in a batch (ours: 5.3.3 stores a batch's TIMER_* as they are and
+        delivers at once): each gets its own slot; all must wait in the wheel, or none."""
+        waits = [self._timer(m) for m in msgs]
+        if any(waits) and not all(waits):
+            raise Refused(ResponseCode.MESSAGE_ILLEGAL, TIMER_MIXED_BATCH)
+        if waits[0]:
+            await self.wheel_topic()
 
     async def wheel_topic(self) -> None:
         """compat: TopicConfigManager (5.x) -- rmq_sys_wheel_timer, 1 queue, RW; created

@@ -40,6 +40,15 @@ class Unit(NamedTuple):
     flags: int
 
 
+def fsync_path(path: Path) -> None:
+    """fsync a file by name (a shared mapping's dirty pages are written back with it)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 class Segment:
     def __init__(self, path: Path, base: int, size: int, *, create: bool) -> None:
         self.path, self.base, self.size = path, base, size
@@ -146,8 +155,10 @@ class TimerLog:
         return gone
 
     def flush(self) -> None:
+        """fsync the segments written lately: through a descriptor, not ``mmap.flush``
+        (which holds the GIL through its msync; a thread fsyncing does not)."""
         for seg in self.segments[-2:]:
-            seg.map.flush()
+            fsync_path(seg.path)
 
     def close(self) -> None:
         for seg in self.segments:

@@ -17,11 +17,19 @@ chained into the unit's slot. The CommitLog is the truth; the TimerLog an index 
 from __future__ import annotations
 
 import collections
+import mmap
 from collections.abc import Iterator
 from pathlib import Path
 
 from aiorocketmq.broker.store.timercheck import Progress, TimerCheck
-from aiorocketmq.broker.store.timerlog import MAGIC, MAGIC_MASK, UNIT_SIZE, TimerLog, Unit
+from aiorocketmq.broker.store.timerlog import (
+    MAGIC,
+    MAGIC_MASK,
+    UNIT,
+    UNIT_SIZE,
+    TimerLog,
+    Unit,
+)
 from aiorocketmq.broker.store.timerwheel import TimerWheel
 
 
@@ -41,6 +49,7 @@ class TimerStore:
     def recover(self, cq_min: int, cq_max: int, phys_max: int, now_ms: int) -> None:
         """Load the files after a start, given the wheel topic's ConsumeQueue bounds and
         the CommitLog's end as the store recovered them."""
+        del phys_max  # a unit's message beyond the CommitLog's end has no ConsumeQueue unit
         saved = self.check.read()
         if saved is None:
             saved = Progress(now_ms // self.precision * self.precision, 0, -1)
@@ -48,41 +57,34 @@ class TimerStore:
         self.log.load()
         end, next_cq = self.log.start, -1
         slots: list[int] = []
-        positions: list[int] = []
-        per_segment: list[tuple[int, list[int]]] = []
-        for base, seg_slots, cqs, tails in self.log.columns():
-            kept = 0
-            expect = cqs[0] if next_cq < 0 and cqs else next_cq
-            for cq, tail in zip(cqs, tails, strict=True):
-                if cq != expect or (tail >> 32) & MAGIC_MASK != MAGIC or cq >= cq_max:
-                    break
-                expect += 1
-                kept += 1
+        for seg in self.log.segments:
+            kept, seg_slots = valid_units(seg.map, next_cq, cq_max)
+            seg.max_slot = max(seg_slots, default=-1)
             if kept:
-                next_cq = expect
-            per_segment.append((base, seg_slots[:kept]))
-            slots += seg_slots[:kept]
-            positions += range(base, base + kept * UNIT_SIZE, UNIT_SIZE)
-            end = base + kept * UNIT_SIZE
+                next_cq = UNIT.unpack_from(seg.map, (kept - 1) * UNIT_SIZE)[3] + 1
+            slots += seg_slots
+            end = seg.base + kept * UNIT_SIZE
             if kept * UNIT_SIZE < self.log.segment_size:
                 break
-        del phys_max  # a unit's message beyond the CommitLog's end has no ConsumeQueue unit
         self.log.cut(end)
-        for seg, (_base, seg_slots) in zip(self.log.segments, per_segment, strict=False):
-            seg.max_slot = max(seg_slots, default=-1)
         self.next_cq = max(next_cq, cq_min)
-        self._rebuild(slots, positions)
+        self._rebuild(slots, self.log.start)
 
-    def _rebuild(self, slots: list[int], positions: list[int]) -> None:
+    def _rebuild(self, slots: list[int], start: int) -> None:
+        """The wheel written again from the kept units' slots (``start``: the first's
+        position): C loops only (dict, zip, Counter), a million units in well under 2 s."""
         read_ms = self.progress.read_ms
-        pending = [(s, p) for s, p in zip(slots, positions, strict=True) if s >= read_ms]
-        last = dict(pending)
-        first = dict(reversed(pending))
-        count = collections.Counter(s for s, _p in pending)
+        positions = range(start, start + len(slots) * UNIT_SIZE, UNIT_SIZE)
+        last = dict(zip(slots, positions, strict=True))
+        first = dict(zip(reversed(slots), reversed(positions), strict=True))
+        count = collections.Counter(slots)
         self.wheel.reset()
+        pending = 0
         for slot, num in count.items():
-            self.wheel.put(slot, first[slot], last[slot], num)
-        self.pending = len(pending) - min(self.progress.done, count.get(read_ms, 0))
+            if slot >= read_ms:
+                self.wheel.put(slot, first[slot], last[slot], num)
+                pending += num
+        self.pending = pending - min(self.progress.done, count.get(read_ms, 0))
 
     # ------------------------------------------------------------ index
 
@@ -135,3 +137,44 @@ class TimerStore:
         self.log.close()
         self.wheel.close()
         self.check.close()
+
+
+def valid_units(data: mmap.mmap, first_cq: int, cq_max: int) -> tuple[int, list[int]]:
+    """How many units lead a segment validly -- written (magic), indexing consecutive
+    ConsumeQueue units from ``first_cq`` (-1: any) below ``cq_max`` -- and their slots.
+    Units are written in order, so the written ones are a prefix: its end found by a binary
+    search, then checked whole in C (magic column, first and last ConsumeQueue offsets);
+    only a segment failing that (a power loss tore it) is walked unit by unit."""
+    n = len(data) // UNIT_SIZE
+    lo, hi = 0, n  # units [0, lo) written, [hi, n) not
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if UNIT.unpack_from(data, mid * UNIT_SIZE)[5] & MAGIC_MASK == MAGIC:
+            lo = mid + 1
+        else:
+            hi = mid
+    kept = lo
+    if kept:
+        start = UNIT.unpack_from(data, 0)[3]
+        first_cq = start if first_cq < 0 else first_cq
+        kept = max(0, min(kept, cq_max - first_cq))
+    words = memoryview(data).cast("q")
+    if kept:
+        magics = {m & MAGIC_MASK for m in set(memoryview(data).cast("i")[9 : kept * 10 : 10])}
+        first_ok = UNIT.unpack_from(data, 0)[3] == first_cq
+        last_ok = UNIT.unpack_from(data, (kept - 1) * UNIT_SIZE)[3] == first_cq + kept - 1
+        if magics != {MAGIC} or not (first_ok and last_ok):
+            kept = _walk(data, kept, first_cq)
+    slots = words[0 : kept * 5 : 5].tolist()
+    words.release()
+    return kept, slots
+
+
+def _walk(data: mmap.mmap, most: int, first_cq: int) -> int:
+    expect = first_cq
+    for k in range(most):
+        _slot, _prev, _phys, cq, _size, magic = UNIT.unpack_from(data, k * UNIT_SIZE)
+        if cq != expect or magic & MAGIC_MASK != MAGIC:
+            return k
+        expect += 1
+    return most

@@ -18,6 +18,8 @@ import struct
 from pathlib import Path
 from typing import Final, NamedTuple
 
+from aiorocketmq.broker.store.timerlog import fsync_path
+
 SLOT: Final = struct.Struct("<qqqii")
 SLOT_SIZE: Final = SLOT.size  # 32
 
@@ -57,7 +59,7 @@ class TimerWheel:
         self.map[:] = bytes(len(self.map))
 
     def flush(self) -> None:
-        self.map.flush()
+        fsync_path(self.path)
 
     def close(self) -> None:
         self.map.close()

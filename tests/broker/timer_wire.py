@@ -6,6 +6,7 @@ import asyncio
 import time
 
 from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.protocol.batch import BatchItem, encode_batch
 from aiorocketmq.remoting.protocol.codes import RequestCode
 from aiorocketmq.remoting.protocol.command import RemotingCommand
 from aiorocketmq.remoting.protocol.message import MessageExt, decode_records
@@ -81,3 +82,10 @@ async def wait_count(
 async def waiting(cli: RemotingClient, addr: str) -> int:
     """Timer messages ever stored in rmq_sys_wheel_timer (rolls and markers too)."""
     return await max_offset(cli, addr, TIMER_TOPIC, 0)
+
+
+def timer_batch(topic: str, bodies: list[bytes], props: dict[str, str]) -> RemotingCommand:
+    """SEND_BATCH_MESSAGE to queue 0: ``props`` (the timer) common to every message."""
+    cmd = send_v2(topic, encode_batch([BatchItem(b) for b in bodies]), queue_id=0, props=props)
+    cmd.code = RequestCode.SEND_BATCH_MESSAGE
+    return cmd
