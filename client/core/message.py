@@ -35,8 +35,9 @@ class Message:
     time, never before; a past time is delivered at once; more than ``timerMaxDelaySec``
     (default 3 days) ahead is refused (MQBrokerError code 13). ValueError at once for both
     given, a naive datetime, a negative delay, or either with ``delay_level``. Every send
-    path takes it but ``send_batch`` (a 5.x broker delivers a batch's timers at once); a
-    transactional message gets its timer on commit. The SendResult's ``recall_handle``
+    path takes it (``send_batch``: a batch of timer messages only, on our brokers -- a 5.x
+    broker delivers a batch's timers at once); a transactional message gets its timer on
+    commit. The SendResult's ``recall_handle``
     cancels it while it waits (``Producer.recall``)."""
 
     topic: str

@@ -162,7 +162,10 @@ class Producer(ProducerCore):
 
     async def send_batch(self, msgs: Sequence[Message]) -> SendResult:
         """One SEND_BATCH_MESSAGE of messages to one topic (MessageBatch.generateFromList):
-        no delay levels, no retry topics; ``msg_id`` lists every message's id, comma-separated."""
+        no delay levels, no retry topics; ``msg_id`` lists every message's id, comma-separated.
+        Timer messages (``deliver_at`` / ``delay``) only in a batch of timer messages: our
+        brokers give each its own time (an Apache 5.x broker delivers a batch's timers at
+        once); a batch's result has no ``recall_handle``."""
         return await self._send_batch(msgs)
 
     async def recall(

@@ -95,7 +95,7 @@ async def test_checks_before_any_network_call() -> None:
     """Nothing listens on 127.0.0.1:1: a call that reached the network would fail with a
     connection error, not these."""
     async with Producer("pg_timer_local", namesrv_addr="127.0.0.1:1") as p:
-        with pytest.raises(MQClientError, match=r"timer messages .* not supported"):
+        with pytest.raises(MQClientError, match=r"timer messages .* only"):
             await p.send_batch([Message("T", b"a"), Message("T", b"b", delay=AHEAD)])
         no_handle = SendResult(SendStatus.SEND_OK, "ID1", "OFF", None, 0)  # type: ignore[arg-type]
         with pytest.raises(MQClientError, match="ID1 has no recall handle"):
@@ -172,6 +172,19 @@ async def test_each_send_path_waits_until_due(one_broker: Cluster, producer: Pro
         _on_time(got, body, _ms(start + AHEAD))
     assert got[b"delay"][0].tags == "A"
     assert got[b"at"][0].properties[Prop.UNIQ_KEY] == sent.msg_id
+
+
+async def test_a_batch_of_timers_waits_until_due(one_broker: Cluster, producer: Producer) -> None:
+    """send_batch of timer messages only: each waits for its own time on our broker."""
+    await create_everywhere(one_broker, "TimerBatch", queues=1)
+    start = datetime.now(UTC)
+    batch = [Message("TimerBatch", b"b1", deliver_at=start + AHEAD),
+             Message("TimerBatch", b"b2", delay=AHEAD + timedelta(seconds=1))]  # fmt: skip
+    sent = await producer.send_batch(batch)
+    assert sent.status is SendStatus.SEND_OK and sent.recall_handle is None
+    got = await _receive(one_broker, "TimerBatch", {b"b1", b"b2"})
+    _on_time(got, b"b1", _ms(start + AHEAD))
+    _on_time(got, b"b2", _ms(start + AHEAD + timedelta(seconds=1)))
 
 
 async def test_a_past_time_is_delivered_at_once(one_broker: Cluster, producer: Producer) -> None:
