@@ -60,6 +60,7 @@ from aiorocketmq.client.core.errors import (
 )
 from aiorocketmq.client.core.message import Message, MessageQueue, SendResult, SendStatus
 from aiorocketmq.client.core.security import SecuritySettings, tls_context
+from aiorocketmq.client.core.timer import RecallHandle
 from aiorocketmq.client.producer.options import ProducerOptions
 from aiorocketmq.client.producer.producer import Producer, select_by_hash
 from aiorocketmq.client.producer.request import create_reply
@@ -122,6 +123,7 @@ __all__ = [
     "PullStatus",
     "PushConsumer",
     "RawPull",
+    "RecallHandle",
     "SecuritySettings",
     "SendResult",
     "SendStatus",

@@ -34,6 +34,7 @@ from aiorocketmq.client.consumer.selector import MessageSelector
 from aiorocketmq.client.consumer.types import ConcurrentListener, OrderlyListener, PushOptions
 from aiorocketmq.client.core.api import SendStatus
 from aiorocketmq.client.core.message import Message, MessageQueue, SendResult
+from aiorocketmq.client.core.timer import RecallHandle
 from aiorocketmq.client.producer.options import ProducerSettings
 from aiorocketmq.client.producer.producer import Producer as AsyncProducer
 from aiorocketmq.client.producer.producer import Selector
@@ -124,6 +125,13 @@ class Producer:
     ) -> SendResult:
         """Answer a request a consumer received (``Producer.send_reply``)."""
         return run(self._producer.send_reply(request, body, timeout_ms=timeout_ms))
+
+    def recall(
+        self, topic: str, handle: str | RecallHandle | SendResult, *, timeout_ms: int | None = None
+    ) -> str:
+        """Cancel a timer message that still waits; the recalled message's id
+        (``Producer.recall``)."""
+        return run(self._producer.recall(topic, handle, timeout_ms=timeout_ms))
 
 
 class TransactionProducer(Producer):

@@ -29,6 +29,7 @@ MODULES = (
     "aiorocketmq.client.admin.cmd_trace",
     "aiorocketmq.client.admin.cmd_acl",
     "aiorocketmq.client.admin.cmd_controller",
+    "aiorocketmq.client.admin.cmd_timer",
 )
 
 Run = Callable[["Session", "Namespace"], Awaitable["Output"]]

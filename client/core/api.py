@@ -51,6 +51,10 @@ from aiorocketmq.remoting.protocol.heartbeat import (
 )
 from aiorocketmq.remoting.protocol.message import MessageExt, decode_records, encode_properties
 from aiorocketmq.remoting.protocol.route import TopicRouteData
+from aiorocketmq.remoting.protocol.timer import (
+    RecallMessageRequestHeader,
+    RecallMessageResponseHeader,
+)
 
 __all__ = [
     "AUTO_CREATE_TOPIC",
@@ -76,12 +80,14 @@ __all__ = [
     "parse_locked",
     "parse_offset",
     "parse_pull",
+    "parse_recall",
     "parse_route",
     "parse_send",
     "parse_topic_list",
     "pull_message",
     "query_consumer_offset",
     "queue_request",
+    "recall_message",
     "request",
     "search_offset",
     "send_back",
@@ -318,6 +324,24 @@ def send_ids(ext: Mapping[str, str]) -> tuple[str, int, int]:
         return msg_id, int(qid), int(qoff)
     hdr = SendMessageResponseHeader.from_ext(ext)
     return hdr.msg_id, hdr.queue_id, hdr.queue_offset
+
+
+def recall_message(group: str, topic: str, recall_handle: str, broker_name: str) -> RemotingCommand:
+    """RECALL_MESSAGE (370, 5.x): cancel a timer message still waiting, by the handle its
+    send's reply carried (MQClientAPIImpl.recallMessage, RecallMessageRequestHeader; ``bname``
+    is RpcRequestHeader's brokerName, the handle's broker)."""
+    header = RecallMessageRequestHeader(
+        producer_group=group, topic=topic, recall_handle=recall_handle, bname=broker_name
+    )
+    return RemotingCommand.request(C.RECALL_MESSAGE, header.to_ext())
+
+
+def parse_recall(resp: RemotingCommand, broker_addr: str = "") -> str:
+    """The recalled message's id (RecallMessageResponseHeader.msgId), else the broker's
+    refusal (MQBrokerError)."""
+    if resp.code != R.SUCCESS:
+        raise MQBrokerError(resp.code, resp.remark, broker_addr)
+    return RecallMessageResponseHeader.from_ext(resp.ext_fields).msg_id
 
 
 # ------------------------------------------------------------------ pulling

@@ -15,6 +15,8 @@ import ssl
 from collections.abc import Sequence
 
 from aiorocketmq.client.core.message import Message, MessageQueue, SendResult
+from aiorocketmq.client.core.timer import RecallHandle
+from aiorocketmq.client.producer import recall as rc
 from aiorocketmq.client.producer import request as rr
 from aiorocketmq.client.producer.options import ProducerOptions
 from aiorocketmq.client.producer.sending import ProducerCore, Selector
@@ -32,7 +34,8 @@ class Producer(ProducerCore):
     broker stored the message, retrying on another broker; ``send_orderly`` keeps a key on
     one queue; ``send_oneway`` only writes; ``send_batch`` sends many in one request;
     ``request`` sends a request and waits for its reply, ``send_reply`` answers one
-    (request-reply, RIP-16).
+    (request-reply, RIP-16). A ``Message`` with ``deliver_at`` or ``delay`` is a timer
+    message (5.x's RIP-43); ``recall`` cancels one still waiting.
 
     ``namesrv_addr`` is "host:port[;host:port]" (else NAMESRV_ADDR). The keywords are
     DefaultMQProducer's settings in snake case, with its defaults (ProducerOptions):
@@ -159,8 +162,33 @@ class Producer(ProducerCore):
 
     async def send_batch(self, msgs: Sequence[Message]) -> SendResult:
         """One SEND_BATCH_MESSAGE of messages to one topic (MessageBatch.generateFromList):
-        no delay levels, no retry topics; ``msg_id`` lists every message's id, comma-separated."""
+        no delay levels, no retry topics; ``msg_id`` lists every message's id, comma-separated.
+        Timer messages (``deliver_at`` / ``delay``) only in a batch of timer messages: our
+        brokers give each its own time (an Apache 5.x broker delivers a batch's timers at
+        once); a batch's result has no ``recall_handle``."""
         return await self._send_batch(msgs)
+
+    async def recall(
+        self,
+        topic: str,
+        handle: str | RecallHandle | SendResult,
+        *,
+        timeout_ms: int | None = None,
+    ) -> str:
+        """Cancel a timer message that still waits (5.x's ``recallMessage``, RECALL_MESSAGE
+        370): ``handle`` is its send's ``SendResult`` or ``SendResult.recall_handle`` (a
+        broker's handle: topic, broker, slot time and message id, Base64), or a
+        ``RecallHandle`` built from a message id -- ``RecallHandle(topic,
+        result.queue.broker_name, deliver_at_ms, result.msg_id)`` files the same slot as the
+        broker's for a message sent with ``deliver_at`` (a message id alone does not: the
+        broker files a recall under the message's delivery time). Returns the recalled
+        message's id. Raises MQClientError for a handle that is not one (5.x's "recall handle
+        is invalid"), of another topic, or of a broker not in the topic's route, and
+        MQBrokerError for the broker's refusal -- 5.x's codes and remarks, e.g. ILLEGAL_OPERATION
+        (604) "recall failed, timestamp invalid" once the message fell due (too late: it was
+        delivered or is being delivered), NO_PERMISSION "recall failed, operation is
+        forbidden" when the broker's recallMessageEnable is off."""
+        return await rc.recall(self, topic, handle, timeout_ms)
 
     async def fetch_publish_message_queues(self, topic: str) -> list[MessageQueue]:
         """The queues ``send`` picks among for ``topic``, as a selector is given them

@@ -270,7 +270,8 @@ class ProducerCore:
             mq = MessageQueue(mq.topic, mq.broker_name, queue_id)
         # positional: every send builds one, and keywords cost a frozen init more
         return SendResult(status, prepared.uniq_key, offset_msg_id, mq, queue_offset,
-                          ext.get("MSG_REGION"), ext.get("transactionId"))  # fmt: skip
+                          ext.get("MSG_REGION"), ext.get("transactionId"),
+                          ext.get("recallHandle"))  # fmt: skip
 
     def _addr(self, info: PublishInfo, mq: MessageQueue) -> str:
         addr = info.master_addr(mq.broker_name)
@@ -323,12 +324,13 @@ class ProducerCore:
     def _prepare_batch(self, msgs: Sequence[Message]) -> _Prepared:
         if not msgs:
             raise MQClientError("send_batch: no messages")
-        topic, items, ids = msgs[0].topic, [], []
+        topic, items, ids, timers = msgs[0].topic, [], [], 0
         for msg in msgs:
             if msg.topic != topic:
                 raise MQClientError("send_batch: every message must have the same topic")
             if msg.delay_level > 0 or topic.startswith(RETRY_PREFIX):
                 raise MQClientError("send_batch: delay levels and retry topics are not supported")
+            timers += msg.deliver_at is not None or msg.delay is not None
             check_message(msg, self._max_size)
             if msg.properties:
                 props = msg.wire_properties()
@@ -338,6 +340,14 @@ class ProducerCore:
                 ids.append(uniq := self._ids.next())
                 text = msg.wire_text(uniq)
             items.append(BatchItem(msg.body, msg.flag, text))
+        if 0 < timers < len(msgs):
+            # ours: our brokers keep a batch's timers when all its messages wait (one append
+            # to one queue), and refuse a mix; 5.x's run handleScheduleMessage on single
+            # messages only (a MessageExtBatch skips the hook): its timers come at once
+            raise MQClientError(
+                "send_batch: timer messages (deliver_at / delay) go in a batch of timer "
+                "messages only; send the others apart"
+            )
         body = encode_batch(items)
         if len(body) > self._max_size:
             raise MQClientError(

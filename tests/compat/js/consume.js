@@ -40,7 +40,7 @@ consumer.subscribe(topic, selector, async msg => {
   emit({ body, topic: msg.topic, msgId: msg.msgId, tags: msg.tags, keys: msg.keys,
     props: msg.properties, queueId: msg.queueId, queueOffset: Number(msg.queueOffset),
     bornTimestamp: Number(msg.bornTimestamp), storeTimestamp: Number(msg.storeTimestamp),
-    reconsumeTimes: msg.reconsumeTimes, storeHost: msg.storeHost });
+    reconsumeTimes: msg.reconsumeTimes, storeHost: msg.storeHost, receivedAt: Date.now() });
   if (failOnce.delete(body)) throw new Error(`compat: failing ${body} once on purpose`);
   seen.add(body);
   clearTimeout(idleTimer);

@@ -1,5 +1,7 @@
 'use strict';
 // Usage: node produce.js NAMESRV TOPIC COUNT [--interval=MS] [--run=ID] [--accessKey=AK --secretKey=SK]
+//        [--deliverInMs=MS]: each a timer message, as a 4.9.8 client sends one -- only the user
+//        property TIMER_DELIVER_MS (now + MS), printed as deliverAt
 // Sends COUNT messages (tags tag0..tag2, two keys, a user property) and prints one JSON line
 // per message: its body and the send result (or the error). Exit 0 when all were attempted.
 const { Producer, Message } = require('ali-ons');
@@ -19,9 +21,11 @@ async function main() {
     const msg = new Message(topic, `tag${i % 3}`, body);
     msg.keys = [ `key-${i}`, `alt-${run}-${i}` ];
     msg.properties.customProp = `value-${i}`;
+    const deliverAt = opts.deliverInMs ? Date.now() + Number(opts.deliverInMs) : undefined;
+    if (deliverAt) msg.properties.TIMER_DELIVER_MS = String(deliverAt);
     try {
       const res = await producer.send(msg);
-      emit({ i, body, status: res.sendStatus, msgId: res.msgId, queueId: res.messageQueue.queueId,
+      emit({ i, body, deliverAt, status: res.sendStatus, msgId: res.msgId, queueId: res.messageQueue.queueId,
         broker: res.messageQueue.brokerName, queueOffset: Number(res.queueOffset) });
     } catch (err) {
       emit({ i, body, error: String(err && err.message || err) });
