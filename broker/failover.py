@@ -15,9 +15,13 @@ themselves (issue 35; 5.x BrokerController's ReplicasManager + AutoSwitchHAServi
   key still lives (its lease's TTL, renewed in full when etcd itself restarted), it revokes
   that lease at once (``release_own_stale``), so that replica is elected without waiting.
 - SyncStateSet (5.x AutoSwitchHAService.maybeExpandInSyncStateSet / maybeShrinkSyncStateSet):
-  as master, every ``SYNC_STATE_PERIOD`` a slave caught up within ``haMaxTimeSlaveNotCatchup``
-  joins, and one that is not (or is gone) leaves, through ``alter_sync_state_set``. A joining
-  slave's acks count before the call (it holds everything); a leaving one's stop counting
+  as master, every ``SYNC_STATE_PERIOD`` a member not caught up within
+  ``haMaxTimeSlaveNotCatchup`` (or gone) leaves, and a slave joins once it holds every put a
+  SYNC_MASTER may have acknowledged (its ack at least the counted acks' -- 5.x's
+  ``slaveMaxOffset >= confirmOffset``; having caught up a while ago is not enough: a slave
+  that lagged since would be elected without what the others acknowledged), through
+  ``alter_sync_state_set``. A joining slave's acks count before the call (it holds
+  everything); a leaving one's stop counting
   only once etcd holds the smaller set (until then it may be elected). A put needing HA waits
   for ``AckRule.needed`` replicas (the master counted), one slave at least; as 5.x, only a
   SYNC_MASTER's puts wait (an ASYNC_MASTER acknowledges on its own log; 5.x CommitLog
@@ -98,6 +102,7 @@ class Failover:
     async def _on_master(self, epoch: int) -> None:
         # a new master's SyncStateSet is itself alone: count no slave yet (before the store
         # takes puts, so none is answered under the old count)
+        self.replication.master.confirmed = -1
         self._count(frozenset())
         await self.roles.become_master(epoch)
 
@@ -161,7 +166,15 @@ class Failover:
         current = ctl.state.sync_state_set
         if self.replica_id not in current:
             return  # not yet read as master: the controller's next round
-        want = frozenset({self.replica_id}) | self.caught_up()
+        master = self.replication.master
+        floor: int | None = None  # an ASYNC_MASTER's puts wait for no slave
+        if self.roles.master_role is BrokerRole.SYNC_MASTER:
+            # what this master acknowledged, and what its predecessors wrote (5.x: the slave
+            # also reached the leader epoch's start offset)
+            epoch = master.store.epochs.last
+            floor = max(master.confirmed, epoch.start_offset if epoch is not None else 0)
+        acks = {c.slave_id: c.acked for c in master.connections if c.slave_id is not None}
+        want = wanted_sync_state_set(self.replica_id, current, self.caught_up(), acks, floor)
         if want == current:
             return
         if want - current:  # joining ones count from now (they hold every message)
@@ -176,3 +189,19 @@ class Failover:
             self._count(current)
             return
         self._count(new.sync_state_set)  # leaving ones stop counting only now
+
+
+def wanted_sync_state_set(
+    me: int,
+    current: frozenset[int],
+    caught_up: frozenset[int],
+    acks: dict[int, int],
+    floor: int | None,
+) -> frozenset[int]:
+    """The SyncStateSet a master wants: itself, the members still caught up, and the
+    caught-up slaves that hold every acknowledged put -- their ack (``acks``: brokerId ->
+    offset) at least ``floor``, the offset up to which a put may have been acknowledged
+    (None: no put waits for a slave, an ASYNC_MASTER's, and caught up is enough)."""
+    stay = caught_up & current
+    join = frozenset(s for s in caught_up - current if floor is None or acks.get(s, -1) >= floor)
+    return frozenset({me}) | stay | join

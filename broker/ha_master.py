@@ -77,6 +77,9 @@ class HAMaster:
         # None: any slave's, the highest (4.9.8)
         self.counted: frozenset[int] | None = None
         self.needed = 1
+        # controller mode: the most ``acked`` has been since this broker became master, so
+        # the end of every put a slave's ack let it acknowledge (``acked`` may go down)
+        self.confirmed = -1
         store.add_dispatch_listener(self._arrived)
 
     async def start(self, sock: socket.socket) -> None:
@@ -163,6 +166,8 @@ class HAMaster:
         if offset <= self.acked:
             return
         self.acked = offset
+        if offset > self.confirmed:
+            self.confirmed = offset
         still = []
         for waiter in self._waiters:
             end, _deadline, fut = waiter

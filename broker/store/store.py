@@ -371,6 +371,11 @@ class MessageStore(StoreReads, Replica, Appender):
         refusal = self._refusal(msgs)
         if refusal is not None:
             return PutResult(refusal)
+        gate = self.ack_gate
+        if gate is not None and not gate():  # fenced (controller mode): it could acknowledge
+            # none of it, and a replica elected meanwhile writes these offsets anew: nothing
+            # appended (as a slave refuses puts), so no log diverges to be cut back later
+            return PutResult(PutStatus.SERVICE_NOT_AVAILABLE)
         if wait and self._short_of_replicas():
             return PutResult(PutStatus.IN_SYNC_REPLICAS_NOT_ENOUGH)
         try:

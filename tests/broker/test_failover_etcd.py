@@ -22,7 +22,7 @@ from aiorocketmq.remoting.client import RemotingClient
 from aiorocketmq.remoting.protocol.codes import ResponseCode
 from tests.broker.test_replication import caught_up
 from tests.broker.test_roles import QUEUES, messages, route
-from tests.broker.wire import create_topic, send_v2
+from tests.broker.wire import create_topic, max_offset, send_v2
 from tests.cluster import BrokerProc, Cluster
 from tests.etcd import EtcdMember, etcd_server
 from tests.harness import ROOT
@@ -210,6 +210,14 @@ async def test_a_master_cut_from_etcd_stops_acknowledging(
         nowait = send_v2(TOPIC, b"cut", queue_id=0, props={"WAIT": "false"})
         resp = await client.invoke(broker.addr, nowait, 10)
         assert resp.code == ResponseCode.SERVICE_NOT_AVAILABLE, (resp.code, resp.remark)
+        # and a fenced master appends nothing: a replica elected meanwhile writes these
+        # offsets anew (a 21-round run saw a deposed master's log hold 74 such sends)
+        end = await max_offset(client, broker.addr, TOPIC, 0)
+        for props in ({}, {"WAIT": "false"}):
+            fenced = send_v2(TOPIC, b"fenced", queue_id=0, props=props)
+            resp = await client.invoke(broker.addr, fenced, 10)
+            assert resp.code == ResponseCode.SERVICE_NOT_AVAILABLE, (resp.code, resp.remark)
+        assert await max_offset(client, broker.addr, TOPIC, 0) == end
         # nor is a consumer offset committed two-way (its record cannot be acknowledged)
         commit = update_consumer_offset("cg_fenced", TOPIC, 0, 1)
         resp = await client.invoke(broker.addr, commit, 10)

@@ -23,6 +23,7 @@ from tests.failover.history import (
     history_of,
     read_records,
 )
+from tests.failover.run import on_survivors
 
 A, B = "198.18.35.3:10911", "198.18.35.4:10911"
 
@@ -169,3 +170,21 @@ def test_records_round_trip_through_the_file(tmp_path: Path) -> None:
         f.write('{"type": "send", "key": "cut sh')  # a writer killed mid-line
     h = history_of(read_records(path))
     assert (h.sends, h.commits, h.queries, h.deliveries, h.faults) == tuple([r] for r in records)
+
+
+def test_at_a_kill_one_survivor_holding_each_acknowledged_message_is_enough() -> None:
+    """run.on_survivors: the survivors' union. A survivor outside the SyncStateSet may hold
+    an unacknowledged message of its own at an acknowledged place (a 21-round run flagged
+    74 such, the other survivor holding every acknowledged one); none holding it is a loss,
+    and one holding it only at another place a rewrite."""
+    sends = [ack("k0", 0, 1, 0), ack("k1", 1, 2, 1), ack("late", 5, 6, 2)]
+    kept = [*stored(*sends[:2]), Stored("broker-a", 0, 1, "stray", B)]
+    v = on_survivors(sends, [(3.0, kept)])
+    assert v.ok, v
+    assert v.figures["acknowledged_summed_over_kills"] == 2  # "late" came after the kill
+    missing = on_survivors(sends, [(3.0, [Stored("broker-a", 0, 1, "stray", B)])])
+    assert missing.count == 2 and missing.figures["lost"] == 2
+    assert missing.problems[0].startswith("kill 1: lost: k0 acked at broker-a/0@0")
+    elsewhere = on_survivors(sends, [(3.0, [*stored(sends[0]), Stored("broker-a", 0, 9, "k1", B)])])
+    assert elsewhere.count == 1 and elsewhere.figures["lost"] == 0
+    assert "moved: k1" in elsewhere.problems[0]
