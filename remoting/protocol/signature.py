@@ -10,11 +10,11 @@ Base64(HMAC-SHA1(secretKey, content)).
 from __future__ import annotations
 
 import hashlib
-import hmac
 import operator
 from binascii import b2a_base64
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
+from hmac import compare_digest
 from typing import Final
 
 from aiorocketmq.remoting.protocol.command import RemotingCommand
@@ -206,4 +206,4 @@ def verify(
         return False
     text = _shapes(skip).text(ext)
     expected = b2a_base64(_mac(secret_key, text, body), newline=False)
-    return hmac.compare_digest(sent.encode(), expected)
+    return compare_digest(sent.encode(), expected)
