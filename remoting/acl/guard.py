@@ -46,10 +46,11 @@ class AclGuard:
         key = self._passed.key(cmd, peer)
         try:
             if key is not None:
-                found, account = self._passed.get(rules, key)
-                if found:
-                    if account is not None:
-                        check_signature(account, cmd)
+                account = self._passed.get(rules, key)
+                if account is not None:
+                    check_signature(account, cmd)
+                    return None
+                if self._passed.white(key):
                     return None
             account = check(rules, self.policy, cmd, remote_ip(peer))
         except AclError as exc:

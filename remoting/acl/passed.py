@@ -25,7 +25,8 @@ Key = tuple[str, str | None, int, str | None, str | None]
 
 
 class Passed:
-    """``key(cmd, peer)`` (None: a code not memoised), ``get(rules, key)``, ``put(...)``."""
+    """``key(cmd, peer)`` (None: a code not memoised), ``get(rules, key)`` and ``white(key)``,
+    ``put(...)``."""
 
     __slots__ = ("_entries", "_rules")
 
@@ -41,16 +42,20 @@ class Passed:
         ext = cmd.ext_fields
         return (peer, ext.get(ACCESS_KEY), cmd.code, ext.get(fields[0]), ext.get(fields[1]))
 
-    def get(self, rules: Rules, key: Key) -> tuple[bool, Account | None]:
-        """(found, the account to verify the signature of; None: a white-listed peer)."""
+    def get(self, rules: Rules, key: Key) -> Account | None:
+        """The account to verify the signature of, if ``key`` passed as a signed request (one
+        dict lookup, the hot path); None when not (``white`` then tells a white-listed pass
+        from a miss)."""
         if rules is not self._rules:
             self._entries.clear()
             self._rules = rules
-            return False, None
-        entries = self._entries
-        if key in entries:
-            return True, entries[key]
-        return False, None
+            return None
+        return self._entries.get(key)
+
+    def white(self, key: Key) -> bool:
+        """Whether ``key`` passed as a white-listed peer (no signature to verify); asked
+        after ``get`` (which forgets the passes of older rules)."""
+        return key in self._entries and self._entries[key] is None
 
     def put(self, rules: Rules, key: Key, account: Account | None) -> None:
         if rules is not self._rules:

@@ -9,13 +9,12 @@ Base64(HMAC-SHA1(secretKey, content)).
 
 from __future__ import annotations
 
-import functools
 import hashlib
-import hmac
 import operator
 from binascii import b2a_base64
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
+from hmac import compare_digest
 from typing import Final
 
 from aiorocketmq.remoting.protocol.command import RemotingCommand
@@ -75,25 +74,65 @@ def _getter(shape: tuple[str, ...], skip: frozenset[str]) -> Values:
     return operator.itemgetter(*keys) if keys else _none
 
 
-# per skip, the values getter of each shape of ext keys seen: a client sends one shape per
-# request type, in the same order every time, so the keys are sorted once per shape and the
-# values read in one C call (a hot path: every signed request, on both sides)
-_GETTERS: dict[frozenset[str], dict[tuple[str, ...], Values]] = {}
+class _Shapes:
+    """The values getters of one skip set (a hot path: every signed request, on both sides).
+
+    A client sends one shape of ext keys per request type, so the keys are sorted once per
+    shape (``by_shape``: the keys in the order met) and the values read in one C call. Most
+    requests are found by ``by_count`` alone, without a tuple of their keys: the getter last
+    used for as many keys as the request has outside ``skip``. It is the right one exactly
+    when it finds every key it reads (itemgetter raises KeyError on a missing one): the
+    request then has those keys and no other outside ``skip``, and the content is their
+    values in Java order whatever order they came in. A miss goes by its shape."""
+
+    __slots__ = ("by_count", "by_shape", "keys", "skip")
+
+    def __init__(self, skip: frozenset[str]) -> None:
+        self.skip = skip
+        self.keys = tuple(skip)
+        self.by_count: dict[int, Values] = {}
+        self.by_shape: dict[tuple[str, ...], Values] = {}
+
+    def text(self, ext: dict[str, str]) -> bytes:
+        """The ext values ordered by key (Java String order), skipping ``skip``, UTF-8."""
+        count = len(ext)
+        for key in self.keys:
+            if key in ext:
+                count -= 1
+        values = self.by_count.get(count)
+        if values is not None:
+            try:
+                return "".join(values(ext)).encode()
+            except KeyError:  # another shape with as many keys
+                pass
+        shape = tuple(ext)
+        values = self.by_shape.get(shape)
+        if values is None:
+            if len(self.by_shape) >= _MAX_SHAPES:
+                self.by_shape.clear()
+                self.by_count.clear()
+            values = self.by_shape[shape] = _getter(shape, self.skip)
+        self.by_count[count] = values
+        return "".join(values(ext)).encode()
+
+
 _MAX_SHAPES: Final = 512  # kept per skip; a client inventing shapes only empties the cache
+_CLIENT_SHAPES: Final = _Shapes(CLIENT_SKIP)
+_SERVER_SHAPES: Final = _Shapes(SERVER_SKIP)
+_OTHER_SHAPES: dict[frozenset[str], _Shapes] = {}  # content() with another skip set
 
 
-def _text(ext: dict[str, str], skip: frozenset[str]) -> bytes:
-    """The ext values ordered by key (Java String order), skipping ``skip``, UTF-8."""
-    getters = _GETTERS.get(skip)
-    if getters is None:
-        getters = _GETTERS[skip] = {}
-    shape = tuple(ext)
-    values = getters.get(shape)
-    if values is None:
-        if len(getters) >= _MAX_SHAPES:
-            getters.clear()
-        values = getters[shape] = _getter(shape, skip)
-    return "".join(values(ext)).encode()
+def _shapes(skip: frozenset[str]) -> _Shapes:
+    if skip is SERVER_SKIP:
+        return _SERVER_SHAPES
+    if skip is CLIENT_SKIP:
+        return _CLIENT_SHAPES
+    shapes = _OTHER_SHAPES.get(skip)
+    if shapes is None:
+        if len(_OTHER_SHAPES) >= _MAX_SHAPES:
+            _OTHER_SHAPES.clear()
+        shapes = _OTHER_SHAPES[skip] = _Shapes(skip)
+    return shapes
 
 
 def content(
@@ -101,22 +140,31 @@ def content(
 ) -> bytes:
     """The signed bytes: ext values ordered by key (Java String order), skipping ``skip``,
     UTF-8, then ``body``."""
-    text = _text(dict(ext), frozenset(skip))
+    text = _shapes(frozenset(skip)).text(dict(ext))
     return text + body if body else text
 
 
-@functools.lru_cache(maxsize=1024)
+_PADS: dict[str, tuple[hashlib._Hash, hashlib._Hash]] = {}  # secret key -> its pads
+_MAX_PADS: Final = 1024  # secrets; more only empties the cache
+
+
 def _pads(secret_key: str) -> tuple[hashlib._Hash, hashlib._Hash]:
     """HMAC's inner and outer hashes with the key's pads already absorbed (RFC 2104): per
     request only the message is hashed, half the cost of ``hmac.new`` (a hot path: every
-    signed request, on both sides)."""
+    signed request, on both sides). Cached per secret in a plain dict (callgrind: ~300
+    instructions a request fewer than an lru_cache call)."""
+    pads = _PADS.get(secret_key)
+    if pads is not None:
+        return pads
     key = secret_key.encode()
     if len(key) > 64:  # SHA-1's block size
         key = hashlib.sha1(key).digest()
     key = key.ljust(64, b"\0")
-    inner = hashlib.sha1(bytes(b ^ 0x36 for b in key))
-    outer = hashlib.sha1(bytes(b ^ 0x5C for b in key))
-    return inner, outer
+    pads = (hashlib.sha1(bytes(b ^ 0x36 for b in key)), hashlib.sha1(bytes(b ^ 0x5C for b in key)))
+    if len(_PADS) >= _MAX_PADS:
+        _PADS.clear()
+    _PADS[secret_key] = pads
+    return pads
 
 
 def _mac(secret_key: str, text: bytes, body: bytes | None) -> bytes:
@@ -143,7 +191,7 @@ def sign(cmd: RemotingCommand, credentials: Credentials) -> None:
     ext[ACCESS_KEY] = credentials.access_key
     if credentials.security_token:
         ext[SECURITY_TOKEN] = credentials.security_token
-    mac = _mac(credentials.secret_key, _text(ext, CLIENT_SKIP), cmd.body)
+    mac = _mac(credentials.secret_key, _CLIENT_SHAPES.text(ext), cmd.body)
     ext[SIGNATURE] = b2a_base64(mac, newline=False).decode("ascii")
 
 
@@ -156,5 +204,6 @@ def verify(
     sent = ext.get(SIGNATURE)
     if sent is None:
         return False
-    expected = b2a_base64(_mac(secret_key, _text(ext, skip), body), newline=False)
-    return hmac.compare_digest(sent.encode(), expected)
+    text = _shapes(skip).text(ext)
+    expected = b2a_base64(_mac(secret_key, text, body), newline=False)
+    return compare_digest(sent.encode(), expected)
