@@ -110,8 +110,9 @@ class TimerService:
         self._seen_until = -1  # ... kept until the wheel has passed this slot
         self._following = False  # progress taken from a master (a slave's)
         self._slot_began = -1  # the CommitLog's end when the slot being delivered began
-        # the slot being delivered, read once: (slot, units then, its units, delete keys)
-        self._cache: tuple[int, int, array.array[int], set[str]] | None = None
+        # the slot being delivered, read once: (slot, units then, its units, their
+        # ConsumeQueue offsets, delete keys)
+        self._cache: tuple[int, int, array.array[int], array.array[int], set[str]] | None = None
         self._backoff = 0.0
         self._warnings = WarnLimiter(10.0)
         self.counts: dict[str, int] = {"delivered": 0, "rolled": 0, "recalled": 0,
@@ -120,6 +121,7 @@ class TimerService:
         self.loaded = False
         self.delivering = False  # the delivery loop runs (a master)
         store.add_dispatch_listener(self._arrived)
+        store.add_cut_listener(self._cut)
 
     # ------------------------------------------------------------ start / stop
 
@@ -166,6 +168,25 @@ class TimerService:
                 found.add(source_identity(msg))
             phys += record_size(record)
         return found
+
+    def _cut(self, end: int) -> None:
+        """The store cut its log back to ``end`` (broker.roles, broker.ha_slave: a failover):
+        the units of the messages cut go, else their slots would deliver whatever record
+        comes to lie at their CommitLog offsets (``reload``); indexing resumes at the cut
+        ConsumeQueue's end."""
+        if not self.loaded:
+            return
+        before = self.timers.pending
+        cq_min = self.store.min_offset(TIMER_TOPIC, 0)
+        cq_max = self.store.max_offset(TIMER_TOPIC, 0)
+        self.timers.reload(cq_min, cq_max, end)
+        self._cache = None
+        if self._slot_began > end:
+            self._slot_began = end
+        log.warning("timer_wheel_cut", end=end, pending=self.timers.pending,
+                    dropped=max(0, before - self.timers.pending),
+                    next_cq=self.timers.next_cq)  # fmt: skip
+        self._index()
 
     # ------------------------------------------------------------ index
 
@@ -266,12 +287,12 @@ class TimerService:
         self.busy = True
         if self._slot_began < 0:
             self._slot_began = self.store.max_phys_offset
-        units, deletes = await self._slot(read_ms)
+        units, offsets, deletes = await self._slot(read_ms)
         moved = 0
         while done < len(units) and moved < ROUND_MESSAGES:
             chunk = units[done : done + CHUNK]
             ts.save(Progress(read_ms, done, self.store.max_phys_offset))
-            stopped = self._put_chunk(chunk, deletes)
+            stopped = self._put_chunk(chunk, offsets[done : done + CHUNK], deletes)
             if stopped is not None:
                 at, status = stopped
                 ts.save(Progress(read_ms, done + at, -1))
@@ -296,14 +317,14 @@ class TimerService:
         return 0.0
 
     def _put_chunk(
-        self, chunk: array.array[int], deletes: set[str]
+        self, chunk: array.array[int], offsets: array.array[int], deletes: set[str]
     ) -> tuple[int, PutStatus] | None:
         """Put a chunk's messages where they go now, in one append; None once all are done
         (or skipped for good), else the index of the first one the store refused for now
         and its status (a later one it took is remembered in ``_seen``: not put again)."""
         outs: list[tuple[int, MessageExt, str]] = []
-        for k, packed in enumerate(chunk):
-            out = self._outgoing(packed >> FLAG_BITS, packed & FLAG_MASK, deletes)
+        for k, (packed, cq) in enumerate(zip(chunk, offsets, strict=True)):
+            out = self._outgoing(packed >> FLAG_BITS, packed & FLAG_MASK, cq, deletes)
             if out is not None:
                 outs.append((k, *out))
         results = self.store.put_many([msg for _k, msg, _kind in outs]) if outs else []
@@ -331,43 +352,59 @@ class TimerService:
                         suppressed=held)  # fmt: skip
         return self._backoff
 
-    async def _slot(self, read_ms: int) -> tuple[array.array[int], set[str]]:
+    async def _slot(self, read_ms: int) -> tuple[array.array[int], array.array[int], set[str]]:
         """A slot's units, first indexed first, each ``phys << FLAG_BITS | flags`` in one
         array (100,000 of them are 800 KB and nothing for the garbage collector to walk),
-        and the keys its delete markers cancel: read once per slot (kept across rounds),
-        giving the loop way as it goes."""
+        the ConsumeQueue offsets they index, and the keys its delete markers cancel: read
+        once per slot (kept across rounds), giving the loop way as it goes."""
         num = self.timers.slot_count(read_ms)
         if self._cache is not None and self._cache[:2] == (read_ms, num):
-            return self._cache[2], self._cache[3]
+            return self._cache[2], self._cache[3], self._cache[4]
         units = array.array("q")
+        offsets = array.array("q")
         keys: set[str] = set()
         for unit in self.timers.walk(read_ms):
             units.append(unit.phys << FLAG_BITS | unit.flags)
+            offsets.append(unit.cq_offset)
             if unit.flags & FLAG_DELETE and not unit.flags & FLAG_ROLL:
-                msg = self._message(unit.phys)
+                msg = self._message(unit.phys, unit.cq_offset)
                 key = msg.properties.get(TimerProp.DEL_UNIQKEY) if msg is not None else None
                 if key:
                     keys.add(key)
             await self._slice.tick()
         units.reverse()
-        self._cache = (read_ms, num, units, keys)
-        return units, keys
+        offsets.reverse()
+        self._cache = (read_ms, num, units, offsets, keys)
+        return units, offsets, keys
 
-    def _message(self, phys: int) -> MessageExt | None:
+    def _message(self, phys: int, cq_offset: int) -> MessageExt | None:
+        """The wheel's message a unit indexes; None if the record there is gone, corrupt
+        or another one -- not the wheel topic's ConsumeQueue unit ``cq_offset`` (a log cut
+        back by a failover and written again; ``_cut`` drops such units, this guards)."""
         # as a pull trusts its ConsumeQueue unit: the record's header checked, not its CRC
         record = self.store.commitlog.read_record(phys)
         if record is None:
             return None
         try:
-            return decode_record(record)
+            msg = decode_record(record)
         except MessageDecodeError:
             return None
+        if msg.topic != TIMER_TOPIC or msg.queue_id != 0 or msg.queue_offset != cq_offset:
+            held = self._warnings.hit("mismatch")
+            if held is not None:
+                log.warning("timer_unit_mismatch", phys=phys, cq_offset=cq_offset,
+                            topic=msg.topic, queue_offset=msg.queue_offset,
+                            suppressed=held)  # fmt: skip
+            return None
+        return msg
 
-    def _outgoing(self, phys: int, flags: int, deletes: set[str]) -> tuple[MessageExt, str] | None:
+    def _outgoing(
+        self, phys: int, flags: int, cq_offset: int, deletes: set[str]
+    ) -> tuple[MessageExt, str] | None:
         """What a unit's message becomes now and the count it adds to; None if nothing is
         put (a marker, a recalled message, one put before a crash, one gone)."""
-        msg = self._message(phys)
-        if msg is None:  # retention took it, or it is corrupt: nothing to deliver
+        msg = self._message(phys, cq_offset)
+        if msg is None:  # retention took it, it is corrupt or not the unit's: not delivered
             self.counts["skipped"] += 1
             return None
         props = msg.properties
