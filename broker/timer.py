@@ -41,6 +41,7 @@ from aiorocketmq.broker.store.results import NEVER_STORED
 from aiorocketmq.broker.store.timercheck import Progress
 from aiorocketmq.broker.store.timerlog import FLAG_ROLL, UNIT_SIZE
 from aiorocketmq.broker.store.timerstore import TimerStore
+from aiorocketmq.broker.timer_rates import TimerRates
 from aiorocketmq.remoting.errors import MessageDecodeError
 from aiorocketmq.remoting.protocol.message import (
     MessageExt,
@@ -118,6 +119,7 @@ class TimerService:
         self.counts: dict[str, int] = {"delivered": 0, "rolled": 0, "recalled": 0,
                                        "skipped": 0, "indexed": 0}  # fmt: skip
         self.failures: dict[str, int] = {}
+        self.rates = TimerRates()
         self.loaded = False
         self.delivering = False  # the delivery loop runs (a master)
         store.add_dispatch_listener(self._arrived)
@@ -221,6 +223,7 @@ class TimerService:
                 break
             self.counts["indexed"] += ts.next_cq - at
             self._wake.set()
+        self._tick()
 
     def _slot_of(self, tags: int) -> tuple[int, int]:
         """The slot a unit waits in and its flags."""
@@ -303,6 +306,7 @@ class TimerService:
             moved += len(chunk)
             ts.delivered(len(chunk))
             await self._slice.tick()
+        self._tick()
         if done < len(units):
             ts.save(Progress(read_ms, done, -1))
             return 0.0
@@ -502,6 +506,28 @@ class TimerService:
             return 0
         return max(0, now_ms() - self.timers.progress.read_ms - 2 * self.precision)
 
+    def _tick(self) -> None:
+        counts = self.counts
+        self.rates.tick(time.monotonic(), counts["indexed"], counts["delivered"] + counts["rolled"])
+
+    def runtime_info(self) -> dict[str, str]:
+        """compat: DefaultMessageStore.getRuntimeInfo's timer keys (5.x, with the wheel on):
+        timerReadBehind (s since the slot being read: getDequeueBehind), timerOffsetBehind
+        (wheel-topic units not yet indexed: getEnqueueBehindMessages), timerCongestNum (what
+        waits in the wheel: getAllCongestNum), timerEnqueueTps / timerDequeueTps (the wheel
+        topic's units indexed, and deliveries and rolls put, per second)."""
+        counts = self.counts
+        enq, deq = self.rates.tps(time.monotonic(), counts["indexed"],
+                                  counts["delivered"] + counts["rolled"])  # fmt: skip
+        behind = self.store.max_offset(TIMER_TOPIC, 0) - self.timers.next_cq
+        return {
+            "timerReadBehind": str(max(0, now_ms() - self.timers.progress.read_ms) // 1000),
+            "timerOffsetBehind": str(max(0, behind)),
+            "timerCongestNum": str(self.timers.pending),
+            "timerEnqueueTps": _java_float(enq),
+            "timerDequeueTps": _java_float(deq),
+        }
+
     def checkpoint(self) -> dict[str, Any]:
         """GET_TIMER_CHECK_POINT's body (TimerCheckpoint's names, JSON)."""
         ts = self.timers
@@ -526,3 +552,8 @@ class TimerService:
             **self.counts,
             "failures": dict(self.failures),
         }
+
+
+def _java_float(x: float) -> str:
+    """A rate as Java's Float.toString writes a small one ("0.0", "1.5"); 2 decimals."""
+    return repr(round(x, 2) + 0.0)
