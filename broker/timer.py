@@ -99,6 +99,7 @@ class TimerService:
         # the slot being delivered, read once: (slot, units then, its units, their
         # ConsumeQueue offsets, delete keys)
         self._cache: tuple[int, int, array.array[int], array.array[int], set[str]] | None = None
+        self._cuts = 0  # log cuts seen: a slot read across one is read again
         self._backoff = 0.0
         self._warnings = WarnLimiter(10.0)
         self.counts: dict[str, int] = {"delivered": 0, "rolled": 0, "recalled": 0,
@@ -168,6 +169,7 @@ class TimerService:
         cq_max = self.store.max_offset(TIMER_TOPIC, 0)
         self.timers.reload(cq_min, cq_max, end)
         self._cache = None
+        self._cuts += 1
         if self._slot_began > end:
             self._slot_began = end
         log.warning("timer_wheel_cut", end=end, pending=self.timers.pending,
@@ -392,6 +394,7 @@ class TimerService:
             return units, offsets, keys
         new_units = array.array("q")
         new_offsets = array.array("q")
+        cuts = self._cuts
         for unit in itertools.islice(self.timers.walk(read_ms), num - known):
             new_units.append(unit.phys << FLAG_BITS | unit.flags)
             new_offsets.append(unit.cq_offset)
@@ -401,6 +404,8 @@ class TimerService:
                 if key:
                     keys.add(key)
             await self._slice.tick()
+            if cuts != self._cuts:  # the wheel was read again meanwhile (``_cut``)
+                return await self._slot(read_ms)
         new_units.reverse()
         new_offsets.reverse()
         units.extend(new_units)
