@@ -75,6 +75,7 @@ COMPILED = [
     "broker/store/segment.py",
     "broker/store/props.py",
     "broker/filter/memo.py",
+    "broker/timer_convert.py",
     "remoting/client.py",
     "remoting/deadlines.py",
     "remoting/slots.py",

@@ -311,7 +311,7 @@ class Broker(Service):
             admin=AdminProcessor(ctx),
             groups=GroupAdminProcessor(ctx, c.registry, c.offsets, c.send_oneway),
             query=QueryProcessor(ctx),
-            runtime=RuntimeProcessor(ctx, c.registry, c.offsets, c.schedule),
+            runtime=RuntimeProcessor(ctx, c.registry, c.offsets, c.schedule, self.timer),
             callclient=CallClientProcessor(ctx, c.registry),
             endtx=EndTransactionProcessor(self.transactions),
             sync=SyncProcessor(c.offsets, c.schedule, ctx.store),

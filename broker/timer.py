@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import array
 import asyncio
+import itertools
 import time
 from collections.abc import Callable
 from typing import Any, Final
@@ -41,11 +42,19 @@ from aiorocketmq.broker.store.results import NEVER_STORED
 from aiorocketmq.broker.store.timercheck import Progress
 from aiorocketmq.broker.store.timerlog import FLAG_ROLL, UNIT_SIZE
 from aiorocketmq.broker.store.timerstore import TimerStore
+from aiorocketmq.broker.timer_convert import (
+    Identity,
+    identity,
+    source_identity,
+    to_delivered,
+    to_rolled,
+    wheel_message,
+)
+from aiorocketmq.broker.timer_rates import TimerRates
 from aiorocketmq.remoting.errors import MessageDecodeError
 from aiorocketmq.remoting.protocol.message import (
     MessageExt,
     Prop,
-    body_crc,
     decode_record,
     now_ms,
     record_size,
@@ -67,29 +76,6 @@ RETRY_MAX_SECONDS: Final = 10.0
 IDLE_SECONDS: Final = 1.0  # the longest sleep: a clock step is noticed within it
 EMPTY_STEPS: Final = 10_000  # empty slots passed per round (a restart after a long stop)
 
-Identity = tuple[str, int, int, int]
-
-
-def identity(msg: MessageExt) -> Identity:
-    """A wheel copy's identity: key, birth, body and how often it rolled."""
-    return (msg.properties.get(Prop.UNIQ_KEY, ""), msg.born_timestamp, body_crc(msg.body),
-            _rolls(msg))  # fmt: skip
-
-
-def source_identity(put: MessageExt) -> Identity:
-    """The identity of the wheel copy a put of the wheel came from (a roll's re-put counts
-    one roll more than its source)."""
-    back = 1 if put.topic == TIMER_TOPIC else 0
-    return (put.properties.get(Prop.UNIQ_KEY, ""), put.born_timestamp, body_crc(put.body),
-            _rolls(put) - back)  # fmt: skip
-
-
-def _rolls(msg: MessageExt) -> int:
-    try:
-        return int(msg.properties.get(TimerProp.ROLL_TIMES, "0"))
-    except ValueError:
-        return 0
-
 
 class TimerService:
     def __init__(self, store: MessageStore, config: Callable[[], StoreConfig]) -> None:
@@ -110,16 +96,20 @@ class TimerService:
         self._seen_until = -1  # ... kept until the wheel has passed this slot
         self._following = False  # progress taken from a master (a slave's)
         self._slot_began = -1  # the CommitLog's end when the slot being delivered began
-        # the slot being delivered, read once: (slot, units then, its units, delete keys)
-        self._cache: tuple[int, int, array.array[int], set[str]] | None = None
+        # the slot being delivered, read once: (slot, units then, its units, their
+        # ConsumeQueue offsets, delete keys)
+        self._cache: tuple[int, int, array.array[int], array.array[int], set[str]] | None = None
+        self._cuts = 0  # log cuts seen: a slot read across one is read again
         self._backoff = 0.0
         self._warnings = WarnLimiter(10.0)
         self.counts: dict[str, int] = {"delivered": 0, "rolled": 0, "recalled": 0,
                                        "skipped": 0, "indexed": 0}  # fmt: skip
         self.failures: dict[str, int] = {}
+        self.rates = TimerRates()
         self.loaded = False
         self.delivering = False  # the delivery loop runs (a master)
         store.add_dispatch_listener(self._arrived)
+        store.add_cut_listener(self._cut)
 
     # ------------------------------------------------------------ start / stop
 
@@ -167,6 +157,26 @@ class TimerService:
             phys += record_size(record)
         return found
 
+    def _cut(self, end: int) -> None:
+        """The store cut its log back to ``end`` (broker.roles, broker.ha_slave: a failover):
+        the units of the messages cut go, else their slots would deliver whatever record
+        comes to lie at their CommitLog offsets (``reload``); indexing resumes at the cut
+        ConsumeQueue's end."""
+        if not self.loaded:
+            return
+        before = self.timers.pending
+        cq_min = self.store.min_offset(TIMER_TOPIC, 0)
+        cq_max = self.store.max_offset(TIMER_TOPIC, 0)
+        self.timers.reload(cq_min, cq_max, end)
+        self._cache = None
+        self._cuts += 1
+        if self._slot_began > end:
+            self._slot_began = end
+        log.warning("timer_wheel_cut", end=end, pending=self.timers.pending,
+                    dropped=max(0, before - self.timers.pending),
+                    next_cq=self.timers.next_cq)  # fmt: skip
+        self._index()
+
     # ------------------------------------------------------------ index
 
     def _arrived(self, topic: str, _qid: int, _offset: int, _tags: int, _stamp: int) -> None:
@@ -200,6 +210,7 @@ class TimerService:
                 break
             self.counts["indexed"] += ts.next_cq - at
             self._wake.set()
+        self._tick()
 
     def _slot_of(self, tags: int) -> tuple[int, int]:
         """The slot a unit waits in and its flags."""
@@ -262,16 +273,17 @@ class TimerService:
             read_ms, done, steps = read_ms + self.precision, 0, steps + 1
         if now_ms() < read_ms + self.precision:
             ts.save(Progress(read_ms, done, -1))
+            await self._slot(read_ms)  # read ahead: when it falls due, the puts start
             return self._until(read_ms)
         self.busy = True
         if self._slot_began < 0:
             self._slot_began = self.store.max_phys_offset
-        units, deletes = await self._slot(read_ms)
+        units, offsets, deletes = await self._slot(read_ms)
         moved = 0
         while done < len(units) and moved < ROUND_MESSAGES:
             chunk = units[done : done + CHUNK]
             ts.save(Progress(read_ms, done, self.store.max_phys_offset))
-            stopped = self._put_chunk(chunk, deletes)
+            stopped = self._put_chunk(chunk, offsets[done : done + CHUNK], deletes)
             if stopped is not None:
                 at, status = stopped
                 ts.save(Progress(read_ms, done + at, -1))
@@ -282,6 +294,7 @@ class TimerService:
             moved += len(chunk)
             ts.delivered(len(chunk))
             await self._slice.tick()
+        self._tick()
         if done < len(units):
             ts.save(Progress(read_ms, done, -1))
             return 0.0
@@ -296,28 +309,61 @@ class TimerService:
         return 0.0
 
     def _put_chunk(
-        self, chunk: array.array[int], deletes: set[str]
+        self, chunk: array.array[int], offsets: array.array[int], deletes: set[str]
     ) -> tuple[int, PutStatus] | None:
         """Put a chunk's messages where they go now, in one append; None once all are done
         (or skipped for good), else the index of the first one the store refused for now
-        and its status (a later one it took is remembered in ``_seen``: not put again)."""
-        outs: list[tuple[int, MessageExt, str]] = []
+        and its status (a later one it took is remembered in ``_seen``: not put again).
+        Per message: its record read and decoded once, the decoded message put
+        (broker.timer_convert, compiled)."""
+        now_text = str(now_ms())
+        read, counts, seen = self.store.commitlog.read_record, self.counts, self._seen
+        at: list[int] = []
+        outs: list[MessageExt] = []
+        kinds: list[str] = []
         for k, packed in enumerate(chunk):
-            out = self._outgoing(packed >> FLAG_BITS, packed & FLAG_MASK, deletes)
-            if out is not None:
-                outs.append((k, *out))
-        results = self.store.put_many([msg for _k, msg, _kind in outs]) if outs else []
+            flags = packed & FLAG_MASK
+            if flags & FLAG_DELETE and not flags & FLAG_ROLL:
+                continue  # a marker: it did its work in ``_slot``
+            msg = self._message(packed >> FLAG_BITS, offsets[k], read)
+            if msg is None:  # retention took it, it is corrupt or not the unit's
+                counts["skipped"] += 1
+                continue
+            if deletes and self._recalled(msg, deletes):
+                counts["recalled"] += 1
+                continue
+            if seen and identity(msg) in seen:  # put before the crash
+                continue
+            if flags & FLAG_ROLL:
+                to_rolled(msg, now_text)
+                kinds.append("rolled")
+            elif to_delivered(msg, now_text):
+                kinds.append("delivered")
+            else:  # no real topic and queue: nothing to deliver
+                counts["skipped"] += 1
+                continue
+            at.append(k)
+            outs.append(msg)
+        results = self.store.put_many(outs) if outs else []
         stopped: tuple[int, PutStatus] | None = None
-        for (k, msg, kind), result in zip(outs, results, strict=True):
+        for k, msg, kind, result in zip(at, outs, kinds, results, strict=True):
             if result.status is PutStatus.PUT_OK:
-                self.counts[kind] += 1
+                counts[kind] += 1
                 if stopped is not None:
-                    self._seen.add(source_identity(msg))
+                    seen.add(source_identity(msg))
             elif result.status in NEVER_STORED:
-                self.counts["skipped"] += 1
+                counts["skipped"] += 1
             elif stopped is None:
                 stopped = (k, result.status)
         return stopped
+
+    @staticmethod
+    def _recalled(msg: MessageExt, deletes: set[str]) -> bool:
+        """A delete marker of its slot names it (not itself a marker)."""
+        props = msg.properties
+        uniq = props.get(Prop.UNIQ_KEY)
+        return (bool(uniq) and delete_key(props.get(Prop.REAL_TOPIC, ""), uniq or "") in deletes
+                and TimerProp.DEL_UNIQKEY not in props)  # fmt: skip
 
     def _until(self, read_ms: int) -> float:
         return min(IDLE_SECONDS, max(0.001, (read_ms + self.precision - now_ms()) / 1000))
@@ -331,102 +377,57 @@ class TimerService:
                         suppressed=held)  # fmt: skip
         return self._backoff
 
-    async def _slot(self, read_ms: int) -> tuple[array.array[int], set[str]]:
+    async def _slot(self, read_ms: int) -> tuple[array.array[int], array.array[int], set[str]]:
         """A slot's units, first indexed first, each ``phys << FLAG_BITS | flags`` in one
         array (100,000 of them are 800 KB and nothing for the garbage collector to walk),
-        and the keys its delete markers cancel: read once per slot (kept across rounds),
-        giving the loop way as it goes."""
+        the ConsumeQueue offsets they index, and the keys its delete markers cancel: read
+        once per slot (kept across rounds; units chained since are read on their own, the
+        newest of the chain), giving the loop way as it goes. Read ahead, while the slot
+        is not due yet (``_round``): its delivery starts with the puts."""
         num = self.timers.slot_count(read_ms)
-        if self._cache is not None and self._cache[:2] == (read_ms, num):
-            return self._cache[2], self._cache[3]
-        units = array.array("q")
-        keys: set[str] = set()
-        for unit in self.timers.walk(read_ms):
-            units.append(unit.phys << FLAG_BITS | unit.flags)
+        cache = self._cache
+        if cache is not None and cache[0] == read_ms and cache[1] <= num:
+            known, units, offsets, keys = cache[1], cache[2], cache[3], cache[4]
+        else:
+            known, units, offsets, keys = 0, array.array("q"), array.array("q"), set()
+        if known == num:
+            return units, offsets, keys
+        new_units = array.array("q")
+        new_offsets = array.array("q")
+        cuts = self._cuts
+        for unit in itertools.islice(self.timers.walk(read_ms), num - known):
+            new_units.append(unit.phys << FLAG_BITS | unit.flags)
+            new_offsets.append(unit.cq_offset)
             if unit.flags & FLAG_DELETE and not unit.flags & FLAG_ROLL:
-                msg = self._message(unit.phys)
+                msg = self._message(unit.phys, unit.cq_offset)
                 key = msg.properties.get(TimerProp.DEL_UNIQKEY) if msg is not None else None
                 if key:
                     keys.add(key)
             await self._slice.tick()
-        units.reverse()
-        self._cache = (read_ms, num, units, keys)
-        return units, keys
+            if cuts != self._cuts:  # the wheel was read again meanwhile (``_cut``)
+                return await self._slot(read_ms)
+        new_units.reverse()
+        new_offsets.reverse()
+        units.extend(new_units)
+        offsets.extend(new_offsets)
+        self._cache = (read_ms, num, units, offsets, keys)
+        return units, offsets, keys
 
-    def _message(self, phys: int) -> MessageExt | None:
+    def _message(
+        self, phys: int, cq_offset: int, read: Callable[[int], bytes | None] | None = None
+    ) -> MessageExt | None:
+        """The wheel's message a unit indexes; None if the record there is gone, corrupt
+        or another one -- not the wheel topic's ConsumeQueue unit ``cq_offset`` (a log cut
+        back by a failover and written again; ``_cut`` drops such units, this guards)."""
         # as a pull trusts its ConsumeQueue unit: the record's header checked, not its CRC
-        record = self.store.commitlog.read_record(phys)
-        if record is None:
-            return None
-        try:
-            return decode_record(record)
-        except MessageDecodeError:
-            return None
-
-    def _outgoing(self, phys: int, flags: int, deletes: set[str]) -> tuple[MessageExt, str] | None:
-        """What a unit's message becomes now and the count it adds to; None if nothing is
-        put (a marker, a recalled message, one put before a crash, one gone)."""
-        msg = self._message(phys)
-        if msg is None:  # retention took it, or it is corrupt: nothing to deliver
-            self.counts["skipped"] += 1
-            return None
-        props = msg.properties
-        if flags & FLAG_DELETE and not flags & FLAG_ROLL:
-            return None  # a marker: it did its work in ``_slot``
-        real = props.get(Prop.REAL_TOPIC, "")
-        uniq = props.get(Prop.UNIQ_KEY)
-        if uniq and delete_key(real, uniq) in deletes and TimerProp.DEL_UNIQKEY not in props:
-            self.counts["recalled"] += 1
-            return None
-        if self._seen and identity(msg) in self._seen:  # put before the crash
-            return None
-        if flags & FLAG_ROLL:
-            return self._rolled(msg), "rolled"
-        out = self._converted(msg)
-        if out is None:
-            self.counts["skipped"] += 1
-            return None
-        return out, "delivered"
-
-    def _rolled(self, msg: MessageExt) -> MessageExt:
-        """compat: TimerMessageStore roll -- back into the wheel topic, ROLL_TIMES + 1."""
-        props = dict(msg.properties)
-        try:
-            rolls = int(props.get(TimerProp.ROLL_TIMES, "0"))
-        except ValueError:
-            rolls = 0
-        props[TimerProp.ROLL_TIMES] = str(rolls + 1)
-        props.setdefault(TimerProp.ENQUEUE_MS, str(msg.store_timestamp))
-        props[TimerProp.DEQUEUE_MS] = str(now_ms())
-        return self._copy(msg, TIMER_TOPIC, 0, props)
-
-    def _converted(self, msg: MessageExt) -> MessageExt | None:
-        """compat: TimerMessageStore.convertMessage -- the real topic and queue back."""
-        props = dict(msg.properties)
-        topic = props.pop(Prop.REAL_TOPIC, "")
-        try:
-            queue_id = int(props.pop(Prop.REAL_QID, "-1"))
-        except ValueError:
-            queue_id = -1
-        if not topic or not 0 <= queue_id < 2**31:
-            return None
-        props.setdefault(TimerProp.ENQUEUE_MS, str(msg.store_timestamp))
-        props[TimerProp.DEQUEUE_MS] = str(now_ms())
-        return self._copy(msg, topic, queue_id, props)
-
-    @staticmethod
-    def _copy(msg: MessageExt, topic: str, queue_id: int, props: dict[str, str]) -> MessageExt:
-        return MessageExt(
-            topic=topic,
-            body=msg.body,
-            flag=msg.flag,
-            properties=props,
-            queue_id=queue_id,
-            sys_flag=msg.sys_flag,
-            born_timestamp=msg.born_timestamp,
-            born_host=msg.born_host,
-            reconsume_times=msg.reconsume_times,
-        )
+        record = (read or self.store.commitlog.read_record)(phys)
+        msg = wheel_message(record, cq_offset)
+        if msg is None and record is not None:
+            held = self._warnings.hit("mismatch")
+            if held is not None:
+                log.warning("timer_unit_not_its_record", phys=phys, cq_offset=cq_offset,
+                            suppressed=held)  # fmt: skip
+        return msg
 
     def follow(self, read_ms: int, slot_began: int) -> None:
         """A slave takes its master's progress (SlaveSync, every few seconds): slot
@@ -465,6 +466,28 @@ class TimerService:
             return 0
         return max(0, now_ms() - self.timers.progress.read_ms - 2 * self.precision)
 
+    def _tick(self) -> None:
+        counts = self.counts
+        self.rates.tick(time.monotonic(), counts["indexed"], counts["delivered"] + counts["rolled"])
+
+    def runtime_info(self) -> dict[str, str]:
+        """compat: DefaultMessageStore.getRuntimeInfo's timer keys (5.x, with the wheel on):
+        timerReadBehind (s since the slot being read: getDequeueBehind), timerOffsetBehind
+        (wheel-topic units not yet indexed: getEnqueueBehindMessages), timerCongestNum (what
+        waits in the wheel: getAllCongestNum), timerEnqueueTps / timerDequeueTps (the wheel
+        topic's units indexed, and deliveries and rolls put, per second)."""
+        counts = self.counts
+        enq, deq = self.rates.tps(time.monotonic(), counts["indexed"],
+                                  counts["delivered"] + counts["rolled"])  # fmt: skip
+        behind = self.store.max_offset(TIMER_TOPIC, 0) - self.timers.next_cq
+        return {
+            "timerReadBehind": str(max(0, now_ms() - self.timers.progress.read_ms) // 1000),
+            "timerOffsetBehind": str(max(0, behind)),
+            "timerCongestNum": str(self.timers.pending),
+            "timerEnqueueTps": _java_float(enq),
+            "timerDequeueTps": _java_float(deq),
+        }
+
     def checkpoint(self) -> dict[str, Any]:
         """GET_TIMER_CHECK_POINT's body (TimerCheckpoint's names, JSON)."""
         ts = self.timers
@@ -489,3 +512,8 @@ class TimerService:
             **self.counts,
             "failures": dict(self.failures),
         }
+
+
+def _java_float(x: float) -> str:
+    """A rate as Java's Float.toString writes a small one ("0.0", "1.5"); 2 decimals."""
+    return repr(round(x, 2) + 0.0)

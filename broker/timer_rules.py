@@ -69,6 +69,22 @@ def round_slot(deliver_ms: int, precision_ms: int) -> int:
     return deliver_ms // precision_ms * precision_ms
 
 
+def handle_time(slot_ms: int) -> int:
+    """compat: SendMessageProcessor (5.3.2+) -- a recall handle carries TIMER_OUT_MS + 1: a
+    time inside the slot, which the recall rounds back to it as a send's TIMER_DELIVER_MS."""
+    return slot_ms + 1
+
+
+def recall_slots(stamp: int, precision_ms: int) -> tuple[int, ...]:
+    """The slots a recall handle's timestamp names. compat: RecallMessageProcessor puts its
+    marker with TIMER_DELIVER_MS = the timestamp, rounded as a send's (``round_slot``): any
+    time in (slot, slot + precision] names the slot. Ours besides: a time on a boundary may be
+    a handle our broker answered before it added the + 1 (the slot's own time), so that slot
+    is named too -- a marker where no message of its key waits cancels nothing."""
+    slot = round_slot(stamp, precision_ms)
+    return (slot, stamp) if stamp % precision_ms == 0 else (slot,)
+
+
 def deliver_ms(props: dict[str, str], now: int) -> int:
     """The time asked for, by precedence; ValueError if the winning property is not a long."""
     if TimerProp.DELAY_SEC in props:

@@ -20,6 +20,7 @@ from aiorocketmq.broker.registry import ClientRegistry
 from aiorocketmq.broker.schedule import ScheduleService
 from aiorocketmq.broker.stats import FOUND, GET, MISS, PUT, BrokerStats
 from aiorocketmq.broker.store.disk import used_ratio
+from aiorocketmq.broker.timer import TimerService
 from aiorocketmq.remoting.channel import Channel
 from aiorocketmq.remoting.protocol.codes import CURRENT_VERSION, ResponseCode
 from aiorocketmq.remoting.protocol.command import RemotingCommand, response_to
@@ -55,11 +56,13 @@ class RuntimeProcessor:
         registry: ClientRegistry,
         offsets: ConsumerOffsets,
         schedule: ScheduleService,
+        timer: TimerService | None = None,
     ) -> None:
         self.ctx = ctx
         self.registry = registry
         self.offsets = offsets
         self.schedule = schedule
+        self.timer = timer
 
     def get_runtime_info(self, req: RemotingCommand, ch: Channel) -> RemotingCommand:
         """KVTable: StoreStatsService's, DefaultMessageStore's and the broker's own keys
@@ -115,6 +118,9 @@ class RuntimeProcessor:
                 continue
             top = store.max_offset(SCHEDULE_TOPIC, level - 1)
             table[f"scheduleMessageOffset_{level}"] = f"{offset},{top}"
+        # 5.x: the timer wheel's keys, with the wheel on (clusterList's #Timer(Progress))
+        if self.timer is not None and self.ctx.store_config.timer_wheel_enable:
+            table.update(self.timer.runtime_info())
         return table
 
     def _broker_info(self) -> dict[str, str]:

@@ -21,7 +21,13 @@ from aiorocketmq.broker.context import BrokerContext
 from aiorocketmq.broker.delay import apply_delay
 from aiorocketmq.broker.processors.putcodes import PUT_RESULT, STORED
 from aiorocketmq.broker.store import PutResult, PutStatus
-from aiorocketmq.broker.timer_rules import TimerRefused, apply_timer, has_timer, limits_of
+from aiorocketmq.broker.timer_rules import (
+    TimerRefused,
+    apply_timer,
+    handle_time,
+    has_timer,
+    limits_of,
+)
 from aiorocketmq.broker.topics import describe
 from aiorocketmq.broker.transactions import Transactions
 from aiorocketmq.remoting.channel import Channel
@@ -472,9 +478,12 @@ class SendProcessor:
             real = msg.properties.get(Prop.REAL_TOPIC, "")
             slot = msg.properties.get(TimerProp.OUT_MS, "")
             uniq = msg.properties.get(Prop.UNIQ_KEY, "")
-            # compat: SendMessageProcessor (5.3.2+) -- the handle RECALL_MESSAGE takes
-            handle = RecallHandle(real, self.config.broker_name, slot, uniq)
-            ext[RECALL_HANDLE_FIELD] = handle.encode()
+            # compat: SendMessageProcessor (5.3.2+) -- the handle RECALL_MESSAGE takes (none
+            # for a retry topic), its time TIMER_OUT_MS + 1
+            if slot.isdigit() and not real.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                stamp = str(handle_time(int(slot)))
+                handle = RecallHandle(real, self.config.broker_name, stamp, uniq)
+                ext[RECALL_HANDLE_FIELD] = handle.encode()
         return response_to(req, code, None, ext)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import errno
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import structlog
@@ -50,6 +51,7 @@ class Replica:
     _pending_from: int | None  # a record the raw bytes end inside starts here
     _stalled_at: int  # where the replay last stopped at bytes that are no record (logged)
     _cuts: int  # bumped by truncate_to: a checkpoint computed across it is stale
+    cut_listeners: list[Callable[[int], None]]  # told the new end after truncate_to
 
     @property
     def dispatched_phys_offset(self) -> int:
@@ -146,6 +148,8 @@ class Replica:
         log.warning("commitlog_truncated", to=cl.max_offset, was=old_end, queues_dropped=emptied)
         if self._sync_cut():  # else the mark stays: the next start finishes the cut
             self._cut_done()
+        for listener in self.cut_listeners:  # indexes of their own (the timer wheel)
+            listener(cl.max_offset)
 
     def _cut_done(self) -> None:
         """The last step of a cut: epoch entries past the end go, then the mark."""

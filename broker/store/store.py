@@ -104,6 +104,7 @@ class MessageStore(StoreReads, Replica, Appender):
         self._pending_from: int | None = None
         self._stalled_at = -1
         self._cuts = 0
+        self.cut_listeners: list[Callable[[int], None]] = []
         self.io_error: str | None = None  # a write or fsync failed: no put until a restart
         self._create_error = ""  # the last file-creation failure logged (once per change)
         self._checkpoint_error = ""
@@ -462,6 +463,11 @@ class MessageStore(StoreReads, Replica, Appender):
     def add_dispatch_listener(self, fn: DispatchListener) -> None:
         """``fn(topic, queue_id, queue_offset, tags_code, store_timestamp)`` per new message."""
         self.table.listeners.append(fn)
+
+    def add_cut_listener(self, fn: Callable[[int], None]) -> None:
+        """``fn(new_end)`` after ``truncate_to`` cut the log back (its ConsumeQueues cut too):
+        an index of the store's own (the timer wheel) drops what pointed past the end."""
+        self.cut_listeners.append(fn)
 
     def delete_topic(self, topic: str) -> None:
         """Drop a topic's ConsumeQueues (files too); its CommitLog records age out as usual."""

@@ -70,6 +70,14 @@ class TimerStore:
         self.next_cq = max(next_cq, cq_min)
         self._rebuild(slots, self.log.start)
 
+    def reload(self, cq_min: int, cq_max: int, phys_max: int) -> None:
+        """The store cut its log back (a failover): ``recover`` again, with the wheel
+        topic's ConsumeQueue as the cut left it -- the units of messages past the cut (a
+        suffix: units follow the ConsumeQueue) go, the wheel is written again from the rest.
+        The progress is the one saved (``save`` writes it through)."""
+        self.log.close()
+        self.recover(cq_min, cq_max, phys_max, self.progress.read_ms)
+
     def _rebuild(self, slots: list[int], start: int) -> None:
         """The wheel written again from the kept units' slots (``start``: the first's
         position): C loops only (dict, zip, Counter), a million units in well under 2 s."""

@@ -8,6 +8,7 @@ import datetime
 import math
 import time
 from argparse import Namespace
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from aiorocketmq.client import Message, MQClientError, Producer, api
@@ -22,6 +23,33 @@ async def runtime_info(session: Session, addr: str) -> dict[str, str]:
     """GET_BROKER_RUNTIME_INFO (28): the broker's KVTable."""
     resp = await session.ok(addr, api.request(C.GET_BROKER_RUNTIME_INFO))
     return decode_kv_table(resp.body)
+
+
+RUNTIME_KEYS = (
+    "timerReadBehind",
+    "timerOffsetBehind",
+    "timerCongestNum",
+    "timerEnqueueTps",
+    "timerDequeueTps",
+)
+
+
+def progress_cell(kv: dict[str, str]) -> str | None:
+    """# compat: ClusterListSubCommand's "#Timer(Progress)" cell; None without the keys."""
+    if not all(k in kv for k in RUNTIME_KEYS):
+        return None
+    try:
+        read, offset, congest = (int(kv[k]) for k in RUNTIME_KEYS[:3])
+        enq, deq = float(kv["timerEnqueueTps"]), float(kv["timerDequeueTps"])
+    except ValueError:
+        return None
+    return f"{read}-{offset}({_f1(congest / 10000.0)}w, {_f1(enq)}, {_f1(deq)})"
+
+
+def _f1(value: float) -> str:
+    """Java's ``%.1f``: the shortest decimal of the value, rounded half up (Python's rounds
+    the binary value half to even: 1.25 -> "1.2", Java's "1.3")."""
+    return str(Decimal(repr(value)).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP))
 
 
 def _first_float(text: str | None) -> float:
@@ -51,6 +79,8 @@ def _base_row(cluster: str, name: str, bid: int, addr: str, kv: dict[str, str]) 
         "pullWaitMs": kv.get("pullThreadPoolQueueHeadWaitTimeMills", ""),
         "pageCacheLockMs": kv.get("pageCacheLockTimeMills", ""),
         "hours": round(hours, 2), "commitLogDiskRatio": round(space, 4),
+        # 5.x: a broker with the timer wheel reports its progress (timerReadBehind ...)
+        **({"timerProgress": timer} if (timer := progress_cell(kv)) is not None else {}),
     }  # fmt: skip
 
 
@@ -80,6 +110,16 @@ MORE_COLUMNS = {
     "#Addr": "addr", "#InTotalYest": "inTotalYest", "#OutTotalYest": "outTotalYest",
     "#InTotalToday": "inTotalToday", "#OutTotalToday": "outTotalToday",
 }  # fmt: skip
+
+
+def _with_timer(columns: dict[str, str]) -> dict[str, str]:
+    """5.x's columns: "#Timer(Progress)" after "#OutTPS(LOAD)"."""
+    out: dict[str, str] = {}
+    for header, key in columns.items():
+        out[header] = key
+        if header == "#OutTPS(LOAD)":
+            out["#Timer(Progress)"] = "timerProgress"
+    return out
 
 
 @command(
@@ -113,6 +153,10 @@ async def cluster_list(session: Session, args: Namespace) -> Output:
         row["in"] = f"{row['inTps']:.2f}({row['sendQueue']},{row['sendWaitMs']}ms)"
         row["out"] = f"{row['outTps']:.2f}({row['pullQueue']},{row['pullWaitMs']}ms)"
     columns = MORE_COLUMNS if args.moreStats else BASE_COLUMNS
+    if any("timerProgress" in r for r in rows):  # compat: 5.x ClusterListSubCommand's column
+        for row in rows:
+            row.setdefault("timerProgress", "")
+        columns = _with_timer(columns)
     data = [{k: v for k, v in r.items() if k not in ("in", "out")} for r in rows]
     return Output(data=data, tables=[Table.of(columns, rows)], lines=errors, failed=bool(errors))
 

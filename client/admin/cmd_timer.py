@@ -20,12 +20,11 @@ from __future__ import annotations
 import json
 import struct
 from argparse import Namespace
-from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from aiorocketmq.client import api
 from aiorocketmq.client.admin.cmd_broker import cluster_addrs
-from aiorocketmq.client.admin.cmd_cluster import runtime_info
+from aiorocketmq.client.admin.cmd_cluster import progress_cell, runtime_info
 from aiorocketmq.client.admin.output import Output, Table
 from aiorocketmq.client.admin.registry import command, opt
 from aiorocketmq.client.admin.session import AdminError, Session
@@ -40,13 +39,6 @@ CHECKPOINT_FIELDS = (
     "dataVersion.stateVersion",
     "dataVersion.timestamp",
     "dataVersion.counter",
-)
-RUNTIME_KEYS = (
-    "timerReadBehind",
-    "timerOffsetBehind",
-    "timerCongestNum",
-    "timerEnqueueTps",
-    "timerDequeueTps",
 )
 TARGET = (
     opt("b", "brokerAddr", "Broker address", group="target", required=True),
@@ -82,24 +74,6 @@ def flat(value: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
         else:
             rows.append((f"{prefix}{key}", item))
     return rows
-
-
-def progress_cell(kv: dict[str, str]) -> str | None:
-    """# compat: ClusterListSubCommand's "#Timer(Progress)" cell; None without the keys."""
-    if not all(k in kv for k in RUNTIME_KEYS):
-        return None
-    try:
-        read, offset, congest = (int(kv[k]) for k in RUNTIME_KEYS[:3])
-        enq, deq = float(kv["timerEnqueueTps"]), float(kv["timerDequeueTps"])
-    except ValueError:
-        return None
-    return f"{read}-{offset}({_f1(congest / 10000.0)}w, {_f1(enq)}, {_f1(deq)})"
-
-
-def _f1(value: float) -> str:
-    """Java's ``%.1f``: the shortest decimal of the value, rounded half up (Python's rounds
-    the binary value half to even: 1.25 -> "1.2", Java's "1.3")."""
-    return str(Decimal(repr(value)).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP))
 
 
 async def _addrs(session: Session, args: Namespace) -> list[str]:

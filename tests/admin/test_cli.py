@@ -22,6 +22,7 @@ def test_cluster_list_table_and_json(admin: Any, cluster: Cluster) -> None:
     assert table.code == 0, table.err
     lines = table.out.splitlines()
     assert lines[0].split()[:4] == ["#Cluster", "Name", "#Broker", "Name"]
+    assert lines[0].split()[8:10] == ["#OutTPS(LOAD)", "#Timer(Progress)"]  # 5.x's column
     rows = [line.split() for line in lines if line.strip().startswith("DefaultCluster")]
     assert [(r[1], r[2], r[3]) for r in rows] == [
         ("broker-a", "0", cluster.brokers["broker-a"].addr),
@@ -32,6 +33,7 @@ def test_cluster_list_table_and_json(admin: Any, cluster: Cluster) -> None:
         ("broker-a", cluster.brokers["broker-a"].addr, "V4_9_8"),
         ("broker-b", cluster.brokers["broker-b"].addr, "V4_9_8"),
     ]
+    assert all(d["timerProgress"].endswith(")") for d in data), data
     more = admin("clusterList", "-m", "--json").json
     assert {d["brokerName"] for d in more} == {"broker-a", "broker-b"}
     assert all(d["inTotalToday"] >= 0 for d in more)

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import struct
 from datetime import timedelta
 from typing import Any
 
 from aiorocketmq import Message, Producer
-from aiorocketmq.client.admin.cmd_timer import decode_checkpoint, flat, progress_cell
+from aiorocketmq.client.admin.cmd_cluster import progress_cell
+from aiorocketmq.client.admin.cmd_timer import decode_checkpoint, flat
 from tests.admin.test_topic_cmds import unique
 from tests.cluster import Cluster
 
@@ -53,6 +55,10 @@ def test_metrics_count_a_waiting_timer(admin: Any, cluster: Cluster) -> None:
     assert pending() == before + 1
     run = admin("getTimerMetrics", "-b", a)
     assert run.code == 0 and "pending" in run.out, run.err
+    # 5.x's runtime keys (28): the #Timer(Progress) line, its congestion counting the timer
+    assert f"{a}  #Timer(Progress)  " in run.out, run.out
+    (data,) = admin("getTimerMetrics", "-b", a, "--json").json
+    assert re.fullmatch(r"\d+-\d+\(\d+\.\dw, \d+\.\d, \d+\.\d\)", data["timerProgress"])
 
 
 def test_5x_bodies_are_read() -> None:

@@ -94,6 +94,11 @@ async def runtime_info(cli: RemotingClient, addr: str) -> dict[str, str]:
     return decode_kv_table(resp.body)
 
 
+# 5.x DefaultMessageStore.getRuntimeInfo, with the timer wheel on
+TIMER_KEYS = {"timerReadBehind", "timerOffsetBehind", "timerCongestNum", "timerEnqueueTps",
+              "timerDequeueTps"}  # fmt: skip
+
+
 def check_java_formats(info: dict[str, str]) -> None:
     """Every value the way 4.9.8 writes it, parsed the way mqadmin parses it."""
     for key in LONG_KEYS:
@@ -120,10 +125,14 @@ async def test_runtime_info_has_java_s_keys_and_formats(
 ) -> None:
     """Fidelity D12 (row 28): exactly the 48 keys 4.9.8 returns, no more (no brokerActive or
     topicCount), values in Java's formats, parsed as clusterList and brokerStatus parse them;
-    a delay level in use adds scheduleMessageOffset_<level> "offset,maxOffset"."""
+    a delay level in use adds scheduleMessageOffset_<level> "offset,maxOffset"; the timer
+    wheel on (the default), 5.x's five timer keys too (issue 36: clusterList's
+    #Timer(Progress)), off exactly 4.9.8's."""
+    off = cluster.add_broker("broker-off", timerWheelEnable="false")
+    assert set(await runtime_info(json_client, off.addr)) == java_keys(off)
     b = cluster.add_broker("broker-a")
     fresh = await runtime_info(json_client, b.addr)
-    assert set(fresh) == java_keys(b) and len(fresh) == 48
+    assert set(fresh) == java_keys(b) | TIMER_KEYS and len(fresh) == 48 + 5
     check_java_formats(fresh)
     assert fresh["earliestMessageTimeStamp"] == "-1"  # an empty CommitLog
     assert fresh["putMessageTimesTotal"] == "1"  # Java reports at least 1
@@ -136,7 +145,7 @@ async def test_runtime_info_has_java_s_keys_and_formats(
     got = await json_client.invoke(b.addr, pull("g_rt", "Rt", 0, 0, sys_flag=4, subscription="*"))
     assert got.code == 0 and len(decode_records(got.body)) == 4
     info = await runtime_info(json_client, b.addr)
-    assert set(info) == java_keys(b)
+    assert set(info) == java_keys(b) | TIMER_KEYS
     check_java_formats(info)
     assert (info["msgPutTotalTodayNow"], info["msgGetTotalTodayNow"]) == ("4", "4")
     assert info["putMessageSizeTotal"] == info["commitLogMaxOffset"]  # only our four records
@@ -149,7 +158,7 @@ async def test_runtime_info_has_java_s_keys_and_formats(
             await asyncio.sleep(0.1)
             info = await runtime_info(json_client, b.addr)
     assert info["scheduleMessageOffset_1"] == "1,1"
-    assert set(info) == java_keys(b) | {"scheduleMessageOffset_1"}
+    assert set(info) == java_keys(b) | TIMER_KEYS | {"scheduleMessageOffset_1"}
 
 
 async def stats(cli: RemotingClient, addr: str, name: str, key: str) -> dict[str, dict[str, float]]:

@@ -15,6 +15,7 @@ from aiorocketmq.remoting.protocol.batch import BatchItem, encode_batch
 from aiorocketmq.remoting.protocol.codes import RequestCode, ResponseCode
 from aiorocketmq.remoting.protocol.command import RemotingCommand
 from aiorocketmq.remoting.protocol.message import Prop, SysFlag, encode_properties
+from aiorocketmq.remoting.protocol.route import decode_kv_table
 from aiorocketmq.remoting.protocol.timer import TIMER_TOPIC, TimerProp, decode_handle
 from tests.broker.test_transactions import Producer
 from tests.broker.timer_wire import (
@@ -57,7 +58,7 @@ async def test_rules_recall_and_requests(cluster: Cluster) -> None:
         t1 = await send_at(cli, b.addr, "TimerT", b"t1", due, queue_id=2)
         handle = decode_handle(handle_of(t1))
         assert (handle.topic, handle.broker_name) == ("TimerT", "broker-a")
-        assert int(handle.timestamp) == due // PRECISION * PRECISION
+        assert int(handle.timestamp) == due // PRECISION * PRECISION + 1  # 5.x: slot + 1
         # precedence and the past
         past = timer_send("TimerP", b"past", {TimerProp.DELIVER_MS: str(start - 10_000)})
         assert (await cli.invoke(b.addr, past)).code == 0
@@ -102,6 +103,12 @@ async def test_rules_recall_and_requests(cluster: Cluster) -> None:
         assert body["masterTimerQueueOffset"] == 7
         metrics = await cli.invoke(b.addr, RemotingCommand.request(RequestCode.GET_TIMER_METRICS))
         assert metrics.code == 0 and json.loads(metrics.body)["pending"] == 7
+        # 5.x's runtime keys (DefaultMessageStore.getRuntimeInfo): clusterList's #Timer(Progress)
+        rt = await cli.invoke(b.addr, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO))
+        kv = decode_kv_table(rt.body)
+        assert (kv["timerCongestNum"], kv["timerOffsetBehind"]) == ("7", "0")
+        assert 0 <= int(kv["timerReadBehind"]) <= 60
+        assert float(kv["timerEnqueueTps"]) > 0 and float(kv["timerDequeueTps"]) >= 0
         assert b.proc is not None
         found = await scrape(b.proc.metrics_port())
         assert value(found, "rocketmq_timer_pending_messages") == 7

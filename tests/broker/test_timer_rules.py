@@ -9,6 +9,8 @@ from aiorocketmq.broker.timer_rules import (
     TimerLimits,
     TimerRefused,
     apply_timer,
+    handle_time,
+    recall_slots,
     round_slot,
 )
 from aiorocketmq.remoting.protocol.codes import ResponseCode
@@ -46,6 +48,17 @@ def test_rounding_floor_and_boundary_one_slot_less() -> None:
     assert round_slot(12_345, 1000) == 12_000
     assert round_slot(12_000, 1000) == 11_000
     assert round_slot(12_345, 100) == 12_300
+
+
+def test_a_recall_handle_names_its_slot_as_5x_reads_it() -> None:
+    """The send's handle carries TIMER_OUT_MS + 1; any time in (slot, slot + precision] --
+    a handle built from a deliver time -- names the slot; a time on a boundary also names
+    itself (a handle ours answered before the + 1)."""
+    assert handle_time(12_000) == 12_001
+    assert recall_slots(handle_time(12_000), 1000) == (12_000,)
+    assert recall_slots(12_345, 1000) == (12_000,) == recall_slots(12_999, 1000)
+    assert recall_slots(13_000, 1000) == (12_000, 13_000)
+    assert recall_slots(12_301, 100) == (12_300,)
 
 
 @pytest.mark.parametrize("name", [TimerProp.DELAY_SEC, TimerProp.DELAY_MS, TimerProp.DELIVER_MS])

@@ -219,12 +219,6 @@ async def test_recall_cancels_a_waiting_timer(one_broker: Cluster, producer: Pro
     assert late.value.code == 604 and "recall failed" in late.value.remark
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs the broker to read a handle's timestamp as 5.x does (any time in the slot, "
-    "rounded as a send's TIMER_DELIVER_MS: RecallMessageProcessor puts it as one); ours "
-    "takes only the slot's own time (i36-client's report)",
-)
 async def test_recall_by_message_id(one_broker: Cluster, producer: Producer) -> None:
     """A handle built from a deliver_at message's id, broker and time files the same slot."""
     await create_everywhere(one_broker, "TimerById", queues=1)
@@ -234,6 +228,22 @@ async def test_recall_by_message_id(one_broker: Cluster, producer: Producer) -> 
     handle = RecallHandle("TimerById", gone.queue.broker_name, at_ms, gone.msg_id)
     assert await producer.recall("TimerById", handle) == gone.msg_id
     got = await _receive(one_broker, "TimerById", {b"kept"})
+    assert b"gone" not in got and got[b"kept"][0].properties[Prop.UNIQ_KEY] == kept.msg_id
+
+
+async def test_a_handle_with_the_slots_own_time_still_recalls(
+    one_broker: Cluster, producer: Producer
+) -> None:
+    """A handle a broker answered before it added 5.x's + 1 (the slot's own time, a boundary)
+    still cancels its message."""
+    await create_everywhere(one_broker, "TimerOldHandle", queues=1)
+    at_ms = _ms(datetime.now(UTC) + timedelta(seconds=3)) // 1000 * 1000 + 500
+    kept = await producer.send(Message("TimerOldHandle", b"kept", deliver_at=at_ms))
+    gone = await producer.send(Message("TimerOldHandle", b"gone", deliver_at=at_ms))
+    slot = at_ms // 1000 * 1000  # its TIMER_OUT_MS (precision 1000)
+    handle = RecallHandle("TimerOldHandle", gone.queue.broker_name, slot, gone.msg_id)
+    assert await producer.recall("TimerOldHandle", handle) == gone.msg_id
+    got = await _receive(one_broker, "TimerOldHandle", {b"kept"})
     assert b"gone" not in got and got[b"kept"][0].properties[Prop.UNIQ_KEY] == kept.msg_id
 
 
