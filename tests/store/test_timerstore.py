@@ -99,3 +99,22 @@ def test_segments_the_wheel_passed_are_deleted(tmp_path: Path) -> None:
     again = _store(tmp_path, 4)
     again.recover(0, 12, 0, NOW + 3 * P)
     assert again.next_cq == 12 and again.pending == 4
+
+
+def test_the_wheel_file_is_made_at_the_first_timer(tmp_path: Path) -> None:
+    """A store that never holds a timer keeps no wheel file (it is fully allocated when made:
+    11 MB at the default window; every broker of a test suite paid it, and a suite run filled
+    this machine's disk to 91 %); the first timer makes it, and a restart reopens it."""
+    idle = _store(tmp_path / "idle")
+    idle.recover(0, 0, 0, NOW)
+    assert idle.slot_count(NOW) == 0
+    idle.save(Progress(NOW, 0, -1))
+    idle.close()
+    assert not (tmp_path / "idle" / "timerwheel").exists()
+    ts = _filled(tmp_path / "used", 3)
+    wheel = tmp_path / "used" / "timerwheel"
+    assert wheel.stat().st_size == 200 * 32 and wheel.stat().st_blocks * 512 >= 200 * 32
+    ts.close()
+    again = _store(tmp_path / "used")
+    again.recover(0, 3, 0, NOW)
+    assert _phys(again, NOW) == [0]
