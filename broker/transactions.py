@@ -21,6 +21,7 @@ import structlog
 
 from aiorocketmq.broker.context import BrokerContext
 from aiorocketmq.broker.delay import apply_delay
+from aiorocketmq.broker.half_record import finals_of, is_record
 from aiorocketmq.broker.offsets import ConsumerOffsets
 from aiorocketmq.broker.store import GetStatus, PutResult, PutStatus
 from aiorocketmq.broker.timer_rules import TimerRefused, apply_timer, limits_of
@@ -229,20 +230,35 @@ class Transactions:
                 # rollbackMessage: the op alone; a failure is logged (the half is checked again)
                 await self.put_with_ops([], half)
                 return Outcome(R.SUCCESS)
-            msg = final_message(half, hdr.commit_log_offset)
-            if msg is None:
-                return Outcome(R.SYSTEM_ERROR, "Find prepared transaction message failed")
-            try:  # the timer counts from the commit (HookUtils: commit messages only)
-                apply_timer(msg, limits_of(self.ctx.store_config), now_ms())
-            except TimerRefused as exc:
-                return Outcome(exc.code, exc.remark)
-            apply_delay(msg, len(self.store.delays))
-            result = await self.put_with_ops([msg], half, wait_flush=True)
+            msgs = self.committed(half, hdr.commit_log_offset)
+            if isinstance(msgs, Outcome):
+                return msgs
+            result = await self.put_with_ops(msgs, half, wait_flush=True)
             if result.status in STORED:
-                self.ctx.stats.on_put(msg.topic, 1, result.wrote_bytes)
+                self.ctx.stats.on_put(msgs[0].topic, len(msgs), result.wrote_bytes)
             return self.final_outcome(result.status)
         finally:
             self.ending.discard(root)
+
+    def committed(self, half: MessageExt, commit_log_offset: int) -> list[MessageExt] | Outcome:
+        """What a COMMIT of ``half`` appends (endMessageTransaction; every message of a
+        parked batch, broker/half_record.py), its timers and delay levels applied, or the
+        END's refusal."""
+        if is_record(half):
+            msgs = finals_of(half, commit_log_offset)
+        else:
+            msg = final_message(half, commit_log_offset)
+            msgs = None if msg is None else [msg]
+        if msgs is None:
+            return Outcome(R.SYSTEM_ERROR, "Find prepared transaction message failed")
+        limits, now, levels = limits_of(self.ctx.store_config), now_ms(), len(self.store.delays)
+        for msg in msgs:
+            try:  # the timer counts from the commit (HookUtils: commit messages only)
+                apply_timer(msg, limits, now)
+            except TimerRefused as exc:
+                return Outcome(exc.code, exc.remark)
+            apply_delay(msg, levels)
+        return msgs
 
     def final_outcome(self, status: PutStatus) -> Outcome:
         """sendFinalMessage's answer for the final message's put status."""

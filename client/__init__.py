@@ -6,7 +6,8 @@ import-linter contracts keep them to it):
 - ``aiorocketmq.client`` (the same names as ``aiorocketmq``): ``Producer`` (sends with
   RocketMQ's retries and fault avoidance; DefaultMQProducer's settings as typed keywords),
   ``TransactionProducer`` (``half_message``: a half message any producer can send;
-  ours beyond 4.9.8: ``send_halves`` and ``end_transactions``, many in one request, or
+  ours beyond 4.9.8: ``send_halves``, ``send_half_batch`` (many messages as one half) and
+  ``end_transactions``, many in one request, or
   ``TransactionBatchNotSupported`` from a broker without them),
   ``PushConsumer`` (listeners or ``async for``), ``PullConsumer`` (``poll``, ``pull_raw``
   for bulk readers, ``list_topics``), ``MessageSelector`` (a tag or SQL92 subscription:
@@ -68,6 +69,7 @@ from aiorocketmq.client.producer.transaction import TransactionProducer, half_me
 from aiorocketmq.client.producer.transaction_batch import (
     TransactionBatchNotSupported,
     end_transactions,
+    send_half_batch,
     send_halves,
 )
 from aiorocketmq.client.producer.transaction_types import (
@@ -138,6 +140,7 @@ __all__ = [
     "half_message",
     "offset_msg_id_at",
     "select_by_hash",
+    "send_half_batch",
     "send_halves",
     "tls_context",
 ]

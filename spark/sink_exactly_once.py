@@ -1,14 +1,15 @@
 """The sink's ``exactlyOnce`` mode: each task sends its rows as half (transactional)
 messages, and the driver's commit of the batch makes them visible (issue 34 item 1).
 
-- **Executors** (``write``): every row is sent as a half message of the write's producer
+- **Executors** (``write``): the rows are sent as half messages of the write's producer
   group (``Place.group``: one per query, derived from its checkpoint, so a restarted driver
-  has the same one), by the sink's ordinary ``producerGroup`` producer, ``batchSize`` halves
-  of one queue to a SEND_BATCH_MESSAGE (ours beyond 4.9.8: the SDK's ``send_halves``; one
-  half a request to a broker that refuses that). Each half carries the query, the batch
-  id (Spark's ``streaming.sql.batchId`` local property; 0 for a batch job) and the task
-  attempt (``writer``, a fresh id per ``write()`` call). The task returns the halves' handles
-  in row order. A task that fails rolls back what it sent, best effort.
+  has the same one), by the sink's ordinary ``producerGroup`` producer: ``batchSize`` rows
+  of one queue parked as ONE half (ours beyond 4.9.8: the SDK's ``send_half_batch``, one
+  SEND_BATCH_MESSAGE, one record, one END; one half a row, a request each, to a broker that
+  refuses that). Each half carries the query, the batch id (Spark's
+  ``streaming.sql.batchId`` local property; 0 for a batch job) and the task attempt
+  (``writer``, a fresh id per ``write()`` call). The task returns the halves' handles in row
+  order. A task that fails rolls back what it sent, best effort.
 - **Driver** (``commit``): the batch's record -- the task attempts it commits and their
   halves -- is written to the commit log (spark/sink_txlog.py) first, the first commit of a
   batch id winning; then END_TRANSACTION COMMIT goes to each half (many to a request where
@@ -49,7 +50,7 @@ from aiorocketmq.client import (
     TransactionProducer,
     half_message,
     select_by_hash,
-    send_halves,
+    send_half_batch,
 )
 from aiorocketmq.spark.options import WriteOptions
 from aiorocketmq.spark.sink_answerer import Answers, Settings, driver_pid, ensure
@@ -122,16 +123,12 @@ def write(
         BATCH_PROPERTY: str(batch),
         WRITER_PROPERTY: uuid.uuid4().hex,
     }
-    sender = _HalfSender(loop, prod, props[WRITER_PROPERTY], opts.batch_size, place.group)
+    sender = _HalfSender(loop, prod, props, opts.batch_size, place.group)
     rows, done = 0, False
     try:
         for record_batch in batches:
             rows += record_batch.num_rows
-            rows_of_batch = []  # each row's message, sent as half_message(msg, group) makes it
-            for msg, queue_id in in_order(record_batch, cols, opts.topic):
-                msg.properties.update(props)
-                rows_of_batch.append((msg, queue_id))
-            sender.submit(rows_of_batch)
+            sender.submit(list(in_order(record_batch, cols, opts.topic)))
         sent = sender.finish()
         done = True
     finally:
@@ -142,19 +139,20 @@ def write(
 
 class _HalfSender:
     """One write()'s half messages: each record batch's sent by one coroutine on the loop, in
-    SEND_BATCH_MESSAGE requests of up to ``batchSize`` halves a queue (``REQUESTS`` in
-    flight; two record batches at a time), their handles kept in row order."""
+    SEND_BATCH_MESSAGE requests of up to ``batchSize`` rows of a queue, each parked as one
+    half (``REQUESTS`` in flight; two record batches at a time), their handles kept in row
+    order. ``props`` (the query, batch and writer) are every half's."""
 
     def __init__(
-        self, loop: asyncio.AbstractEventLoop, prod: Producer, writer: str, batch_size: int,
-        group: str,
+        self, loop: asyncio.AbstractEventLoop, prod: Producer, props: dict[str, str],
+        batch_size: int, group: str,
     ) -> None:  # fmt: skip
         self._loop, self._producer, self._batch_size = loop, prod, batch_size
-        self._group = group  # the halves' producer group
+        self._group, self._props = group, props  # the halves' producer group, properties
         self._slots = threading.Semaphore(BATCHES_IN_FLIGHT)
         self._futures: list[concurrent.futures.Future[None]] = []
         self._handles: list[list[Half | None]] = []  # per record batch, filled on the loop
-        self.sent = HalvesSent(writer)
+        self.sent = HalvesSent(props[WRITER_PROPERTY])
         self.error: BaseException | None = None
         # round robin over the topic's queues (on the loop only), from a random one: tasks
         # that each send a run or two spread over the queues
@@ -197,7 +195,8 @@ class _HalfSender:
                 except Exception as exc:  # noqa: BLE001 - the first one is raised below
                     errors.append(exc)
                     return
-            for i, result in zip(rows, results, strict=True):
+            places = rows if len(results) == len(rows) else rows[:1]  # one half of them all
+            for i, result in zip(places, results, strict=True):
                 out[i] = self._handle(result, ordered)
 
         # every request under way finishes (its halves known) before this ends: a failing
@@ -257,13 +256,15 @@ class _HalfSender:
         return queues
 
     async def _send(self, mq: MessageQueue, msgs: list[Message]) -> list[SendResult]:
-        """``msgs`` sent as halves of the write's group to ``mq``."""
-        # one try each (send_halves and a send to a given queue are never retried): a retried
+        """``msgs`` sent as halves of the write's group to ``mq``: one half holding them all
+        (its SendResult), or one a row."""
+        # one try each (send_half_batch and a send to a given queue are never retried): a retried
         # send whose first try timed out yet was stored would leave a second half of a row,
         # and check-backs would commit it with the task's others. A failure fails the task.
         if mq.broker_name not in self._no_batch:
             try:
-                return await send_halves(self._producer, msgs, self._group, mq)
+                return [await send_half_batch(self._producer, msgs, self._group, mq,
+                                              properties=self._props)]  # fmt: skip
             except TransactionBatchNotSupported as exc:  # nothing of it was stored
                 self._no_batch.add(mq.broker_name)
                 log.info("sink_half_batch_not_supported broker=%s (%s): one half a request",
@@ -271,6 +272,7 @@ class _HalfSender:
         return list(await asyncio.gather(*(self._one(mq, msg) for msg in msgs)))
 
     async def _one(self, mq: MessageQueue, msg: Message) -> SendResult:
+        msg.properties.update(self._props)
         async with self._singles:
             return await self._producer.send(half_message(msg, self._group), queue=mq)
 

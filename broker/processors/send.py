@@ -19,6 +19,7 @@ import structlog
 from aiorocketmq.broker.config import BrokerConfig
 from aiorocketmq.broker.context import BrokerContext
 from aiorocketmq.broker.delay import apply_delay
+from aiorocketmq.broker.half_record import HALF_RECORD, BadHalfRecord, check_items
 from aiorocketmq.broker.processors.putcodes import PUT_RESULT, STORED
 from aiorocketmq.broker.store import PutResult, PutStatus
 from aiorocketmq.broker.timer_rules import (
@@ -63,7 +64,12 @@ from aiorocketmq.remoting.protocol.topic import (
     check_topic_name,
     dlq_topic,
 )
-from aiorocketmq.remoting.protocol.txbatch import HALF_BATCH_FIELD, MAX_HALVES
+from aiorocketmq.remoting.protocol.txbatch import (
+    HALF_BATCH_FIELD,
+    HALF_BATCH_MODES,
+    HALF_RECORD_MODE,
+    MAX_HALVES,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -232,6 +238,10 @@ class SendProcessor:
                 )
             halves = self._half_batch(req, hdr)
             queue_id = hdr.queue_id if hdr.queue_id >= 0 else _random_queue(config)
+            if halves == HALF_RECORD_MODE:
+                record, wait = self._half_record(hdr, req.body, queue_id, ch)
+                await self.transactions.half_topic()
+                return await self._park(req, record, wait, hdr.topic, queue_id)
             msgs, wait = self._build_batch(hdr, req.body, queue_id, ch, config)
             if not halves and any(has_timer(m.properties) for m in msgs):
                 await self._timer_batch(msgs)
@@ -250,17 +260,43 @@ class SendProcessor:
             self.transactions.remember(msgs)
         return self._answer(req, result, hdr.topic, queue_id)
 
-    def _half_batch(self, req: RemotingCommand, hdr: SendMessageHeader) -> bool:
-        """Whether the batch is one of half messages (ours); raises Refused for a
-        transactional batch 4.9.8 refuses (CommitLog.putMessages: MESSAGE_ILLEGAL)."""
+    def _half_batch(self, req: RemotingCommand, hdr: SendMessageHeader) -> str:
+        """How the batch's half messages are parked (ours): "" for a batch of no half,
+        "true" each on its own, "record" all in one; raises Refused for a transactional
+        batch 4.9.8 refuses (CommitLog.putMessages: MESSAGE_ILLEGAL)."""
         if hdr.sys_flag & SysFlag.TRANSACTION_MASK == SysFlag.TRANSACTION_NOT_TYPE:
-            return False
-        asked = req.ext_fields.get(HALF_BATCH_FIELD) == "true"
+            return ""
+        asked = req.ext_fields.get(HALF_BATCH_FIELD, "")
         prepared = hdr.sys_flag & SysFlag.TRANSACTION_MASK == SysFlag.TRANSACTION_PREPARED
-        if asked and prepared and self.config.enable_batch_transaction:
-            return True
+        if asked in HALF_BATCH_MODES and prepared and self.config.enable_batch_transaction:
+            return asked
         code, remark = PUT_RESULT[PutStatus.MESSAGE_ILLEGAL]
         raise Refused(code, (remark or "").format(body=self.ctx.store_config.max_message_size))
+
+    def _half_record(
+        self, hdr: SendMessageHeader, body: bytes, queue_id: int, ch: Channel
+    ) -> tuple[MessageExt, bool]:
+        """The one half that parks the batch (broker/half_record.py): the request's
+        properties (TRAN_MSG and PGROUP among them), the body as received."""
+        try:
+            items = check_items(body, MAX_HALVES)
+        except BadHalfRecord as exc:
+            raise Refused(ResponseCode.MESSAGE_ILLEGAL, str(exc)) from None
+        record, wait = self._build(hdr, body, queue_id, ch)
+        if Prop.PGROUP not in record.properties or not self._prepare_transaction(record):
+            raise Refused(ResponseCode.MESSAGE_ILLEGAL, HALF_BATCH_ILLEGAL)
+        record.properties[HALF_RECORD] = str(len(items))
+        if Prop.UNIQ_KEY not in record.properties:  # the record's transaction id
+            record.properties[Prop.UNIQ_KEY] = self._uniq.next()
+        return record, wait
+
+    async def _park(
+        self, req: RemotingCommand, record: MessageExt, wait: bool, topic: str, queue_id: int
+    ) -> RemotingCommand:
+        result = await self.store.put(record, wait_flush=wait)
+        if result.status in STORED:
+            self.transactions.remember([record])
+        return self._answer(req, result, topic, queue_id)
 
     # ------------------------------------------------------------ msgCheck
 

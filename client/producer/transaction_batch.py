@@ -7,11 +7,14 @@ and end one at a time then (``Producer.send`` and ``TransactionProducer.end_tran
     msgs = [Message("T", body) for body in bodies]
     sent = await send_halves(producer, msgs, "tx_group", queue)  # one SendResult a half
     ok = await end_transactions(tx, [(s, COMMIT) for s in sent])  # one bool a half
+
+    one = await send_half_batch(producer, msgs, "tx_group", queue)  # all in one half
+    ok = await end_transactions(tx, [(one, COMMIT)])  # commits every message, in order
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Final
 
 from aiorocketmq.client.core import api
@@ -32,6 +35,7 @@ from aiorocketmq.remoting.protocol.txbatch import (
     END_TRANSACTION_BATCH,
     GROUP_FIELD,
     HALF_BATCH_FIELD,
+    HALF_RECORD_MODE,
     MAX_END_ENTRIES,
     MAX_HALVES,
     EndEntry,
@@ -72,21 +76,8 @@ async def send_halves(
         raise MQClientError(f"send_halves: 1 to {MAX_HALVES} messages, not {len(msgs)}")
     if not group:
         raise MQClientError("send_halves: the halves need a producer group")
-    tail = f"{Prop.TRAN_MSG}\x01true\x02{Prop.PGROUP}\x01{group}\x02"
-    items, uniq = [], []
-    for msg in msgs:
-        if msg.topic != queue.topic:
-            raise MQClientError("send_halves: every message must be of the queue's topic")
-        check_message(msg, producer.options.max_message_size)
-        props = msg.properties
-        if msg.delay_level or (props and not _OWN.isdisjoint(props)):  # half_message's way
-            wire = half_message(msg, group).wire_properties()
-            uniq.append(wire.setdefault(Prop.UNIQ_KEY, _ids.next()))
-            text = encode_properties(wire)
-        else:  # the same properties, written out at once: every row of a Spark write
-            uniq.append(key := _ids.next())
-            text = f"{encode_properties(props) if props else ''}{tail}{msg.wire_text(key)}"
-        items.append(BatchItem(msg.body, msg.flag, text))
+    tail = _tail(group)
+    items, uniq = _items(producer, msgs, group, queue, tail, "send_halves")
     request = api.send_message(
         queue.topic, encode_batch(items), group=producer.group, properties="",
         queue_id=queue.queue_id, sys_flag=SysFlag.TRANSACTION_PREPARED, batch=True,
@@ -104,6 +95,74 @@ async def send_halves(
     region = answer.ext_fields.get("MSG_REGION")
     return [SendResult(status, uniq[i], offset_ids[i], mq, first + i, region)
             for i in range(len(msgs))]  # fmt: skip
+
+
+async def send_half_batch(
+    producer: Producer, msgs: Sequence[Message], group: str, queue: MessageQueue, *,
+    properties: Mapping[str, str] | None = None, timeout_ms: int | None = None,
+) -> SendResult:  # fmt: skip
+    """Send ``msgs`` (one topic, at most 4096) to ``queue`` as ONE half message of
+    ``group`` that holds them all, parked in one record: ending it (``end_transactions``,
+    ``end_transaction``, a check-back's answer) commits or rolls back every message at once,
+    and a commit appends them to the queue in order, each with its own msgId. ``properties``
+    are every message's, and the half's own, so a check-back sees them. One SendResult for
+    the batch (its ``msg_id`` is the half's transaction id). Sent once, never retried.
+    Raises TransactionBatchNotSupported (nothing stored: an Apache broker, or ours with
+    ``enableBatchTransaction=false``), MQBrokerError for another refusal, MQClientError /
+    MQTimeoutError as a send does."""
+    if not msgs or len(msgs) > MAX_HALVES:
+        raise MQClientError(f"send_half_batch: 1 to {MAX_HALVES} messages, not {len(msgs)}")
+    if not group:
+        raise MQClientError("send_half_batch: the half needs a producer group")
+    shared = dict(properties or {})
+    if not _OWN.isdisjoint(shared):
+        taken = sorted(_OWN & shared.keys())
+        raise MQClientError(f"send_half_batch: properties may not set {taken}")
+    items, _ = _items(producer, msgs, group, queue, "", "send_half_batch")
+    key = _ids.next()
+    head = f"{encode_properties(shared)}{_tail(group)}{Prop.UNIQ_KEY}\x01{key}\x02"
+    request = api.send_message(
+        queue.topic, encode_batch(items), group=producer.group, properties=head,
+        queue_id=queue.queue_id, sys_flag=SysFlag.TRANSACTION_PREPARED, batch=True,
+    )  # fmt: skip
+    request.ext_fields[HALF_BATCH_FIELD] = HALF_RECORD_MODE
+    answer, addr = await _invoke(producer, queue, request, timeout_ms)
+    if answer.code in _NOT_TAKEN:
+        raise TransactionBatchNotSupported(answer.code, answer.remark, addr)
+    status = api.send_status(answer, addr)
+    offset_id, queue_id, queue_offset = api.send_ids(answer.ext_fields)
+    if not offset_id or "," in offset_id:
+        raise MQClientError(f"send_half_batch: the broker answered {offset_id!r} for one half")
+    mq = MessageQueue(queue.topic, queue.broker_name, queue_id)
+    return SendResult(status, key, offset_id, mq, queue_offset,
+                      answer.ext_fields.get("MSG_REGION"))  # fmt: skip
+
+
+def _tail(group: str) -> str:
+    return f"{Prop.TRAN_MSG}\x01true\x02{Prop.PGROUP}\x01{group}\x02"
+
+
+def _items(
+    producer: Producer, msgs: Sequence[Message], group: str, queue: MessageQueue, tail: str,
+    name: str,
+) -> tuple[list[BatchItem], list[str]]:  # fmt: skip
+    """The batch items of ``msgs`` as halves of ``group`` (``tail``: the TRAN_MSG and
+    PGROUP each item carries, if any) and their UNIQ_KEYs."""
+    items, uniq = [], []
+    for msg in msgs:
+        if msg.topic != queue.topic:
+            raise MQClientError(f"{name}: every message must be of the queue's topic")
+        check_message(msg, producer.options.max_message_size)
+        props = msg.properties
+        if msg.delay_level or (props and not _OWN.isdisjoint(props)):  # half_message's way
+            wire = half_message(msg, group).wire_properties()
+            uniq.append(wire.setdefault(Prop.UNIQ_KEY, _ids.next()))
+            text = encode_properties(wire)
+        else:  # the same properties, written out at once: every row of a Spark write
+            uniq.append(key := _ids.next())
+            text = f"{encode_properties(props) if props else ''}{tail}{msg.wire_text(key)}"
+        items.append(BatchItem(msg.body, msg.flag, text))
+    return items, uniq
 
 
 async def end_transactions(

@@ -10,6 +10,13 @@ broker refuses both, so a client of ours falls back to one request per half and 
   the answer's ``msgId`` lists their offsetMsgIds, comma-separated, and ``queueOffset`` is the
   first one's half-queue offset (the others follow it, one each). Each half is still ended by
   its own offsets.
+- **A batch parked as one half** (``halfBatch=record``): the same request, but the body is
+  kept as it came, in one half message whose properties are the request's (TRAN_MSG, PGROUP,
+  the properties the messages share, the record's UNIQ_KEY) with ``HALF_RECORD`` = the
+  message count. It is answered as one send (its offsetMsgId, its half-queue offset) and
+  ended, checked back and rolled back as one half; its COMMIT appends every message of the
+  body to the real queue, in order, as a batch send stores them. One record and one END a
+  batch instead of one a message: what makes the Spark sink's exactlyOnce cheap.
 - **END_TRANSACTION_BATCH (30037)**: many ENDs of one producer group (ext ``producerGroup``)
   in one request; the body a JSON array of ``[commitLogOffset, tranStateTableOffset, msgId,
   commitOrRollback]`` (at most ``MAX_END_ENTRIES``), the answer's body a JSON array of
@@ -30,6 +37,8 @@ from aiorocketmq.remoting.errors import MessageDecodeError
 
 END_TRANSACTION_BATCH: Final = 30037  # ours: RequestCode has no such number in 4.9.8 or 5.x
 HALF_BATCH_FIELD: Final = "halfBatch"  # ext field of a SEND_BATCH_MESSAGE of half messages
+HALF_RECORD_MODE: Final = "record"  # halfBatch: the batch parked as one half
+HALF_BATCH_MODES: Final = frozenset({"true", HALF_RECORD_MODE})  # "true": a half a message
 GROUP_FIELD: Final = "producerGroup"  # ext field of END_TRANSACTION_BATCH
 MAX_END_ENTRIES: Final = 4096  # entries per END_TRANSACTION_BATCH; more: the request refused
 MAX_HALVES: Final = 4096  # half messages per SEND_BATCH_MESSAGE

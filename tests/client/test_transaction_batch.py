@@ -25,6 +25,7 @@ from aiorocketmq.client import (
     TransactionProducer,
     end_transactions,
     half_message,
+    send_half_batch,
     send_halves,
 )
 from tests.client.conftest import create_everywhere
@@ -139,3 +140,46 @@ async def test_a_broker_without_them_refuses_and_one_at_a_time_still_works(
             await end_transactions(tx, [(on_a[0], COMMIT), (one_by_one[0], COMMIT)])
         with pytest.raises(MQClientError, match="producer group"):
             await send_halves(producer, [Message(TOPIC, b"plain")], "", mq_a)
+
+
+async def test_a_half_batch_is_one_half_that_commits_every_message_in_order(
+    cluster: Cluster,
+) -> None:
+    """``send_half_batch``: one SendResult for the batch (the half's transaction id, its
+    offsets), nothing visible; ``end_transactions`` of two such halves commits every message
+    of each, in the order given, each with its own UNIQ_KEY, the shared ``properties``, the
+    tags and properties of its message; a rolled back one never shows. broker-b
+    (enableBatchTransaction=false) raises TransactionBatchNotSupported and stores nothing;
+    shared properties may not set what each message owns."""
+    await create_everywhere(cluster, TOPIC)
+    namesrv = cluster.namesrv_addr
+    async with (
+        Producer("pg_sdk_sender", namesrv_addr=namesrv) as producer,
+        TransactionProducer(GROUP, Unasked(), namesrv) as tx,
+    ):
+        queues = await producer.fetch_publish_message_queues(TOPIC)
+        mq = next(q for q in queues if q.broker_name == "broker-a" and q.queue_id == 3)
+        shared = {"job": "j1"}
+        runs = [[Message(TOPIC, f"{k}{i}".encode(), tags="T", properties={"p": str(i)})
+                 for i in range(3)] for k in "xyz"]  # fmt: skip
+        sent = [await send_half_batch(producer, run, GROUP, mq, properties=shared)
+                for run in runs]  # fmt: skip
+        assert all(s.status is SendStatus.SEND_OK and s.queue == mq for s in sent)
+        assert len({s.offset_msg_id for s in sent}) == 3 and len({s.msg_id for s in sent}) == 3
+        assert await bodies_in(cluster, mq) == []
+        ends = [(sent[1], COMMIT), (sent[0], COMMIT), (sent[2], ROLLBACK)]
+        assert await end_transactions(tx, ends) == [True] * 3
+        got = await messages_in(cluster, mq)
+        assert [m.body for m in got] == [b"y0", b"y1", b"y2", b"x0", b"x1", b"x2"]
+        assert [m.properties["p"] for m in got] == ["0", "1", "2"] * 2
+        assert all(m.properties["job"] == "j1" and m.tags == "T"
+                   and m.properties["PGROUP"] == GROUP for m in got)  # fmt: skip
+        assert len({m.properties["UNIQ_KEY"] for m in got}) == 6
+        assert not {m.properties["UNIQ_KEY"] for m in got} & {s.msg_id for s in sent}
+        mq_b = next(q for q in queues if q.broker_name == "broker-b")
+        with pytest.raises(TransactionBatchNotSupported) as refused:
+            await send_half_batch(producer, runs[0], GROUP, mq_b)
+        assert refused.value.code == 13
+        assert await bodies_in(cluster, mq_b) == []
+        with pytest.raises(MQClientError, match="may not set"):
+            await send_half_batch(producer, runs[0], GROUP, mq, properties={"TAGS": "A"})

@@ -225,9 +225,10 @@ def test_abort_rolls_the_finished_tasks_halves_back(spark: Any, cluster: Cluster
     batch = pa.RecordBatch.from_pydict({"body": [b"a%02d" % i for i in range(40)]})
     ended_before = ended(cluster)
     message = writer.write(iter([batch]))
-    assert isinstance(message, HalvesCommit) and message.sent == 40
+    assert isinstance(message, HalvesCommit) and message.rows == 40
+    assert message.halves is not None and message.sent == len(message.halves.halves) == 1
     writer.abort([message, None])  # one task finished, one failed
-    wait_until("40 halves rolled back", lambda: ended(cluster) >= ended_before + 40)
+    wait_until("its half rolled back", lambda: ended(cluster) >= ended_before + message.sent)
     assert read_back(cluster, "EoAbort", 1, limit=3) == []
 
 
@@ -309,7 +310,8 @@ def test_check_backs_answer_from_the_commit_log(cluster: Cluster, tmp_path: Path
         # answered UNKNOWN: not visible (COMMIT), yet visible once its batch is recorded
         # below (a ROLLBACK is for good); A: ROLLBACK, never visible
         stored = halves_stored(cluster)
-        wait_until("D checked twice more", lambda: halves_stored(cluster) >= stored + 90)
+        more = 3 * len(d.halves)  # D's halves, each copied by three more rounds
+        wait_until("D checked thrice more", lambda: halves_stored(cluster) >= stored + more)
         assert {m.body for m in read_back(cluster, "EoChecks", 61, limit=2)} == want
         assert txlog.record(5, Record((d.writer,), tuple(d.halves), process_token())) is None
         txlog.finished(5, [h[5] for h in d.halves])

@@ -15,7 +15,9 @@ import pytest
 
 from aiorocketmq.client.core import api
 from aiorocketmq.remoting.client import RemotingClient
-from aiorocketmq.remoting.protocol.message import decode_records
+from aiorocketmq.broker.half_record import HALF_RECORD
+from aiorocketmq.remoting.protocol.message import MessageExt, decode_records
+from aiorocketmq.remoting.protocol.topic import TRANS_HALF_TOPIC as HALF_TOPIC
 from aiorocketmq.spark.sink_txlog import WRITER_PROPERTY
 from tests.client.conftest import create_everywhere
 from tests.cluster import Cluster, running
@@ -38,19 +40,29 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 def op_sizes(addr: str) -> list[int]:
     """How many halves each op message of a broker names (one per END_TRANSACTION; a
     batch END's names all of its request's)."""
+    return [len(op.body.split(b",")) for op in records(addr, OP_TOPIC)]
 
-    async def read() -> list[int]:
-        sizes: list[int] = []
+
+def parked(addr: str) -> list[int]:
+    """How many rows each half record of a broker holds (HALF_RECORD; 1 for a lone half)."""
+    return [int(h.properties.get(HALF_RECORD, "1")) for h in records(addr, HALF_TOPIC)]
+
+
+def records(addr: str, topic: str) -> list[MessageExt]:
+    """Every record of the system topic's queue 0 on the broker at ``addr``."""
+
+    async def read() -> list[MessageExt]:
+        got: list[MessageExt] = []
         offset = 0
         async with RemotingClient() as cli:
             while True:
-                req = api.pull_message("cg_ops", OP_TOPIC, 0, offset, max_nums=32,
+                req = api.pull_message("cg_ops", topic, 0, offset, max_nums=32,
                                        sys_flag=api.FLAG_SUBSCRIPTION, suspend_ms=0,
                                        subscription="*")  # fmt: skip
                 resp = await cli.invoke(addr, req)
                 if resp.code != 0:
-                    return sizes
-                sizes += [len(op.body.split(b",")) for op in decode_records(resp.body)]
+                    return got
+                got += decode_records(resp.body)
                 offset = int(resp.ext_fields["nextBeginOffset"])
 
     return asyncio.run(read())
@@ -83,5 +95,9 @@ def test_a_broker_without_batches_gets_one_half_and_one_end_a_request(
     b_ops = op_sizes(cluster.brokers["broker-b"].addr)
     on_a = sum(1 for m in got if m.broker_name == "broker-a")
     on_b = len(got) - on_a
-    assert sum(a_ops) == on_a and len(a_ops) < on_a  # batch ENDs: an op names many
+    # broker-a: runs of rows parked as one half each, ended by batch ENDs (an op names many)
+    a_halves = parked(cluster.brokers["broker-a"].addr)
+    assert sum(a_halves) == on_a and len(a_halves) < on_a
+    assert sum(a_ops) == len(a_halves) and len(a_ops) < len(a_halves)
+    assert parked(cluster.brokers["broker-b"].addr) == [1] * on_b  # a half a row
     assert b_ops == [1] * on_b  # one END_TRANSACTION a half

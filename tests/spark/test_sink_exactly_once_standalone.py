@@ -6,7 +6,8 @@ the same way (mid-task too), and a second driver resumes from the checkpoint unt
 is drained. The target topic then holds every source row exactly once.
 
 "In the middle of a task" is seen on the brokers: once a batch was committed, the test waits
-until the next batch's first task has sent 300 half messages (of its 2,000), then kills. The
+until the next batch's first task has sent 30 half messages (300 of its 2,000 rows, 10 rows
+a half), then kills. The
 killed task's halves are left pending (pyspark's daemon ends the executor's Python workers
 with their JVM): invisible, and rolled back by a check-back once their batch is committed
 without them. A Python UDF drops a file naming each task attempt (stage, partition,
@@ -53,7 +54,7 @@ CHECKS = {
 }
 TASK_ROWS = 2000  # a batch: 4 tasks (2 brokers x 2 queues), one after the other (1 core)
 PER_BATCH, ROWS = 4 * TASK_ROWS, 6 * 4 * TASK_ROWS  # 6 batches
-MID_WRITE = 300  # halves a task has sent when it is killed
+MID_WRITE = 30  # halves (10 rows each: batchSize) a task has sent when it is killed
 
 
 @pytest.fixture(scope="module")
@@ -170,7 +171,7 @@ def halves_stored(cluster: Cluster) -> int:
 
 def mid_write(cluster: Cluster, driver: subprocess.Popen[bytes], log: Path) -> int:
     """Wait until a batch is committed, then until the next one's first task has sent
-    ``MID_WRITE`` halves (it sends ``TASK_ROWS``); the halves stored then."""
+    ``MID_WRITE`` halves (it sends ``TASK_ROWS`` rows, 10 a half); the halves stored then."""
     mark = committed(cluster)
     wait("a batch committed", lambda: committed(cluster) > mark, driver, log, 300)
     start = halves_stored(cluster)
