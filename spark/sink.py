@@ -183,7 +183,9 @@ def _write(opts: WriteOptions, cols: Columns, batches: Iterator[pa.RecordBatch])
 
 @dataclass
 class HalvesCommit(SinkCommit):
-    """exactlyOnce: the task's half messages, for the driver to commit or roll back."""
+    """exactlyOnce: the task's half messages, for the driver to commit or roll back (``sent``
+    and ``requests`` count halves: one holds a run of up to ``batchSize`` rows, or one row
+    on a broker without parked batches)."""
 
     halves: HalvesSent | None = None
 
