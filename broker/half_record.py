@@ -14,11 +14,12 @@ from typing import Final
 
 from aiorocketmq.remoting.errors import MessageDecodeError
 from aiorocketmq.remoting.protocol.batch import BatchItem, DelayInBatch, build_batch, decode_batch
-from aiorocketmq.remoting.protocol.message import MessageExt, Prop, SysFlag
+from aiorocketmq.remoting.protocol.message import NAME_VALUE_SEPARATOR, MessageExt, Prop, SysFlag
 
 HALF_RECORD: Final = "HALF_RECORD"  # ours: on a parked batch, how many messages it holds
 # the record's own: not carried over to the messages it holds (each has its UNIQ_KEY)
 _RECORD_ONLY: Final = frozenset({HALF_RECORD, Prop.UNIQ_KEY})
+_DELAY_NAME: Final = f"{Prop.DELAY}{NAME_VALUE_SEPARATOR}"  # the name as the text holds it
 
 
 class BadHalfRecord(ValueError):
@@ -36,12 +37,14 @@ def check_items(body: bytes, most: int) -> list[BatchItem]:
         raise BadHalfRecord("the batch body holds no message")
     if len(items) > most:
         raise BadHalfRecord(f"at most {most} half messages in one batch")
-    try:
-        build_batch(items, "-", {}, 0, 0, 0, "")
-    except DelayInBatch as exc:
-        raise BadHalfRecord("a batch may not carry delayed messages") from exc
-    except ValueError as exc:  # a delay level that is no number
-        raise BadHalfRecord(f"bad batch item: {exc}") from exc
+    for item in items:
+        if _DELAY_NAME in item.properties:  # else no DELAY: not parsed (most items)
+            try:
+                build_batch([item], "-", {}, 0, 0, 0, "")
+            except DelayInBatch as exc:
+                raise BadHalfRecord("a batch may not carry delayed messages") from exc
+            except ValueError as exc:  # a delay level that is no number
+                raise BadHalfRecord(f"bad batch item: {exc}") from exc
     return items
 
 
