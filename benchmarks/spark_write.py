@@ -127,6 +127,8 @@ def main() -> int:
             finally:
                 session.stop()
     report({who: statistics.median(r) for who, r in rates.items()}, args.messages)
+    runs = [eo / alo for eo, alo in zip(rates["spark_exactly_once"], rates["spark"], strict=True)]
+    print("exactly-once / at-least-once of each run: " + ", ".join(f"{r:.2f}" for r in runs))
     return 0
 
 

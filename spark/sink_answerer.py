@@ -202,7 +202,8 @@ async def finish_orphans(
                     log.info("finishing_commit query=%s batch=%d halves=%d (its committer "
                              "died)", query, batch, len(record.halves))  # fmt: skip
                     ends = [(list(record.halves), LocalTransactionState.COMMIT_MESSAGE)]
-                    txlog.finished(batch, [h[5] for h in await end_halves(tx, ends)])
+                    failed = await end_halves(tx, ends, per_half=record.per_half())
+                    txlog.finished(batch, [h[5] for h in failed])
                     finished += 1
                 except (OSError, ValueError, KeyError, TypeError) as exc:
                     log.warning("unreadable_record query=%s batch=%d error=%r", query, batch, exc)

@@ -8,8 +8,10 @@ about a half whose END was answered SUCCESS is about a stale copy of it (the bro
 half each time it checks one) and is answered ROLLBACK; only a half whose END failed is
 committed by a check-back (spark/sink_txlog.py ``TxLog.decide``).
 
-A broker's halves are ended ``PART`` to an END_TRANSACTION_BATCH (ours: the SDK's
-``end_transactions``), each answered per half. The broker appends a request's committed
+A broker's halves are ended up to ``PART`` to an END_TRANSACTION_BATCH (ours: the SDK's
+``end_transactions``), each answered per half; fewer when a half holds many rows (a parked
+batch), so that a request commits about ``END_MESSAGES`` messages and is answered well within
+the send timeout. The broker appends a request's committed
 messages in the order of its entries, so a queue's ordered halves (their rows gave a
 queueId or keys) go in row order, in requests one after another, each answered before the
 next goes (a broker may run requests in a pool, as Java's endTransactionExecutor); the
@@ -41,22 +43,24 @@ log = logging.getLogger(__name__)
 
 END_TIMEOUT_S = 600.0  # a commit's ENDs
 WINDOW = 64  # unordered ENDs (one at a time), or 4 batch ENDs, in flight per broker
-PART = 1024  # ENDs per END_TRANSACTION_BATCH
+PART = 1024  # ENDs per END_TRANSACTION_BATCH, at most
+END_MESSAGES = 4096  # messages an END_TRANSACTION_BATCH commits, about (one broker append)
 BATCH_WINDOW = 4
 
 Todo = list[tuple[Half, LocalTransactionState]]
 
 
 async def end_halves(
-    tx: TransactionProducer, ends: Iterable[tuple[list[Half], LocalTransactionState]]
-) -> list[Half]:
-    """END each half of each list with its state; the halves whose END failed (logged by the
-    SDK, never raised)."""
+    tx: TransactionProducer, ends: Iterable[tuple[list[Half], LocalTransactionState]], *,
+    per_half: int = 1,
+) -> list[Half]:  # fmt: skip
+    """END each half of each list with its state (``per_half``: the rows a half holds, at
+    most); the halves whose END failed (logged by the SDK, never raised)."""
     by_broker: dict[str, Todo] = {}
     for halves, state in ends:
         for half in halves:
             by_broker.setdefault(half[1], []).append((half, state))
-    calls = [_broker(tx, broker, todo) for broker, todo in by_broker.items()]
+    calls = [_broker(tx, broker, todo, part_size(per_half)) for broker, todo in by_broker.items()]
     failed = [h for part in await asyncio.wait_for(asyncio.gather(*calls), END_TIMEOUT_S)
               for h in part]  # fmt: skip
     if failed:
@@ -64,17 +68,23 @@ async def end_halves(
     return failed
 
 
-async def _broker(tx: TransactionProducer, broker: str, todo: Todo) -> list[Half]:
+def part_size(per_half: int) -> int:
+    """ENDs per END_TRANSACTION_BATCH for halves of up to ``per_half`` rows: about
+    ``END_MESSAGES`` messages committed a request, at most ``PART`` entries, at least one."""
+    return max(1, min(PART, END_MESSAGES // max(per_half, 1)))
+
+
+async def _broker(tx: TransactionProducer, broker: str, todo: Todo, part: int) -> list[Half]:
     """A broker's ENDs: batched, unless it refuses the first request (then nothing of it
     was ended; asked again at the next call, so an upgraded broker is used at once)."""
     try:
-        return await _batched(tx, todo)
+        return await _batched(tx, todo, part)
     except TransactionBatchNotSupported as exc:
         log.info("sink_end_batch_not_supported broker=%s (%s): one END a half", broker, exc)
     return await _one_by_one(tx, todo)
 
 
-async def _batched(tx: TransactionProducer, todo: Todo) -> list[Half]:
+async def _batched(tx: TransactionProducer, todo: Todo, size: int) -> list[Half]:
     ordered = [t for t in todo if t[0][2] >= 0]  # in row order per queue, as given
     loose = [t for t in todo if t[0][2] < 0]
     slots = asyncio.Semaphore(BATCH_WINDOW)
@@ -85,9 +95,9 @@ async def _batched(tx: TransactionProducer, todo: Todo) -> list[Half]:
         return [half for (half, _), ok in zip(run, took, strict=True) if not ok]
 
     async def in_turn(run: Todo) -> list[Half]:
-        return [h for i in range(0, len(run), PART) for h in await part(run[i : i + PART])]
+        return [h for i in range(0, len(run), size) for h in await part(run[i : i + size])]
 
-    parts = [part(loose[i : i + PART]) for i in range(0, len(loose), PART)]
+    parts = [part(loose[i : i + size]) for i in range(0, len(loose), size)]
     done = await asyncio.gather(in_turn(ordered), *parts, return_exceptions=True)
     for outcome in done:  # every request finished before the fallback starts
         if isinstance(outcome, BaseException):

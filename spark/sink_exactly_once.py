@@ -92,6 +92,7 @@ class HalvesSent:
     writer: str
     halves: list[Half] = field(default_factory=list)
     not_ok: int = 0
+    rows: int = 0  # the rows the halves hold
 
 
 # ------------------------------------------------------------------ executors
@@ -130,6 +131,7 @@ def write(
             rows += record_batch.num_rows
             sender.submit(list(in_order(record_batch, cols, opts.topic)))
         sent = sender.finish()
+        sent.rows = rows
         done = True
     finally:
         if not done:
@@ -335,7 +337,8 @@ def commit(opts: WriteOptions, place: Place, batch: int, sent: Sequence[HalvesSe
     """Record the batch as committed (unless an earlier run did), then END its halves."""
     start_answerer(opts, place)
     halves = tuple(h for s in sent for h in s.halves)
-    record = Record(tuple(s.writer for s in sent), halves, process_token())
+    rows = sum(s.rows for s in sent)
+    record = Record(tuple(s.writer for s in sent), halves, process_token(), rows)
     txlog = TxLog(place.log_dir, place.query)
     earlier = txlog.record(batch, record)
     to_roll_back: list[Half] = []
@@ -349,7 +352,8 @@ def commit(opts: WriteOptions, place: Place, batch: int, sent: Sequence[HalvesSe
         to_commit = [] if txlog.is_finished(batch) else list(earlier.halves)
     ends = [(to_roll_back, LocalTransactionState.ROLLBACK_MESSAGE),
             (to_commit, LocalTransactionState.COMMIT_MESSAGE)]  # fmt: skip
-    failed = set(asyncio.run(_end(opts, place, ends)))
+    per_half = max(record.per_half(), earlier.per_half() if earlier is not None else 1)
+    failed = set(asyncio.run(_end(opts, place, ends, per_half)))
     if earlier is None or to_commit:
         txlog.finished(batch, [h[5] for h in to_commit if h in failed])
     if place.streaming:
@@ -371,8 +375,9 @@ def abort(opts: WriteOptions, place: Place, sent: Sequence[HalvesSent]) -> None:
 
 
 async def _end(
-    opts: WriteOptions, place: Place, ends: list[tuple[list[Half], LocalTransactionState]]
-) -> list[Half]:
+    opts: WriteOptions, place: Place, ends: list[tuple[list[Half], LocalTransactionState]],
+    per_half: int = 1,
+) -> list[Half]:  # fmt: skip
     """END_TRANSACTION for each half (spark/sink_ends.py) from a producer of the group."""
     tx = TransactionProducer(
         place.group, Answers(place.log_dir), opts.name_server,
@@ -380,6 +385,6 @@ async def _end(
     )  # fmt: skip
     await tx.start()
     try:
-        return await end_halves(tx, ends)
+        return await end_halves(tx, ends, per_half=per_half)
     finally:
         await tx.shutdown()  # its UNREGISTER_CLIENT follows the oneway ENDs: they were read

@@ -44,6 +44,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
+MOST_ROWS = 4096  # the most messages one half holds (the SDK's send_half_batch takes 4096)
+
 # a half's user properties: which write, batch and task attempt sent it
 QUERY_PROPERTY = "SPARK_QUERY"
 BATCH_PROPERTY = "SPARK_BATCH"
@@ -77,11 +79,17 @@ class Record:
     writers: tuple[str, ...]
     halves: tuple[Half, ...] = ()
     committer: str = ""
+    rows: int = 0  # the rows the halves hold (0: not known, a record written before it)
 
     def to_json(self) -> bytes:
         return json.dumps(
-            {"writers": self.writers, "halves": self.halves, "committer": self.committer}
-        ).encode()
+            {"writers": self.writers, "halves": self.halves, "committer": self.committer,
+             "rows": self.rows}
+        ).encode()  # fmt: skip
+
+    def per_half(self) -> int:
+        """The rows a half holds, at most (a parked batch holds up to 4096; unknown: that)."""
+        return -(-self.rows // len(self.halves)) if self.rows and self.halves else MOST_ROWS
 
     @classmethod
     def from_json(cls, raw: bytes) -> Record:
@@ -89,7 +97,8 @@ class Record:
         halves = tuple(
             (str(t), str(b), int(q), int(o), str(m), str(u)) for t, b, q, o, m, u in data["halves"]
         )
-        return cls(tuple(str(w) for w in data["writers"]), halves, str(data["committer"]))
+        return cls(tuple(str(w) for w in data["writers"]), halves, str(data["committer"]),
+                   int(data.get("rows", 0)))  # fmt: skip
 
 
 def process_token(pid: int | None = None) -> str:

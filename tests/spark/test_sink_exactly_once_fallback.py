@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from aiorocketmq.broker.half_record import HALF_RECORD
 from aiorocketmq.client.core import api
 from aiorocketmq.remoting.client import RemotingClient
-from aiorocketmq.broker.half_record import HALF_RECORD
 from aiorocketmq.remoting.protocol.message import MessageExt, decode_records
 from aiorocketmq.remoting.protocol.topic import TRANS_HALF_TOPIC as HALF_TOPIC
 from aiorocketmq.spark.sink_txlog import WRITER_PROPERTY
