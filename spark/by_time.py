@@ -14,8 +14,9 @@ docs/compatibility.md D7):
   /work/notes/oracle-34-timestamps.md: 20 of 40 rows lost).
 
 So the answer is only a hint: :func:`first_at_or_after` checks the store time there and
-searches from it, forward or back, with single-message pulls (galloping, then halving: one
-or two pulls against ours, O(log n) for n units in the same millisecond).
+searches from it, forward or back, with single-message pulls (galloping, then halving): one
+pull when the unit there was stored after the time (no unit is stored at it), two against
+ours when it was stored at the time, O(log n) for n units stored in that millisecond.
 """
 
 from __future__ import annotations
@@ -43,7 +44,12 @@ async def first_at_or_after(
     if answer >= high:
         return Found(high, False)
     answer = max(answer, 0)
-    if await _at_or_after(stored_at, answer, timestamp_ms):
+    stored = await stored_at(answer)
+    if stored is not None and stored > timestamp_ms:
+        # nothing is stored at the time (a binary search would have hit it), so this is the
+        # first unit after it: ours, 5.x and 4.9.8's nearest-after alike
+        return Found(answer, True)
+    if stored == timestamp_ms:  # one of several stored at the time, maybe not the first
         bad, good = await _gallop_back(stored_at, answer, timestamp_ms)
     else:
         bad, good = await _gallop_forward(stored_at, answer, high, timestamp_ms)

@@ -98,9 +98,9 @@ def test_units_gone_below_the_min_offset() -> None:
         assert got == Found(max(want.offset, 2), want.matched), t
 
 
-def test_an_exact_first_answer_costs_one_pull_back() -> None:
-    """Ours (and 5.x) answer the first unit at or after the time: one pull there, one
-    before it."""
+def test_pulls_for_an_answer_of_ours() -> None:
+    """Ours (and 5.x) answer the first unit at or after the time: one pull when it was
+    stored after the time (nothing is stored at it), one more before it when at it."""
     times = [100, 110, 110, 110, 120]
     pulled: list[int] = []
 
@@ -110,3 +110,6 @@ def test_an_exact_first_answer_costs_one_pull_back() -> None:
 
     assert asyncio.run(first_at_or_after(stored_at, 1, 5, 110)) == Found(1, True)
     assert pulled == [1, 0]
+    pulled.clear()
+    assert asyncio.run(first_at_or_after(stored_at, 4, 5, 115)) == Found(4, True)
+    assert pulled == [4]
