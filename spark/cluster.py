@@ -39,6 +39,7 @@ from aiorocketmq.client import (
 )
 from aiorocketmq.client.api import commit_offsets
 from aiorocketmq.spark.access import Access
+from aiorocketmq.spark.by_time import Found, first_at_or_after
 from aiorocketmq.spark.offsets import Offsets, QueueRange, canonical
 from aiorocketmq.spark.options import ReadOptions
 from aiorocketmq.spark.rows import layout_batch
@@ -204,31 +205,18 @@ def offsets_at(opts: ReadOptions, times: dict[MessageQueue, int]) -> dict[Messag
     return dict(zip(queues, run(every(), 60), strict=True))
 
 
-@dataclass(frozen=True)
-class Found:
-    offset: int  # the first offset stored at or after the time, else the max offset
-    matched: bool  # False: no message is stored at or after the time
-
-
 async def _at(c: PullConsumer, mq: MessageQueue, timestamp_ms: int, timeout: float) -> Found:
     found, high = await asyncio.gather(c.offset_for_timestamp(mq, timestamp_ms), c.max_offset(mq))
-    if found < high:
-        # compat: 4.9.8 (ConsumeQueue.getOffsetInQueueByTime) answers the unit stored nearest
-        # the time, which may be the one before it, and max-1 when every message is older
-        # (fidelity.md D7; ours and 5.x answer the first at or after it, max when none is):
-        # the message at the answer tells
-        raw = await c.pull_raw(mq, found, 1, timeout)
-        if raw.status is PullStatus.FOUND:
-            first = decode_columns(raw.body, include_properties=False, stop_at=found + 1)
-            found = after(found, first.store_timestamp[:1], timestamp_ms)
-    return Found(min(found, high), found < high)
 
+    async def stored_at(offset: int) -> int | None:
+        raw = await c.pull_raw(mq, offset, 1, timeout)
+        if raw.status is not PullStatus.FOUND:
+            return None
+        one = decode_columns(raw.body, include_properties=False, stop_at=offset + 1)
+        return one.store_timestamp[0] if one.queue_offset[:1] == [offset] else None
 
-def after(found: int, stored: list[int], timestamp_ms: int) -> int:
-    """The first offset at or after the time, from the broker's answer ``found`` and the
-    store time of the message there (``stored``: one or none): the next one when 4.9.8's
-    nearest unit was stored before the time."""
-    return found + 1 if stored and stored[0] < timestamp_ms else found
+    # compat: 4.9.8's answer is only a hint (spark/by_time.py, docs/compatibility.md D7)
+    return await first_at_or_after(stored_at, found, high, timestamp_ms)
 
 
 def commit_group(opts: ReadOptions, end: Offsets) -> None:

@@ -55,7 +55,7 @@ class ReadOptions:
     pull_timeout_ms: int = 3000
     group: str | None = None
     include_properties: bool = True
-    push_filters: bool = False  # batch only: tag and store-time filters to the brokers
+    push_filters: bool = False  # batch only: tag, keys and store-time filters to the brokers
     access: Access = field(default_factory=Access)  # credentials, TLS (SECURITY_OPTIONS)
 
     @property

@@ -33,7 +33,7 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from aiorocketmq.spark import bounds, cluster
+from aiorocketmq.spark import bounds, cluster, sql92_probe
 from aiorocketmq.spark.offsets import (
     Offsets,
     QueueRange,
@@ -44,7 +44,7 @@ from aiorocketmq.spark.offsets import (
     ranges,
 )
 from aiorocketmq.spark.options import ReadOptions, read_options
-from aiorocketmq.spark.pushdown import Pushed, push
+from aiorocketmq.spark.pushdown import Pushed, push, sql92
 from aiorocketmq.spark.schema import check_user_schema, spark_schema
 
 
@@ -99,7 +99,11 @@ class BatchReader(DataSourceReader):
 
 class PushingBatchReader(BatchReader):
     """With ``pushFilters=true``: ``pushFilters`` (planner side, before ``partitions``)
-    narrows the read to the tags and store times of the query's filters (spark/pushdown.py).
+    narrows the read to the tags, keys and store times of the query's filters
+    (spark/pushdown.py): tags alone keep a TAG subscription; ``keys`` terms (and then the
+    tags) make it SQL92 where every broker of the read takes SQL92 (spark/sql92_probe.py;
+    else the ``keys`` filters are returned to Spark); with the user's SQL92 subscription
+    they are AND-ed to it.
 
     Opt-in because Spark (4.1-4.3, PythonScanBuilder) keeps the read a DataFrame's last
     pushdown planned and reuses it for a later query on the same DataFrame that has no
@@ -109,14 +113,24 @@ class PushingBatchReader(BatchReader):
 
     def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
         o = self.opts
-        self.pushed, left = push(filters, self.pushed, tags_allowed=o.expression_type == "TAG")
-        wanted = self.pushed.tags
-        if wanted is not None:
-            given = o.tag_set
-            wanted = wanted if given is None else wanted & given
-            self.pushed = replace(self.pushed, tags=wanted)
-            if wanted:  # the brokers send only these (an empty set reads nothing)
-                self.opts = replace(o, sub_expression=" || ".join(sorted(wanted)))
+        pushed, left = push(filters, self.pushed)
+        tags, given = pushed.tags, o.tag_set
+        if tags is not None and given is not None:
+            tags = tags & given
+        pushed = replace(pushed, tags=tags)
+        if o.expression_type == "SQL92":
+            if tags or pushed.keys:
+                o = replace(o, sub_expression=sql92(pushed, o.sub_expression, tags))
+        elif pushed.keys and tags != frozenset():  # (no tag: nothing is read)
+            expression = sql92(pushed, None, given if tags is None else tags)
+            if sql92_probe.refusal(o, cluster.queues(o), expression) is None:
+                o = replace(o, expression_type="SQL92", sub_expression=expression)
+            else:
+                left += pushed.keys_exact
+                pushed = pushed.unpushed_keys()
+        if o.expression_type == "TAG" and tags:  # the brokers send only these
+            o = replace(o, sub_expression=" || ".join(sorted(tags)))
+        self.opts, self.pushed = o, pushed
         return left
 
 

@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 
-from aiorocketmq.spark.cluster import after
 from tests.client.conftest import create_everywhere
 from tests.cluster import Cluster
 from tests.spark.test_read import bodies, produce, source, stream_to
@@ -138,12 +137,3 @@ def test_precedence_and_ending_by_timestamp(spark: Any, cluster: Cluster) -> Non
     want = [r for r in queues[(b1, q1)] if r[3] < b_start] + queues[(b2, q2)]
     want += [r for r in queues[(b3, q3)] if r[2] < 1] + queues[(b4, q4)]
     assert got == sorted(want)
-
-
-def test_a_nearest_answer_before_the_time_moves_on() -> None:
-    """4.9.8's SEARCH_OFFSET_BY_TIMESTAMP answers the unit nearest the time (fidelity.md
-    D7): one stored before it is passed over, one at or after it (ours, 5.x) kept."""
-    assert after(7, [999], 1000) == 8  # 4.9.8: nearest, before; or max-1 when all are older
-    assert after(7, [1000], 1000) == 7
-    assert after(7, [1001], 1000) == 7
-    assert after(7, [], 1000) == 7  # nothing there to check
