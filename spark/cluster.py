@@ -254,6 +254,10 @@ PULLS_IN_FLIGHT = 8  # per window of a filtered read: pulls of consecutive offse
 # per window of a read of every message: its answers line up (no filter ends one early), and a
 # longer window costs the reader and the broker less per pull (8 -> 16: ≈ 8 % less CPU)
 PULLS_IN_FLIGHT_ALL = 16
+# a window asks for about this many messages at most: big answers (a broker of ours serving a
+# bulk pull ~1,000 at a time) need fewer pulls in flight to keep it busy, and a window
+# discarded (an answer ending early) then costs it less
+WINDOW_MESSAGES = 4096
 MAX_BATCH_BYTES = 64 << 20  # pull bodies behind one Arrow batch (its int32 offsets)
 
 
@@ -267,8 +271,9 @@ def read_range(opts: ReadOptions, r: QueueRange) -> Iterator[pa.RecordBatch]:
     only if it starts where the previous one ended (a filtered or short answer discards the
     rest of the window, and the window sent ahead). The pulls of a window are ``step``
     offsets apart: pullBatchSize, or fewer when the brokers answer fewer (a message read
-    from disk: maxTransferCountOnMessageInDisk, 8; the byte caps), so that short answers
-    still line up."""
+    from disk: maxTransferCountOnMessageInDisk, 8; the byte caps; Apache's brokers: 32), so
+    that short answers still line up. Each pull is a bulk pull (``bulkPull``, ours): a
+    broker of ours serves up to pullBatchSize messages in memory within its byte cap."""
     mq = MessageQueue(r.topic, r.broker_name, r.queue_id)
     selector = opts.selector
     window = PULLS_IN_FLIGHT_ALL if selector == _EVERY else PULLS_IN_FLIGHT
@@ -352,10 +357,12 @@ async def _window(p: _Pulls, offset: int, end: int, step: int) -> Answers:
     awaited (``pull_raw_many``: one write, no task per pull); each start with its answer or
     its error."""
     n = p.size
-    starts = list(range(offset, end, step)[: p.window])
+    starts = list(range(offset, end, step)[: max(2, min(p.window, WINDOW_MESSAGES // step))])
     pulls = [(at, min(n, end - at)) for at in starts]
     try:
-        got = await p.consumer.pull_raw_many(p.queue, pulls, p.timeout, expression=p.selector)
+        got = await p.consumer.pull_raw_many(
+            p.queue, pulls, p.timeout, expression=p.selector, bulk=True
+        )
         answers: list[RawPull | BaseException] = [*got]
     except MQClientError as exc:  # before any was sent (the broker unknown): every pull
         answers = [exc] * len(starts)
