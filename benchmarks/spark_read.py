@@ -15,11 +15,11 @@ warmed up first. Each case is timed from the start of the action until it return
   connector's schema) yielding Arrow batches of 32,768 rows made from pre-made columns
   (the topic's first 32,768 rows as the connector decodes them, read once per partition):
   Spark's side of a Python source alone, the ceiling (target: rocketmq >= 0.50 x memory);
-  its rows are the connector's (checked: ``layout_batch`` of the same pulls equals them);
+  its rows are the connector's (checked: ``starts_batch`` of the same pulls equals them);
 - ``sdk poll``: in this process, ``client.PullConsumer`` assigned the 8 queues, seeked to 0
   (pull_batch_size 32, other options default), ``poll()`` until N messages;
 - ``sdk raw``: in this process, every queue at once, ``pull_raw`` (bulk pulls of up to
-  1,024, as the connector's) + ``decode_layout`` + ``aiorocketmq.spark.rows.layout_batch``:
+  1,024, as the connector's) + ``decode_starts`` + ``aiorocketmq.spark.rows.starts_batch``:
   the connector's work without Spark.
 
 Neither Spark read is timed with a row count (``observe`` costs ~8 % of the in-memory
@@ -61,14 +61,14 @@ from pyspark.sql.types import StructType
 from aiorocketmq.client import Message, MessageQueue, Producer, PullConsumer
 from aiorocketmq.client.consumer.lite.raw import (
     Columns,
-    Layout,
     PullStatus,
+    Starts,
     decode_columns,
-    decode_layout,
+    decode_starts,
 )
 from aiorocketmq.client.core import api
 from aiorocketmq.remoting.client import RemotingClient
-from aiorocketmq.spark.rows import layout_batch
+from aiorocketmq.spark.rows import starts_batch
 from aiorocketmq.spark.schema import arrow_schema, spark_schema, to_batch
 from benchmarks.common import listening_process, quiet_logging
 from benchmarks.spark_common import start_spark as start_shared_spark
@@ -114,19 +114,19 @@ async def prepare(namesrv: str, broker: str, n: int) -> dict[str, dict[str, int]
 async def sample_batch(namesrv: str, path: Path) -> None:
     """The topic's first BATCH_ROWS rows (queue by queue) as the connector builds them, to
     ``path`` (Arrow IPC): the in-memory source's pre-made data, checked equal to the
-    connector's own batches of those rows (``layout_batch``: same rows, same schema)."""
+    connector's own batches of those rows (``starts_batch``: same rows, same schema)."""
     async with PullConsumer("bench_spark_read_sample", namesrv) as c:
         cols, layouts = Columns(), list[pa.RecordBatch]()
         for mq in await c.fetch_message_queues(TOPIC):
-            offset, end, layout, bodies = 0, await c.max_offset(mq), Layout(), list[bytes]()
+            offset, end, layout, bodies = 0, await c.max_offset(mq), Starts(), list[bytes]()
             while offset < end and len(cols) < BATCH_ROWS:
                 raw = await c.pull_raw(mq, offset, PULL)
                 assert raw.status is PullStatus.FOUND, raw.status
                 decode_columns(raw.body, cols)
-                decode_layout(raw.body, layout)
+                decode_starts(raw.body, layout)
                 bodies.append(raw.body)
                 offset = raw.next_begin_offset
-            layouts.append(layout_batch(layout, bodies, mq.broker_name, topic=TOPIC))
+            layouts.append(starts_batch(layout, bodies, mq.broker_name, topic=TOPIC))
     batch = to_batch(cols, mq.broker_name).slice(0, BATCH_ROWS)
     ours = pa.Table.from_batches(layouts).slice(0, BATCH_ROWS).combine_chunks()
     assert ours.equals(pa.Table.from_batches([batch])), "the sources' rows differ"
@@ -269,21 +269,21 @@ async def sdk_poll(namesrv: str, n: int, pull: int) -> float:
 
 
 async def sdk_raw(namesrv: str, n: int, pull: int) -> float:
-    """Rows/s of pull_raw + decode_layout + layout_batch, every queue at once (one loop)."""
+    """Rows/s of pull_raw + decode_starts + starts_batch, every queue at once (one loop)."""
     rows = 0
 
     async def one(c: PullConsumer, mq: MessageQueue, end: int) -> None:
         nonlocal rows
-        layout, bodies, offset = Layout(), list[bytes](), 0
+        layout, bodies, offset = Starts(), list[bytes](), 0
         while offset < end:
             raw = await c.pull_raw(mq, offset, min(pull, end - offset), bulk=True)
             assert raw.status is PullStatus.FOUND, raw.status
-            decode_layout(raw.body, layout, stop_at=end)
+            decode_starts(raw.body, layout, stop_at=end)
             bodies.append(raw.body)
             offset = raw.next_begin_offset
             if len(layout) >= BATCH_ROWS or offset >= end:
-                rows += layout_batch(layout, bodies, mq.broker_name, topic=mq.topic).num_rows
-                layout, bodies = Layout(), []
+                rows += starts_batch(layout, bodies, mq.broker_name, topic=mq.topic).num_rows
+                layout, bodies = Starts(), []
 
     async with PullConsumer("bench_spark_read_raw", namesrv, auto_commit=False) as c:
         mqs = await c.fetch_message_queues(TOPIC)
@@ -426,7 +426,7 @@ def report(runs: list[dict[str, float]], stream: dict[str, dict[str, float]],
         "rocketmq": "spark read rocketmq -> noop",
         "memory": "spark read in-memory source -> noop",
         "sdk_poll": "sdk PullConsumer assign + poll",
-        "sdk_raw": "sdk pull_raw+decode_layout+layout_batch",
+        "sdk_raw": "sdk pull_raw+decode_starts+starts_batch",
     }
     med = {k: float(statistics.median(r[k] for r in runs)) for k in labels}
     print(

@@ -27,21 +27,21 @@ import pyarrow as pa
 import uvloop
 
 from aiorocketmq.client import (
-    Layout,
     MessageQueue,
     MessageSelector,
     MQClientError,
     PullConsumer,
     PullStatus,
     RawPull,
+    Starts,
     decode_columns,
-    decode_layout,
+    decode_starts,
 )
 from aiorocketmq.client.api import commit_offsets
 from aiorocketmq.spark.access import Access
 from aiorocketmq.spark.offsets import Offsets, QueueRange, canonical
 from aiorocketmq.spark.options import ReadOptions
-from aiorocketmq.spark.rows import layout_batch
+from aiorocketmq.spark.rows import starts_batch
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -279,7 +279,7 @@ def read_range(opts: ReadOptions, r: QueueRange) -> Iterator[pa.RecordBatch]:
     window = PULLS_IN_FLIGHT_ALL if selector == _EVERY else PULLS_IN_FLIGHT
     pulls = _Pulls(consumer(opts), mq, selector, opts.pull_batch_size,
                    opts.pull_timeout_ms / 1000, window)  # fmt: skip
-    layout, bodies, offset = Layout(), list[bytes](), r.start
+    layout, bodies, offset = Starts(), list[bytes](), r.start
     patience = time.monotonic() + RETRY_SECONDS
     step = sent = opts.pull_batch_size  # offsets one answer covers; the sent window's
     ahead: concurrent.futures.Future[Answers] | None = _send(pulls, offset, r.end, step)
@@ -310,7 +310,7 @@ def read_range(opts: ReadOptions, r: QueueRange) -> Iterator[pa.RecordBatch]:
             offset = nxt
         if len(layout) >= BATCH_ROWS or layout.base >= MAX_BATCH_BYTES:
             yield _batch(opts, layout, bodies, r)
-            layout, bodies = Layout(), []
+            layout, bodies = Starts(), []
         if offset >= r.end:
             break
         if offset != guess or ahead is None:  # the window sent ahead starts elsewhere
@@ -323,8 +323,8 @@ def read_range(opts: ReadOptions, r: QueueRange) -> Iterator[pa.RecordBatch]:
         yield _batch(opts, layout, bodies, r)
 
 
-def _batch(opts: ReadOptions, layout: Layout, bodies: list[bytes], r: QueueRange) -> pa.RecordBatch:
-    return layout_batch(layout, bodies, r.broker_name, topic=r.topic, tags=opts.tag_set,
+def _batch(opts: ReadOptions, layout: Starts, bodies: list[bytes], r: QueueRange) -> pa.RecordBatch:
+    return starts_batch(layout, bodies, r.broker_name, topic=r.topic, tags=opts.tag_set,
                         include_properties=opts.include_properties)  # fmt: skip
 
 
@@ -370,11 +370,11 @@ async def _window(p: _Pulls, offset: int, end: int, step: int) -> Answers:
 
 
 def _take(opts: ReadOptions, mq: MessageQueue, raw: RawPull, offset: int, end: int,
-          layout: Layout, bodies: list[bytes]) -> int | None:  # fmt: skip
+          layout: Starts, bodies: list[bytes]) -> int | None:  # fmt: skip
     """One answer's records into ``layout`` (its body to ``bodies``); the next offset, or
     None to stop (data not there)."""
     if raw.status is PullStatus.FOUND:
-        if decode_layout(raw.body, layout, stop_at=end) and layout.last_offset < offset:
+        if decode_starts(raw.body, layout, stop_at=end) and layout.last_offset < offset:
             raise MQClientError(f"{mq}: the broker answered offsets before {offset}")
         bodies.append(raw.body)
         nxt = raw.next_begin_offset
