@@ -245,6 +245,16 @@ def _evens(n: int) -> pa.Array:
     return _EVENS[0].slice(0, n)
 
 
+_ODDS: list[pa.Array] = []  # 1, 3, 5, ... as int32, kept as _EVENS
+
+
+def _odds(n: int) -> pa.Array:
+    """The ``n`` first odd numbers."""
+    if not _ODDS or len(_ODDS[0]) < n:
+        _ODDS[:] = [pa.array(range(1, 2 * max(n, 65_536), 2), pa.int32())]
+    return _ODDS[0].slice(0, n)
+
+
 def _same(value: str, n: int) -> pa.Array:
     return pa.repeat(pa.scalar(value, pa.string()), n)
 
@@ -265,15 +275,16 @@ def _property_map(text: pa.Array) -> pa.Array:
     present = pc.if_else(pc.equal(trimmed, ""), pa.scalar(None, pa.string()), trimmed)
     items = pc.split_pattern(present, "\x02")
     pairs = pc.split_pattern(items.flatten(), "\x01")
-    names, values = pc.list_element(pairs, 0), pc.list_element(pairs, 1)
-    clean = pc.all(
-        pc.and_(
-            pc.equal(pc.list_value_length(pairs), 2),
-            pc.and_(pc.greater(pc.utf8_length(names), 0), pc.greater(pc.utf8_length(values), 0)),
-        )
-    ).as_py()
-    if clean is False:
+    words = pairs.flatten()  # name, value, name, value, ... if every item is a pair
+    n = len(pairs)
+    # clean: every item one name and one value, neither empty (byte lengths: read from the
+    # offsets, where utf8_length reads every byte)
+    if n and (
+        pc.min_max(pc.list_value_length(pairs)).as_py() != {"min": 2, "max": 2}
+        or pc.min(pc.binary_length(words)).as_py() == 0
+    ):
         return pa.array([_pairs(t) for t in text.to_pylist()], _MAP)
+    names, values = words.take(_evens(n)), words.take(_odds(n))
     return pa.MapArray.from_arrays(items.offsets, names, values)
 
 

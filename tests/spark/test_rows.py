@@ -103,6 +103,20 @@ def test_starts_batch_is_to_batch(
         assert got.to_pylist() == want.to_pylist()
 
 
+@pytest.mark.parametrize("props", [{"junk\x02a": "b"}, {"a": "b\x02junk"}, {"a": "b\x01c"}])
+def test_properties_with_an_item_not_a_pair(props: dict[str, str]) -> None:
+    """An item without its name-value separator (or with two) is skipped, as
+    ``decode_properties`` skips it: the batch takes the Python way (Arrow's split found a
+    one-word item and failed the read before)."""
+    data = encode_record(MessageExt(topic="T", body=b"x", queue_offset=1, properties=props))
+    want = to_batch(decode_columns(data), "broker-a")
+    layout, starts = Layout(), Starts()
+    decode_layout(data, layout)
+    decode_starts(data, starts)
+    assert layout_batch(layout, [data], "broker-a").to_pylist() == want.to_pylist()
+    assert starts_batch(starts, [data], "broker-a", topic="T").to_pylist() == want.to_pylist()
+
+
 def test_a_malformed_record_is_refused() -> None:
     data = encode_record(MessageExt(topic="T", body=b"x", queue_offset=1))
     for bad in (data[:-3], data[:50]):
