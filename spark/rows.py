@@ -58,7 +58,7 @@ def starts_batch(
 
     def field(where: int, kind: pa.DataType) -> pa.Array:
         width = kind.byte_width
-        got = pc.take(octets, pc.add(wide[width], where))
+        got = pc.take(octets.slice(where), wide[width])  # a slice: no pass to add ``where``
         return pa.Array.from_buffers(kind, n, [None, got.buffers()[1]], offset=0)
 
     body_at = pc.add(at, _HEAD)
@@ -94,8 +94,8 @@ def _repeats(width: int, n: int) -> pa.Array:
     have = _REPEATS.get(width)
     if have is None or len(have) < n * width:
         rows = max(n, 65_536)
-        have = _REPEATS[width] = pa.array(
-            array.array("i", [i // width for i in range(rows * width)])
+        have = _REPEATS[width] = pc.divide(
+            _ints(array.array("i", range(rows * width)), "i", pa.int32()), width
         )
     return have.slice(0, n * width)
 
@@ -107,7 +107,7 @@ def _descending(width: int, n: int) -> pa.Array:
     if have is None or len(have) < n * width:
         rows = max(n, 65_536)
         pattern = array.array("i", range(width - 1, -1, -1))
-        have = _DESCENDING[width] = pa.array(pattern * rows)
+        have = _DESCENDING[width] = _ints(pattern * rows, "i", pa.int32())
     return have.slice(0, n * width)
 
 
@@ -259,7 +259,7 @@ def _same(value: str, n: int) -> pa.Array:
     return pa.repeat(pa.scalar(value, pa.string()), n)
 
 
-def _ints(values: list[int], code: str, kind: pa.DataType) -> pa.Array:
+def _ints(values: list[int] | array.array[int], code: str, kind: pa.DataType) -> pa.Array:
     """``values`` as an Arrow array of ``kind`` (``code``: its array module type code), by
     way of a C array: ``pa.array`` of a list checks each item for an Arrow scalar."""
     return pa.Array.from_buffers(kind, len(values), [None, pa.py_buffer(array.array(code, values))])
