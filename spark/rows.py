@@ -114,28 +114,46 @@ def _descending(width: int, n: int) -> pa.Array:
 def _binary_between(start: pa.Array, end: pa.Array, data: pa.Buffer) -> pa.Array:
     """The byte strings [start, end) of ``data``, row by row (starts and ends in order)."""
     n = len(start)
-    ends = pa.concat_arrays([start.cast(pa.int32()), end.cast(pa.int32())])
-    spans = pc.take(ends, _interleaved(n))
+    index = _interleaved(n)
+    gap = pa.nulls(len(index) // 2 - n, pa.int32())  # the ends start at the same place
+    ends = pa.concat_arrays([start.cast(pa.int32()), gap, end.cast(pa.int32())])
+    spans = pc.take(ends, index.slice(0, 2 * n))
     both = pa.Array.from_buffers(pa.binary(), 2 * n - 1, [None, spans.buffers()[1], data])
     return both.take(_evens(n))
 
 
+_INTERLEAVED: list[pa.Array] = []  # 0, m, 1, m + 1, ..., m - 1, 2m - 1 as int32, kept
+
+
 def _interleaved(n: int) -> pa.Array:
-    """0, n, 1, n + 1, ...: start and end of each row, from the starts then the ends."""
-    return pc.add(_repeats(2, n), pc.multiply(pc.subtract(1, _descending(2, n)), n))
+    """0, m, 1, m + 1, ... for some m >= ``n`` (half its length): start and end of each
+    row, from the starts and, m places on, the ends."""
+    if not _INTERLEAVED or len(_INTERLEAVED[0]) < 2 * n:
+        m = max(n, 65_536)
+        _INTERLEAVED[:] = [
+            pc.add(_repeats(2, m), pc.multiply(pc.subtract(1, _descending(2, m)), m)).cast(
+                pa.int32()
+            )
+        ]
+    return _INTERLEAVED[0]
 
 
 def _hosts(keys: pa.Array) -> pa.Array:
     """ "ip:port" of each IPv4 host (its 8 bytes read as one little-endian int64: the port,
     a Java int, in the low 32 bits, the address above), formatted once per distinct host
     as the SDK's decoders do."""
+    low, high = pc.min_max(keys).values()
+    if low == high:  # one host (a broker's own, always)
+        return _same(_host(low.as_py()), len(keys))
     coded = keys.dictionary_encode()
-    names = []
-    for key in coded.dictionary.to_pylist():
-        address, port = (key >> 32) & 0xFFFF_FFFF, key & 0xFFFF_FFFF
-        port = port - 0x1_0000_0000 if port & 0x8000_0000 else port
-        names.append(f"{ipaddress.IPv4Address(address)}:{port}")
+    names = [_host(key) for key in coded.dictionary.to_pylist()]
     return pa.array(names, pa.string()).take(coded.indices)
+
+
+def _host(key: int) -> str:
+    address, port = (key >> 32) & 0xFFFF_FFFF, key & 0xFFFF_FFFF
+    port = port - 0x1_0000_0000 if port & 0x8000_0000 else port
+    return f"{ipaddress.IPv4Address(address)}:{port}"
 
 
 def layout_batch(
