@@ -9,26 +9,27 @@ real producer messages with a UNIQ_KEY). Spark runs ``local[2]`` as the test sui
 warmed up first. Each case is timed from the start of the action until it returns:
 
 - ``rocketmq``: ``spark.read.format("rocketmq")`` (earliest to latest, one partition per
-  queue, pullBatchSize 32, the default) then ``write.format("noop")`` of the whole
-  DataFrame, every column produced;
+  queue, the default options: pullBatchSize 1,024, bulk pulls, so this broker serves up to
+  256 KiB a pull) then ``write.format("noop")`` of the whole DataFrame, every column produced;
 - ``memory``: the same over a trivial Python data source defined here (8 partitions, the
   connector's schema) yielding Arrow batches of 32,768 rows made from pre-made columns
   (the topic's first 32,768 rows as the connector decodes them, read once per partition):
   Spark's side of a Python source alone, the ceiling (target: rocketmq >= 0.50 x memory);
-  its rows are the connector's (checked: ``layout_batch`` of the same pulls equals them);
+  its rows are the connector's (checked: ``starts_batch`` of the same pulls equals them);
 - ``sdk poll``: in this process, ``client.PullConsumer`` assigned the 8 queues, seeked to 0
   (pull_batch_size 32, other options default), ``poll()`` until N messages;
-- ``sdk raw``: in this process, every queue at once, ``pull_raw`` (32 per pull) +
-  ``decode_layout`` + ``aiorocketmq.spark.rows.layout_batch``: the connector's work without
-  Spark.
+- ``sdk raw``: in this process, every queue at once, ``pull_raw`` (bulk pulls of up to
+  1,024, as the connector's) + ``decode_starts`` + ``aiorocketmq.spark.rows.starts_batch``:
+  the connector's work without Spark.
 
 Neither Spark read is timed with a row count (``observe`` costs ~8 % of the in-memory
 read, all of it on the JVM): the warm-up reads the whole topic through the connector once,
 counted by ``observe`` (checked == N). The CPU each role spent per row (broker, Spark's
 JVM, Spark's Python workers: /proc) is printed too.
 
-The broker sends at most 32 messages per pull (maxTransferCountOnMessageInMemory, Java's
-default); ``--pull-batch P`` raises that and pullBatchSize to P for every case.
+The broker sends at most 32 messages per plain pull (maxTransferCountOnMessageInMemory,
+Java's default), and a bulk pull (ours: the connector's) up to 256 KiB;
+``--pull-batch P`` raises that count to P and sets pullBatchSize to P for every case.
 
 Streaming: a ``readStream`` on an empty 8-queue topic, and Spark's ``rate`` source at 1 row/s
 as the baseline, into a ``noop`` sink with ``trigger(processingTime="0 seconds")`` for ~10 s
@@ -60,22 +61,23 @@ from pyspark.sql.types import StructType
 from aiorocketmq.client import Message, MessageQueue, Producer, PullConsumer
 from aiorocketmq.client.consumer.lite.raw import (
     Columns,
-    Layout,
     PullStatus,
+    Starts,
     decode_columns,
-    decode_layout,
+    decode_starts,
 )
 from aiorocketmq.client.core import api
 from aiorocketmq.remoting.client import RemotingClient
-from aiorocketmq.spark.rows import layout_batch
+from aiorocketmq.spark.rows import starts_batch
 from aiorocketmq.spark.schema import arrow_schema, spark_schema, to_batch
 from benchmarks.common import listening_process, quiet_logging
 from benchmarks.spark_common import start_spark as start_shared_spark
 
 TOPIC, IDLE_TOPIC, QUEUES, SIZE = "BenchSparkRead", "BenchSparkIdle", 8, 100
-# the connector's Arrow batch rows and default pullBatchSize (also the broker's default
-# maxTransferCountOnMessageInMemory, Java's: at most 32 messages per pull)
-BATCH_ROWS, PULL = 32_768, 32
+# the connector's Arrow batch rows; the SDK's default pull_batch_size (also the broker's default
+# maxTransferCountOnMessageInMemory, Java's: at most 32 messages per plain pull); the
+# connector's default pullBatchSize (its pulls are bulk pulls)
+BATCH_ROWS, PULL, BULK = 32_768, 32, 1024
 FILL_BATCH, FILL_WINDOW = 128, 8
 CPU_ROLES = ("broker", "jvm", "py_workers")
 
@@ -112,19 +114,19 @@ async def prepare(namesrv: str, broker: str, n: int) -> dict[str, dict[str, int]
 async def sample_batch(namesrv: str, path: Path) -> None:
     """The topic's first BATCH_ROWS rows (queue by queue) as the connector builds them, to
     ``path`` (Arrow IPC): the in-memory source's pre-made data, checked equal to the
-    connector's own batches of those rows (``layout_batch``: same rows, same schema)."""
+    connector's own batches of those rows (``starts_batch``: same rows, same schema)."""
     async with PullConsumer("bench_spark_read_sample", namesrv) as c:
         cols, layouts = Columns(), list[pa.RecordBatch]()
         for mq in await c.fetch_message_queues(TOPIC):
-            offset, end, layout, bodies = 0, await c.max_offset(mq), Layout(), list[bytes]()
+            offset, end, layout, bodies = 0, await c.max_offset(mq), Starts(), list[bytes]()
             while offset < end and len(cols) < BATCH_ROWS:
                 raw = await c.pull_raw(mq, offset, PULL)
                 assert raw.status is PullStatus.FOUND, raw.status
                 decode_columns(raw.body, cols)
-                decode_layout(raw.body, layout)
+                decode_starts(raw.body, layout)
                 bodies.append(raw.body)
                 offset = raw.next_begin_offset
-            layouts.append(layout_batch(layout, bodies, mq.broker_name, topic=TOPIC))
+            layouts.append(starts_batch(layout, bodies, mq.broker_name, topic=TOPIC))
     batch = to_batch(cols, mq.broker_name).slice(0, BATCH_ROWS)
     ours = pa.Table.from_batches(layouts).slice(0, BATCH_ROWS).combine_chunks()
     assert ours.equals(pa.Table.from_batches([batch])), "the sources' rows differ"
@@ -233,10 +235,13 @@ def measured(rate: Callable[[], float], n: int, broker_pid: int) -> tuple[float,
     return got, {k: (after[k] - before[k]) / n * 1e6 for k in after}
 
 
-def rocketmq_df(session: Any, namesrv: str, pull: int, end: str = "latest") -> Any:
+def rocketmq_df(session: Any, namesrv: str, pull: int | None, end: str = "latest") -> Any:
+    """The connector's read of the topic; ``pull``: pullBatchSize (None: its default)."""
     reader = session.read.format("rocketmq").option("nameServer", namesrv)
     reader = reader.option("subscribe", TOPIC).option("startingOffsets", "earliest")
-    return reader.option("pullBatchSize", str(pull)).option("endingOffsets", end).load()
+    if pull is not None:
+        reader = reader.option("pullBatchSize", str(pull))
+    return reader.option("endingOffsets", end).load()
 
 
 def memory_df(session: Any, path: Path, n: int) -> Any:
@@ -264,21 +269,21 @@ async def sdk_poll(namesrv: str, n: int, pull: int) -> float:
 
 
 async def sdk_raw(namesrv: str, n: int, pull: int) -> float:
-    """Rows/s of pull_raw + decode_layout + layout_batch, every queue at once (one loop)."""
+    """Rows/s of pull_raw + decode_starts + starts_batch, every queue at once (one loop)."""
     rows = 0
 
     async def one(c: PullConsumer, mq: MessageQueue, end: int) -> None:
         nonlocal rows
-        layout, bodies, offset = Layout(), list[bytes](), 0
+        layout, bodies, offset = Starts(), list[bytes](), 0
         while offset < end:
-            raw = await c.pull_raw(mq, offset, min(pull, end - offset))
+            raw = await c.pull_raw(mq, offset, min(pull, end - offset), bulk=True)
             assert raw.status is PullStatus.FOUND, raw.status
-            decode_layout(raw.body, layout, stop_at=end)
+            decode_starts(raw.body, layout, stop_at=end)
             bodies.append(raw.body)
             offset = raw.next_begin_offset
             if len(layout) >= BATCH_ROWS or offset >= end:
-                rows += layout_batch(layout, bodies, mq.broker_name, topic=mq.topic).num_rows
-                layout, bodies = Layout(), []
+                rows += starts_batch(layout, bodies, mq.broker_name, topic=mq.topic).num_rows
+                layout, bodies = Starts(), []
 
     async with PullConsumer("bench_spark_read_raw", namesrv, auto_commit=False) as c:
         mqs = await c.fetch_message_queues(TOPIC)
@@ -333,10 +338,10 @@ def streaming(session: Any, namesrv: str, seconds: float, tmp: str) -> dict[str,
     }
 
 
-def run_reads(session: Any, namesrv: str, path: Path, n: int, pull: int,
+def run_reads(session: Any, namesrv: str, path: Path, n: int, pull: int | None,
               broker_pid: int) -> dict[str, float]:  # fmt: skip
     """One run of each case (rows/s), and the CPU µs per row of the two Spark reads by role
-    (``rocketmq.jvm`` ...)."""
+    (``rocketmq.jvm`` ...); ``pull``: ``--pull-batch`` (None: each case's default)."""
     ours, ours_cpu = measured(
         lambda: spark_rate(rocketmq_df(session, namesrv, pull), n, count=False), n, broker_pid
     )
@@ -346,8 +351,8 @@ def run_reads(session: Any, namesrv: str, path: Path, n: int, pull: int,
     return {
         "rocketmq": ours,
         "memory": mem,
-        "sdk_poll": uvloop.run(sdk_poll(namesrv, n, pull)),
-        "sdk_raw": uvloop.run(sdk_raw(namesrv, n, pull)),
+        "sdk_poll": uvloop.run(sdk_poll(namesrv, n, pull or PULL)),
+        "sdk_raw": uvloop.run(sdk_raw(namesrv, n, pull or BULK)),
         **{f"rocketmq.{k}": v for k, v in ours_cpu.items()},
         **{f"memory.{k}": v for k, v in mem_cpu.items()},
     }
@@ -369,18 +374,19 @@ def parse_args() -> argparse.Namespace:
                         help="per streaming query (0: no streaming part)")  # fmt: skip
     parser.add_argument("--repeat", type=int, default=3, help="report the median of N")
     parser.add_argument("--quick", action="store_true", help="smoke run: 50,000 rows, once")
-    parser.add_argument("--pull-batch", type=int, default=PULL,
-                        help="messages per pull (pullBatchSize; above 32 the broker's "
-                        "maxTransferCountOnMessageInMemory is raised to match)")  # fmt: skip
+    parser.add_argument("--pull-batch", type=int, default=None,
+                        help="messages per pull for every case (pullBatchSize; above 32 the "
+                        "broker's maxTransferCountOnMessageInMemory is raised to match; "
+                        "default: each case's, the connector's 1024 and the SDK's 32)")  # fmt: skip
     args = parser.parse_args()
     if args.quick:
         args.messages, args.seconds, args.repeat = 50_000, 4.0, 1
     return args
 
 
-def broker_argv(namesrv: str, store: str, pull: int) -> list[str]:
+def broker_argv(namesrv: str, store: str, pull: int | None) -> list[str]:
     sets = [f"storePathRootDir={store}", "brokerIP1=127.0.0.1", "flushDiskType=ASYNC_FLUSH"]
-    if pull > PULL:
+    if pull is not None and pull > PULL:
         sets += [f"maxTransferCountOnMessageInMemory={pull}",
                  f"maxTransferBytesOnMessageInMemory={max(256, pull) * 1024}"]  # fmt: skip
     argv = ["-m", "aiorocketmq.broker", "-n", namesrv, "--listen-port", "0"]
@@ -420,12 +426,13 @@ def report(runs: list[dict[str, float]], stream: dict[str, dict[str, float]],
         "rocketmq": "spark read rocketmq -> noop",
         "memory": "spark read in-memory source -> noop",
         "sdk_poll": "sdk PullConsumer assign + poll",
-        "sdk_raw": "sdk pull_raw+decode_layout+layout_batch",
+        "sdk_raw": "sdk pull_raw+decode_starts+starts_batch",
     }
     med = {k: float(statistics.median(r[k] for r in runs)) for k in labels}
     print(
         f"\nbatch read of {args.messages:,} x {SIZE}-byte messages, {QUEUES} queues, "
-        f"{args.pull_batch}/pull, local[2] (medians of {len(runs)}; fill {fill_s:.1f} s)"
+        f"{args.pull_batch or 'default'}/pull, local[2] (medians of {len(runs)}; "
+        f"fill {fill_s:.1f} s)"
     )
     print(f"{'reader':<40}{'rows/s':>12}")
     for k, label in labels.items():

@@ -89,6 +89,10 @@ class BrokerConfig:
     # ours (issue 34): half messages in one SEND_BATCH_MESSAGE and END_TRANSACTION_BATCH
     # (remoting/protocol/txbatch.py); false answers both as 4.9.8 does
     enable_batch_transaction: bool = True
+    # ours (issue 34): a pull with ``bulkPull=true`` is capped by bytes, not by
+    # maxTransferCountOnMessageInMemory (broker/processors/pull.py); false ignores the field,
+    # as Apache's brokers do
+    enable_bulk_pull: bool = True
     transaction_time_out: int = 6_000  # ms: a half younger than this is not checked yet
     transaction_check_max: int = 15  # checks before a half moves to TRANS_CHECK_MAX_TIME_TOPIC
     transaction_check_interval: int = 60_000  # ms between check rounds

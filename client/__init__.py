@@ -18,7 +18,9 @@ import-linter contracts keep them to it):
   a request's reply that never came), ``MQBrokerError`` (a refusal's ``code``); the
   remoting layer's own errors never leave the SDK. ``RawPull``, ``PullStatus``, ``Columns``
   and ``decode_columns`` read raw pulls column by column; ``Layout``, ``decode_layout`` and
-  ``offset_msg_id_at`` give where the fields lie, for readers that build columns natively.
+  ``offset_msg_id_at`` give where the fields lie, for readers that build columns natively;
+  ``Starts`` and ``decode_starts`` only where each record starts (the fields of the usual
+  record shape lie at fixed places from there).
   Every client class takes ``access_key``/``secret_key`` (ACL 1.0 signatures) and ``tls``;
   ``tls_context`` builds a verifying ``ssl.SSLContext`` for it from PEM files;
   ``SecuritySettings`` types those four keywords (``**settings`` to any client class).
@@ -37,8 +39,10 @@ from aiorocketmq.client.consumer.lite.raw import (
     Layout,
     PullStatus,
     RawPull,
+    Starts,
     decode_columns,
     decode_layout,
+    decode_starts,
     offset_msg_id_at,
 )
 from aiorocketmq.client.consumer.push.consumer import PushConsumer
@@ -92,6 +96,11 @@ if not Columns.__doc__:
         "Records decoded column by column (decode_columns): one list per field, the i-th "
         "entry of each list one message."
     )
+if not Starts.__doc__:
+    Starts.__doc__ = (
+        "Where records start in pull bodies laid end to end (decode_starts), and whether "
+        "every one has the usual shape."
+    )
 if not Layout.__doc__:
     Layout.__doc__ = (
         "Where the fields of records lie in pull bodies laid end to end (decode_layout): "
@@ -129,6 +138,7 @@ __all__ = [
     "SecuritySettings",
     "SendResult",
     "SendStatus",
+    "Starts",
     "TransactionBatchNotSupported",
     "TransactionListener",
     "TransactionProducer",
@@ -136,6 +146,7 @@ __all__ = [
     "create_reply",
     "decode_columns",
     "decode_layout",
+    "decode_starts",
     "end_transactions",
     "half_message",
     "offset_msg_id_at",

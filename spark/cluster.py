@@ -27,22 +27,22 @@ import pyarrow as pa
 import uvloop
 
 from aiorocketmq.client import (
-    Layout,
     MessageQueue,
     MessageSelector,
     MQClientError,
     PullConsumer,
     PullStatus,
     RawPull,
+    Starts,
     decode_columns,
-    decode_layout,
+    decode_starts,
 )
 from aiorocketmq.client.api import commit_offsets
 from aiorocketmq.spark.access import Access
 from aiorocketmq.spark.by_time import Found, first_at_or_after
 from aiorocketmq.spark.offsets import Offsets, QueueRange, canonical
 from aiorocketmq.spark.options import ReadOptions
-from aiorocketmq.spark.rows import layout_batch
+from aiorocketmq.spark.rows import starts_batch
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -242,6 +242,10 @@ PULLS_IN_FLIGHT = 8  # per window of a filtered read: pulls of consecutive offse
 # per window of a read of every message: its answers line up (no filter ends one early), and a
 # longer window costs the reader and the broker less per pull (8 -> 16: ≈ 8 % less CPU)
 PULLS_IN_FLIGHT_ALL = 16
+# a window asks for about this many messages at most: big answers (a broker of ours serving a
+# bulk pull ~1,000 at a time) need fewer pulls in flight to keep it busy, and a window
+# discarded (an answer ending early) then costs it less
+WINDOW_MESSAGES = 4096
 MAX_BATCH_BYTES = 64 << 20  # pull bodies behind one Arrow batch (its int32 offsets)
 
 
@@ -255,14 +259,15 @@ def read_range(opts: ReadOptions, r: QueueRange) -> Iterator[pa.RecordBatch]:
     only if it starts where the previous one ended (a filtered or short answer discards the
     rest of the window, and the window sent ahead). The pulls of a window are ``step``
     offsets apart: pullBatchSize, or fewer when the brokers answer fewer (a message read
-    from disk: maxTransferCountOnMessageInDisk, 8; the byte caps), so that short answers
-    still line up."""
+    from disk: maxTransferCountOnMessageInDisk, 8; the byte caps; Apache's brokers: 32), so
+    that short answers still line up. Each pull is a bulk pull (``bulkPull``, ours): a
+    broker of ours serves up to pullBatchSize messages in memory within its byte cap."""
     mq = MessageQueue(r.topic, r.broker_name, r.queue_id)
     selector = opts.selector
     window = PULLS_IN_FLIGHT_ALL if selector == _EVERY else PULLS_IN_FLIGHT
     pulls = _Pulls(consumer(opts), mq, selector, opts.pull_batch_size,
                    opts.pull_timeout_ms / 1000, window)  # fmt: skip
-    layout, bodies, offset = Layout(), list[bytes](), r.start
+    layout, bodies, offset = Starts(), list[bytes](), r.start
     patience = time.monotonic() + RETRY_SECONDS
     step = sent = opts.pull_batch_size  # offsets one answer covers; the sent window's
     ahead: concurrent.futures.Future[Answers] | None = _send(pulls, offset, r.end, step)
@@ -293,7 +298,7 @@ def read_range(opts: ReadOptions, r: QueueRange) -> Iterator[pa.RecordBatch]:
             offset = nxt
         if len(layout) >= BATCH_ROWS or layout.base >= MAX_BATCH_BYTES:
             yield _batch(opts, layout, bodies, r)
-            layout, bodies = Layout(), []
+            layout, bodies = Starts(), []
         if offset >= r.end:
             break
         if offset != guess or ahead is None:  # the window sent ahead starts elsewhere
@@ -306,8 +311,8 @@ def read_range(opts: ReadOptions, r: QueueRange) -> Iterator[pa.RecordBatch]:
         yield _batch(opts, layout, bodies, r)
 
 
-def _batch(opts: ReadOptions, layout: Layout, bodies: list[bytes], r: QueueRange) -> pa.RecordBatch:
-    return layout_batch(layout, bodies, r.broker_name, topic=r.topic, tags=opts.tag_set,
+def _batch(opts: ReadOptions, layout: Starts, bodies: list[bytes], r: QueueRange) -> pa.RecordBatch:
+    return starts_batch(layout, bodies, r.broker_name, topic=r.topic, tags=opts.tag_set,
                         include_properties=opts.include_properties)  # fmt: skip
 
 
@@ -340,10 +345,12 @@ async def _window(p: _Pulls, offset: int, end: int, step: int) -> Answers:
     awaited (``pull_raw_many``: one write, no task per pull); each start with its answer or
     its error."""
     n = p.size
-    starts = list(range(offset, end, step)[: p.window])
+    starts = list(range(offset, end, step)[: max(2, min(p.window, WINDOW_MESSAGES // step))])
     pulls = [(at, min(n, end - at)) for at in starts]
     try:
-        got = await p.consumer.pull_raw_many(p.queue, pulls, p.timeout, expression=p.selector)
+        got = await p.consumer.pull_raw_many(
+            p.queue, pulls, p.timeout, expression=p.selector, bulk=True
+        )
         answers: list[RawPull | BaseException] = [*got]
     except MQClientError as exc:  # before any was sent (the broker unknown): every pull
         answers = [exc] * len(starts)
@@ -351,11 +358,11 @@ async def _window(p: _Pulls, offset: int, end: int, step: int) -> Answers:
 
 
 def _take(opts: ReadOptions, mq: MessageQueue, raw: RawPull, offset: int, end: int,
-          layout: Layout, bodies: list[bytes]) -> int | None:  # fmt: skip
+          layout: Starts, bodies: list[bytes]) -> int | None:  # fmt: skip
     """One answer's records into ``layout`` (its body to ``bodies``); the next offset, or
     None to stop (data not there)."""
     if raw.status is PullStatus.FOUND:
-        if decode_layout(raw.body, layout, stop_at=end) and layout.last_offset < offset:
+        if decode_starts(raw.body, layout, stop_at=end) and layout.last_offset < offset:
             raise MQClientError(f"{mq}: the broker answered offsets before {offset}")
         bodies.append(raw.body)
         nxt = raw.next_begin_offset

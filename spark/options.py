@@ -51,7 +51,9 @@ class ReadOptions:
     max_trigger_delay_ms: int = DEFAULT_MAX_TRIGGER_DELAY_MS  # with min_offsets_per_trigger
     min_partitions: int | None = None
     fail_on_data_loss: bool = True
-    pull_batch_size: int = 32
+    # messages a pull asks for: a broker of ours serves up to that many from memory within
+    # 256 KiB (the connector's pulls are bulk pulls); Apache's at most 32
+    pull_batch_size: int = 1024
     pull_timeout_ms: int = 3000
     group: str | None = None
     include_properties: bool = True

@@ -113,6 +113,10 @@ class PullProcessor:
             max_bytes=hdr.max_msg_bytes,
             tag_codes=codes,
             match=match,
+            # ours: bulkPull=true (the Spark source) is capped in memory by bytes and
+            # maxMsgNums, not by maxTransferCountOnMessageInMemory (docs/compatibility.md);
+            # the bytes per pull stay the broker's, so no other client waits longer
+            bulk=bool(hdr.bulk_pull) and self.ctx.config.enable_bulk_pull,
         )
         self.ctx.stats.on_lookup(result.status is GetStatus.FOUND)  # getFoundTps/getMissTps
         code = PULL_RESULT[result.status]

@@ -14,12 +14,10 @@ high-water mark and the blocks of the last segment.
 
 from __future__ import annotations
 
-import operator
 import struct
 import zlib
 from collections.abc import Sequence
 from enum import Enum
-from itertools import repeat
 from mmap import PAGESIZE, mmap
 from pathlib import Path
 from typing import Final, NamedTuple
@@ -324,8 +322,9 @@ class Gather:
     served); adjacent ones are kept as one run. Nothing of the mappings is held but offsets:
     no view outlives ``take``."""
 
-    __slots__ = ("_end", "_hi", "_lo", "_mm", "_queue", "_run_seg", "_run_start", "_run_stop",
-                 "_runs", "_seg", "_win", "_win_hi", "_win_lo")  # fmt: skip
+    __slots__ = ("_copied", "_copies", "_end", "_hi", "_lo", "_mm", "_queue", "_run_seg",
+                 "_run_start", "_run_stop", "_runs", "_seg", "_win", "_win_hi",
+                 "_win_lo")  # fmt: skip
 
     def __init__(self, log: CommitLog) -> None:
         self._queue, self._end = log.queue, log.max_offset
@@ -338,34 +337,50 @@ class Gather:
         self._win = b""  # a copy of the log at [_win_lo, _win_hi): what ``accepts`` reads
         self._win_lo: i64 = 0
         self._win_hi: i64 = 0
+        self._copies: list[bytes] = []  # the runs add_all copied out: take's, if all are
+        self._copied = 0  # how many runs those are
 
     def add_all(self, physs: Sequence[int], sizes: Sequence[int]) -> bool:
         """Add the records at ``physs`` (``sizes`` bytes each), all checked at once: True if
-        every one is there, in one segment; False, having added none, if not."""
+        every one is there, in one segment; False, having added none, if not. Each run of
+        adjacent records is copied out (``take``'s copy) and its heads are read from the
+        copy by compiled byte reads: a struct read of each in the mapping cost ~0.3 us a
+        record."""
         seg = self._queue.find(physs[0])
         if seg is None:
             return False
         lo, hi = seg.start, min(seg.end, self._end)
-        ends = tuple(map(operator.add, physs, sizes))
-        one_run = tuple(physs[1:]) == ends[:-1]  # back to back (and so in order)
-        if one_run:
-            inside = physs[0] >= lo and ends[-1] <= hi
-        else:
-            inside = min(physs) >= lo and max(ends) <= hi
-        if not inside or min(sizes) < MIN_RECORD:
-            return False
-        ats = map(operator.sub, physs, repeat(lo))
-        heads = list(map(_RECORD_HEAD.unpack_from, repeat(seg.mm), ats))
-        if heads != list(zip(sizes, repeat(MAGIC_V1), physs, strict=False)):
-            return False  # (or a MAGIC_V2 record: add() checks them one by one)
+        firsts: list[int] = []  # the index of each run's first record
+        stop = -1
+        for i in range(len(physs)):
+            phys, size = physs[i], sizes[i]
+            if size < MIN_RECORD or phys < lo or phys + size > hi:
+                return False
+            if phys != stop:  # a run ends where the next record is not adjacent
+                firsts.append(i)
+            stop = phys + size
+        firsts.append(len(physs))
+        runs = [
+            (seg, physs[firsts[k]] - lo, physs[firsts[k + 1] - 1] + sizes[firsts[k + 1] - 1] - lo)
+            for k in range(len(firsts) - 1)
+        ]
+        whole = memoryview(seg.mm)
+        parts = [whole[start:end] for _, start, end in runs]
+        try:  # the runs joined in one copy, then the views released
+            copy = b"".join(parts)
+        finally:
+            for view in parts:
+                view.release()
+            whole.release()
+        at = 0
+        for k in range(len(runs)):
+            if not _heads_in(copy, at, physs[firsts[k]], sizes, firsts[k], firsts[k + 1]):
+                return False  # (or a MAGIC_V2 record: add() checks them one by one)
+            at += runs[k][2] - runs[k][1]
         self._close_run()
-        runs, start = self._runs, physs[0]
-        if not one_run:  # a run ends where the next record is not adjacent
-            for nxt, end in zip(physs[1:], ends, strict=False):
-                if nxt != end:
-                    runs.append((seg, start - lo, end - lo))
-                    start = nxt
-        runs.append((seg, start - lo, ends[-1] - lo))
+        self._runs.extend(runs)
+        self._copies.append(copy)
+        self._copied += len(runs)
         return True
 
     def add(self, phys: int, size: int) -> bool:
@@ -435,7 +450,9 @@ class Gather:
     def take(self) -> bytes:
         """The records added, back to back, copied out of the mappings once."""
         self._close_run()
-        runs = self._runs
+        runs, copies = self._runs, self._copies
+        if copies and self._copied == len(runs):  # every run added by add_all: copied
+            return copies[0] if len(copies) == 1 else b"".join(copies)
         if len(runs) == 1:
             seg, at, stop = runs[0]
             return seg.mm[at:stop]
@@ -452,6 +469,30 @@ class Gather:
         finally:
             for view in parts + wholes:
                 view.release()
+
+
+def _heads_in(copy: bytes, at: int, first: int, sizes: Sequence[int], i: int, j: int) -> bool:
+    """Whether ``copy`` holds from ``at`` records of ``sizes[i:j]`` back to back, from log
+    offset ``first``, each with its size, MAGIC_V1 and its own log offset in its head, as
+    ``add`` checks one."""
+    base = at
+    for k in range(i, j):
+        size = sizes[k]
+        if _int32(copy, at) != size or _uint32(copy, at + 4) != MAGIC_V1:
+            return False
+        if _int32(copy, at + 28) * 0x1_0000_0000 + _uint32(copy, at + 32) != first + at - base:
+            return False
+        at += size
+    return True
+
+
+def _uint32(data: bytes, at: int) -> int:
+    return (data[at] << 24) | (data[at + 1] << 16) | (data[at + 2] << 8) | data[at + 3]
+
+
+def _int32(data: bytes, at: int) -> int:
+    value = _uint32(data, at)
+    return value - 0x1_0000_0000 if value & 0x8000_0000 else value
 
 
 def _valid(record: memoryview, phys: int) -> bool:

@@ -42,9 +42,13 @@ class Reader:
         max_bytes: int | None,
         tag_codes: frozenset[int] | None,
         match: RecordMatch | None = None,
+        bulk: bool = False,
     ) -> GetResult:
         """getMessage: up to ``max_msgs`` records from queue ``offset`` whose tag code is in
-        ``tag_codes`` (None: any) and whose properties ``match`` accepts (None: any)."""
+        ``tag_codes`` (None: any) and whose properties ``match`` accepts (None: any).
+        ``bulk`` (ours, a pull's ``bulkPull``): records in memory are capped by
+        maxTransferBytesOnMessageInMemory and ``max_msgs`` only, not by
+        maxTransferCountOnMessageInMemory; the on-disk caps stay."""
         if cq is None:
             return GetResult(GetStatus.NO_MATCHED_LOGIC_QUEUE, 0, 0, 0)
         low, high = cq.min_offset, cq.max_offset
@@ -58,25 +62,30 @@ class Reader:
             return GetResult(GetStatus.OFFSET_OVERFLOW_BADLY, high, low, high)
         if cq.segment_missing(offset):
             return GetResult(GetStatus.OFFSET_FOUND_NULL, cq.next_segment_offset(offset), low, high)
-        return self._scan(cq, offset, max_msgs, max_bytes, tag_codes, match)
+        most_mem = min(max_msgs, self.config.max_transfer_count_on_message_in_memory)
+        if bulk:
+            most_mem = max_msgs
+        return self._scan(cq, offset, max_msgs, most_mem, max_bytes, tag_codes, match)
 
     def _scan(
         self,
         cq: ConsumeQueue,
         offset: int,
         max_msgs: int,
+        most_mem: int,
         max_bytes: int | None,
         tag_codes: frozenset[int] | None,
         match: RecordMatch | None,
     ) -> GetResult:
+        """``most_mem``: the count cap of records in memory."""
         if tag_codes is None and match is None:
-            found = self._at_once(cq, offset, max_msgs, max_bytes)
+            found = self._at_once(cq, offset, most_mem, max_bytes)
             if found is not None:
                 return found
         gather = self.commitlog.gather()  # unit by unit: each record checked as it is taken
         flt = match if match is None or isinstance(match, RecordFilter) else CallFilter(match)
         physs, sizes, scanned, status = self._pick(
-            cq, offset, max_msgs, max_bytes, tag_codes, gather, flt
+            cq, offset, max_msgs, most_mem, max_bytes, tag_codes, gather, flt
         )
         low, high = cq.min_offset, cq.max_offset
         if not physs:
@@ -86,13 +95,13 @@ class Reader:
         return GetResult(GetStatus.FOUND, offset + scanned, low, high, body, sizes, suggest)
 
     def _at_once(
-        self, cq: ConsumeQueue, offset: int, max_msgs: int, max_bytes: int | None
+        self, cq: ConsumeQueue, offset: int, most: int, max_bytes: int | None
     ) -> GetResult | None:
         """The usual get, in a few calls rather than a loop: no tag filter, no blank unit,
-        every record in memory and in one CommitLog segment. None when it is not that case:
-        then ``_pick`` decides unit by unit, with the same outcome where both apply."""
+        every record in memory and in one CommitLog segment (at most ``most`` of them). None
+        when it is not that case: then ``_pick`` decides unit by unit, with the same outcome
+        where both apply."""
         cfg = self.config
-        most = min(max_msgs, cfg.max_transfer_count_on_message_in_memory)
         # and the unit after: a blank there would be scanned past, and stop nothing
         columns = cq.columns(offset, min(most + 1, cq.max_offset - offset))
         if columns is None or most < 1:
@@ -118,6 +127,7 @@ class Reader:
         cq: ConsumeQueue,
         offset: int,
         max_msgs: int,
+        most_mem: int,
         max_bytes: int | None,
         tag_codes: frozenset[int] | None,
         gather: Gather,
@@ -133,7 +143,6 @@ class Reader:
         # on-disk ones for data further back than the memory ratio allows
         byte_cap = (1 << 62) if max_bytes is None else max_bytes
         cap_mem = min(byte_cap, cfg.max_transfer_bytes_on_message_in_memory)
-        most_mem = min(max_msgs, cfg.max_transfer_count_on_message_in_memory)
         cap_disk = min(byte_cap, cfg.max_transfer_bytes_on_message_in_disk)
         most_disk = min(max_msgs, cfg.max_transfer_count_on_message_in_disk)
         edge = self.commitlog.max_offset - self.memory  # before it: on disk

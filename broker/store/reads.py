@@ -41,9 +41,10 @@ class StoreReads:
         max_bytes: int | None = None,
         tag_codes: frozenset[int] | None = None,
         match: RecordMatch | None = None,
+        bulk: bool = False,
     ) -> GetResult:
         cq = self.queues.get((topic, queue_id))
-        return self.reader.get(cq, offset, max_msgs, max_bytes, tag_codes, match)
+        return self.reader.get(cq, offset, max_msgs, max_bytes, tag_codes, match, bulk)
 
     def min_offset(self, topic: str, queue_id: int) -> int:
         cq = self.queues.get((topic, queue_id))

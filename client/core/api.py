@@ -374,9 +374,12 @@ def pull_message(
     subscription: str | None = None,
     sub_version: int = 0,
     expression_type: str | None = None,
+    bulk: bool = False,
 ) -> RemotingCommand:
     """PULL_MESSAGE (11). The broker reads ``subscription`` only with FLAG_SUBSCRIPTION in
-    ``sys_flag`` (lite pull, no heartbeat), as PullSysFlag.buildSysFlag leaves it to the caller."""
+    ``sys_flag`` (lite pull, no heartbeat), as PullSysFlag.buildSysFlag leaves it to the caller.
+    ``bulk``: ours, the ext field ``bulkPull=true`` (our brokers serve up to ``max_nums`` from
+    memory within their byte cap; Apache's ignore it)."""
     header = PullMessageRequestHeader(
         consumer_group=group,
         topic=topic,
@@ -389,6 +392,7 @@ def pull_message(
         subscription=subscription,
         sub_version=sub_version,
         expression_type=expression_type,
+        bulk_pull=True if bulk else None,
     )
     return request(C.PULL_MESSAGE, header)
 
@@ -401,13 +405,14 @@ def pull_template(
     suspend_ms: int,
     subscription: str | None,
     expression_type: str | None,
+    bulk: bool = False,
 ) -> dict[str, str]:
     """The ext fields of ``pull_message`` but for the queue, offset and count, which
     ``pull_from`` fills in: a reader pulling the same topic again and again builds the
     typed header once (it costs more than the rest of a pull's request)."""
     return pull_message(
         group, topic, 0, 0, max_nums=0, sys_flag=sys_flag, suspend_ms=suspend_ms,
-        subscription=subscription, expression_type=expression_type,
+        subscription=subscription, expression_type=expression_type, bulk=bulk,
     ).ext_fields  # fmt: skip
 
 

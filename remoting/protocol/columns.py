@@ -167,14 +167,15 @@ class Layout:
         return len(self.queue_offset)
 
 
-def decode_layout(data: bytes, out: Layout, *, stop_at: int | None = None) -> int:
+def decode_layout(data: bytes, out: Layout, *, stop_at: int | None = None, limit: int = -1) -> int:
     """Append the positions of ``data``'s records (the next body of ``out``'s joined bytes)
-    to ``out``; records at queue offset ``stop_at`` or beyond are not read. Returns how many
-    records were read. Raises MessageDecodeError if malformed."""
+    to ``out``; records at queue offset ``stop_at`` or beyond are not read, nor any after
+    the first ``limit`` (-1: no limit). Returns how many records were read. Raises
+    MessageDecodeError if malformed."""
     base = out.base
     pos, end, n = 0, len(data), 0
     try:
-        while pos < end:
+        while pos < end and n != limit:
             # the head read field by field: compiled, a byte read is a C call, where
             # struct's tuple of 15 ints cost 0.4 us a record
             size, magic = _int32(data, pos), _uint32(data, pos + 4)
@@ -229,6 +230,60 @@ def decode_layout(data: bytes, out: Layout, *, stop_at: int | None = None) -> in
             pos += size
             n += 1
     except (struct.error, IndexError) as exc:
+        raise MessageDecodeError(f"malformed record at {pos}: {exc}") from exc
+    out.base = base + end
+    return n
+
+
+@dataclass(slots=True)
+class Starts:
+    """Where records start in pull bodies laid end to end (``decode_starts``), in the bodies
+    joined in the order decoded: all a bulk reader needs when every record has the usual
+    shape (``plain``: MAGIC_V1, IPv4 hosts, an uncompressed body), whose fields then lie at
+    fixed places from its start or after its body (read in native code: Arrow). ``base``
+    is where the next body starts in the joined bytes."""
+
+    record: list[int] = field(default_factory=list)
+    base: int = 0
+    last_offset: int = -1  # queue offset of the last record decoded
+    plain: bool = True  # False: some record has another shape (read it with decode_layout)
+
+    def __len__(self) -> int:
+        return len(self.record)
+
+
+def decode_starts(data: bytes, out: Starts, *, stop_at: int | None = None) -> int:
+    """Append where ``data``'s records start (``data`` is the next body of ``out``'s joined
+    bytes) to ``out``; records at queue offset ``stop_at`` or beyond are not read. Returns
+    how many records were read. A plain record's fields are checked as ``decode_layout``
+    checks them; another shape clears ``out.plain`` (``decode_layout`` then reads and checks
+    it). Raises MessageDecodeError if malformed."""
+    base = out.base
+    pos, end, n = 0, len(data), 0
+    try:
+        while pos < end:
+            size, magic = _int32(data, pos), _uint32(data, pos + 4)
+            if magic not in (MAGIC_V1, MAGIC_V2) or size < _HEAD4.size or pos + size > end:
+                raise MessageDecodeError(f"bad record at {pos}: magic {magic:#x}, size {size}")
+            qoff = _int64(data, pos + 20)
+            if stop_at is not None and qoff >= stop_at:
+                break
+            if magic != MAGIC_V1 or _uint32(data, pos + 36) & (_V6 | SysFlag.COMPRESSED):
+                out.plain = False
+            else:
+                blen = _int32(data, pos + 84)
+                if blen < 0:
+                    raise MessageDecodeError(f"bad record at {pos}: body length {blen}")
+                at = pos + _HEAD4.size + blen
+                at += 1 + data[at]  # the topic
+                plen = (data[at] << 8) | data[at + 1]
+                if at + 2 + plen > pos + size:
+                    raise MessageDecodeError(f"bad record at {pos}: fields overrun its size {size}")
+            out.record.append(base + pos)
+            out.last_offset = qoff
+            pos += size
+            n += 1
+    except IndexError as exc:
         raise MessageDecodeError(f"malformed record at {pos}: {exc}") from exc
     out.base = base + end
     return n

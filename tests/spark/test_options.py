@@ -46,7 +46,7 @@ def test_defaults_follow_kafka() -> None:
     assert stream.sub_expression == "*"
     assert stream.max_trigger_delay_ms == 15 * 60 * 1000
     assert (stream.fail_on_data_loss, stream.include_properties) == (True, True)
-    assert (stream.pull_batch_size, stream.pull_timeout_ms) == (32, 3000)
+    assert (stream.pull_batch_size, stream.pull_timeout_ms) == (1024, 3000)
     assert stream.group is None and stream.min_partitions is None
     assert read_options(BASE, streaming=False).starting_offsets == "earliest"
 

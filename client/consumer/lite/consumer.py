@@ -294,6 +294,7 @@ class PullConsumer:
         *,
         expression: str | MessageSelector = "*",
         suspend_ms: int = 0,
+        bulk: bool = False,
     ) -> RawPull:
         """One pull of ``queue`` at ``offset``, its records as the broker sent them, for bulk
         readers (no background pull, nothing committed). A tag ``expression`` is matched by
@@ -301,12 +302,15 @@ class PullConsumer:
         ``lite_raw.keep_tags`` filter exactly; an SQL92 selector is matched by the broker
         exactly (nothing to re-check). ``suspend_ms`` > 0 lets the broker hold the
         pull that long for a message to arrive; ``timeout`` (seconds) bounds the request
-        (default ``consumer_pull_timeout_millis`` plus the suspension)."""
+        (default ``consumer_pull_timeout_millis`` plus the suspension). ``bulk`` (ours):
+        a broker of ours serves up to ``max_nums`` (at most 1,024) from memory within its
+        byte cap (maxTransferBytesOnMessageInMemory, 256 KiB), not its count cap
+        (maxTransferCountOnMessageInMemory, 32); Apache's brokers answer as without it."""
         nums = self.options.pull_batch_size if max_nums is None else max_nums
         sub, flag, timeout = self._raw_pull(
             queue, [(offset, nums)], timeout, expression, suspend_ms
         )
-        reply = await self.tasks.pull(queue, offset, sub, nums, flag, suspend_ms, timeout)
+        reply = await self.tasks.pull(queue, offset, sub, nums, flag, suspend_ms, timeout, bulk)
         return raw_from_reply(queue, reply)
 
     async def pull_raw_many(
@@ -316,13 +320,14 @@ class PullConsumer:
         timeout: float | None = None,
         *,
         expression: str | MessageSelector = "*",
+        bulk: bool = False,
     ) -> list[RawPull | MQClientError]:
         """``pull_raw`` of ``queue`` at each ``(offset, max_nums)`` of ``pulls``, all sent
         before any answer is awaited (one write, no task per pull: a bulk reader's window of
         pulls); per pull, in order, its RawPull or the error ``pull_raw`` would raise.
-        ``timeout`` bounds the whole call."""
+        ``timeout`` bounds the whole call; ``bulk`` as ``pull_raw``'s."""
         sub, flag, timeout = self._raw_pull(queue, pulls, timeout, expression, 0)
-        answers = await self.tasks.pull_many(queue, list(pulls), sub, flag, 0, timeout)
+        answers = await self.tasks.pull_many(queue, list(pulls), sub, flag, 0, timeout, bulk)
         return [a if isinstance(a, MQClientError) else raw_from_reply(queue, a) for a in answers]
 
     def _raw_pull(

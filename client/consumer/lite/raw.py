@@ -21,8 +21,10 @@ from aiorocketmq.client.core.message import MessageQueue
 from aiorocketmq.remoting.protocol.columns import (
     Columns,
     Layout,
+    Starts,
     decode_columns,
     decode_layout,
+    decode_starts,
     offset_msg_id_at,
 )
 from aiorocketmq.remoting.protocol.message import (
@@ -41,9 +43,11 @@ __all__ = [
     "Layout",
     "PullStatus",
     "RawPull",
+    "Starts",
     "decode_columns",
     "decode_layout",
     "decode_records",
+    "decode_starts",
     "keep_tags",
     "offset_msg_id_at",
     "record_tags",

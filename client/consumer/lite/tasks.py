@@ -97,7 +97,7 @@ class PullTasks:
         self.trace: ConsumeTrace | None = None  # message trace (trace=True)
         # PULL_MESSAGE ext fields but the queue, offset and count, per (topic, subscription,
         # flags): a pull builds its request from a copy (api.pull_template)
-        self._templates: dict[tuple[str, str, str, int, int], dict[str, str]] = {}
+        self._templates: dict[tuple[str, str, str, int, int, bool], dict[str, str]] = {}
 
     # ------------------------------------------------------------ queues and tasks
 
@@ -257,11 +257,13 @@ class PullTasks:
         sys_flag: int,
         suspend_ms: int,
         timeout: float,
+        bulk: bool = False,
     ) -> api.PullReply:
         """PullAPIWrapper.pullKernelImpl: the queue's broker (the one it last suggested, its
-        route fetched if unknown), the subscription in the request (no commit offset)."""
+        route fetched if unknown), the subscription in the request (no commit offset);
+        ``bulk``: ``bulkPull=true`` (api.pull_message)."""
         inst, addr = await self._broker(mq)
-        template = self._template(mq.topic, sub, sys_flag, suspend_ms)
+        template = self._template(mq.topic, sub, sys_flag, suspend_ms, bulk)
         request = api.pull_from(template, mq.queue_id, offset, max_nums)
         reply = api.parse_pull(await inst.remoting.invoke(addr, request, timeout), addr)
         self.suggested[mq] = reply.suggest_which_broker_id
@@ -275,11 +277,12 @@ class PullTasks:
         sys_flag: int,
         suspend_ms: int,
         timeout: float,
+        bulk: bool = False,
     ) -> list[api.PullReply | MQClientError]:
         """``pull`` at each (offset, max_nums) of ``pulls``, all sent before any answer is
         awaited (Remote.invoke_many); per pull its reply or its error, in order."""
         inst, addr = await self._broker(mq)
-        template = self._template(mq.topic, sub, sys_flag, suspend_ms)
+        template = self._template(mq.topic, sub, sys_flag, suspend_ms, bulk)
         requests = [api.pull_from(template, mq.queue_id, at, n) for at, n in pulls]
         out: list[api.PullReply | MQClientError] = []
         for answer in await inst.remoting.invoke_many(addr, requests, timeout):
@@ -309,15 +312,15 @@ class PullTasks:
         return inst, found[0]
 
     def _template(
-        self, topic: str, sub: SubscriptionData, sys_flag: int, suspend_ms: int
+        self, topic: str, sub: SubscriptionData, sys_flag: int, suspend_ms: int, bulk: bool
     ) -> dict[str, str]:
-        key = (topic, sub.sub_string, sub.expression_type, sys_flag, suspend_ms)
+        key = (topic, sub.sub_string, sub.expression_type, sys_flag, suspend_ms, bulk)
         template = self._templates.get(key)
         if template is None:
             if len(self._templates) >= MAX_TEMPLATES:
                 self._templates.clear()
             template = self._templates[key] = api.pull_template(
                 self.group, topic, sys_flag=sys_flag, suspend_ms=suspend_ms,
-                subscription=sub.sub_string, expression_type=sub.expression_type,
+                subscription=sub.sub_string, expression_type=sub.expression_type, bulk=bulk,
             )  # fmt: skip
         return template

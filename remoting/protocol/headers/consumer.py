@@ -23,6 +23,11 @@ class PullMessageRequestHeader(Header):
     sub_version: int = field(metadata=wire("subVersion"))
     expression_type: str | None = field(default=None, metadata=wire("expressionType"))
     max_msg_bytes: Int32 | None = field(default=None, metadata=wire("maxMsgBytes"))
+    # ours, beyond 4.9.8 and 5.x (issue 34, the Spark source's reads): ``bulkPull=true`` lets
+    # our broker serve up to maxMsgNums messages from memory within its byte cap
+    # (maxTransferBytesOnMessageInMemory), not maxTransferCountOnMessageInMemory's 32;
+    # Apache's brokers ignore the field and answer as to any pull
+    bulk_pull: bool | None = field(default=None, metadata=wire("bulkPull"))
 
 
 @header
