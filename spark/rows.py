@@ -27,6 +27,22 @@ _US = pa.timestamp("us", tz="UTC")
 _HEAD = 88  # a plain record's head (IPv4 hosts): its body length is the head's last field
 
 
+def _i32(value: int) -> pa.Scalar:
+    return pa.scalar(value, pa.int32())
+
+
+# the constants of the kernels below, made once: a Python value given to a compute
+# function is converted on each call, and pyarrow's converter tries to import pandas and
+# dateutil each time (about 50 µs when they are not installed, as here)
+_HEAD_S, _ONE, _TWO, _BYTE = _i32(_HEAD), _i32(1), _i32(2), _i32(256)
+_THOUSAND = pa.scalar(1000, pa.int64())
+_EMPTY, _NULL = pa.scalar("", pa.string()), pa.scalar(None, pa.string())
+_LOOKUP = {
+    name: pc.MapLookupOptions(pa.scalar(name, pa.string()), "last")
+    for name in ("UNIQ_KEY", "TAGS", "KEYS")
+}
+
+
 def starts_batch(
     starts: Starts,
     bodies: list[bytes],
@@ -61,14 +77,14 @@ def starts_batch(
         got = pc.take(octets.slice(where), wide[width])  # a slice: no pass to add ``where``
         return pa.Array.from_buffers(kind, n, [None, got.buffers()[1]], offset=0)
 
-    body_at = pc.add(at, _HEAD)
+    body_at = pc.add(at, _HEAD_S)
     body_end = pc.add(body_at, field(84, pa.int32()))
-    props_len_at = pc.add(pc.add(body_end, 1), pc.take(octets, body_end).cast(pa.int32()))
+    props_len_at = pc.add(pc.add(body_end, _ONE), pc.take(octets, body_end).cast(pa.int32()))
     props_len = pc.add(
-        pc.multiply(pc.take(octets, props_len_at).cast(pa.int32()), 256),
-        pc.take(octets, pc.add(props_len_at, 1)).cast(pa.int32()),
+        pc.multiply(pc.take(octets, props_len_at).cast(pa.int32()), _BYTE),
+        pc.take(octets, pc.add(props_len_at, _ONE)).cast(pa.int32()),
     )
-    props_at = pc.add(props_len_at, 2)
+    props_at = pc.add(props_len_at, _TWO)
     props = _binary_between(props_at, pc.add(props_at, props_len), data).cast(pa.string())
     return _assemble(
         broker_name, n, joined, starts.record, _property_map(props),
@@ -213,14 +229,14 @@ def _assemble(
     """The batch of the connector's schema from its columns (``table``: the properties
     map, of which msgId, tags and keys; a row without a UNIQ_KEY gets the offsetMsgId of
     its record, at ``records``' place in ``joined``), rows filtered by ``tags``."""
-    uniq = pc.map_lookup(table, "UNIQ_KEY", "last")
+    uniq = pc.map_lookup(table, options=_LOOKUP["UNIQ_KEY"])
     if uniq.null_count:
         made = [
             None if u.is_valid else offset_msg_id_at(joined, at)
             for u, at in zip(uniq, records, strict=True)
         ]
         uniq = pc.coalesce(uniq, pa.array(made, pa.string()))
-    tag = pc.map_lookup(table, "TAGS", "last")
+    tag = pc.map_lookup(table, options=_LOOKUP["TAGS"])
     columns = [
         topic,
         _same(broker_name, n),
@@ -228,10 +244,10 @@ def _assemble(
         queue_offset,
         uniq,
         tag,
-        pc.map_lookup(table, "KEYS", "last"),
+        pc.map_lookup(table, options=_LOOKUP["KEYS"]),
         body,
         table if include_properties else pa.nulls(n, _MAP),
-        *(pc.multiply(ms, 1000).cast(_US) for ms in (born_ms, store_ms)),
+        *(pc.multiply(ms, _THOUSAND).cast(_US) for ms in (born_ms, store_ms)),
         born_host,
         store_host,
         reconsume,
@@ -290,7 +306,7 @@ def _strings(spans: list[int], data: pa.Buffer) -> pa.Array:
 def _property_map(text: pa.Array) -> pa.Array:
     """The properties text of each row as a map, split as ``decode_properties`` does."""
     trimmed = pc.utf8_rtrim(text, characters="\x02")
-    present = pc.if_else(pc.equal(trimmed, ""), pa.scalar(None, pa.string()), trimmed)
+    present = pc.if_else(pc.equal(trimmed, _EMPTY), _NULL, trimmed)
     items = pc.split_pattern(present, "\x02")
     pairs = pc.split_pattern(items.flatten(), "\x01")
     words = pairs.flatten()  # name, value, name, value, ... if every item is a pair
