@@ -450,6 +450,8 @@ class SendProcessor:
             raise Refused(ResponseCode.NO_PERMISSION, remark)
         msg.properties[Prop.REAL_TOPIC] = msg.topic
         msg.properties[Prop.REAL_QID] = str(msg.queue_id)
+        # the name is the broker's: only a parked batch has it (``_half_record`` sets it)
+        msg.properties.pop(HALF_RECORD, None)
         msg.sys_flag &= ~SysFlag.TRANSACTION_MASK
         msg.topic, msg.queue_id = TRANS_HALF_TOPIC, 0
         return True

@@ -197,3 +197,20 @@ async def test_a_parked_batch_is_refused_when_it_cannot_be_committed_as_sent(
     assert (await cli.invoke(other.addr, create_topic("TxB", 4))).code == 0
     resp = await cli.invoke(other.addr, parked([b"o"], 0, key="KO"))
     assert (resp.code, resp.remark) == (13, ILLEGAL)
+
+
+async def test_a_lone_half_naming_half_record_is_still_one_message(cluster: Cluster) -> None:
+    """HALF_RECORD is the broker's name: a client's half message that carries it (a user
+    property) is parked without it and commits as the one message it is, not read as a
+    parked batch (its body is no batch: the END would be refused for ever)."""
+    producer = Producer(GROUP)
+    try:
+        broker = await setup(cluster, producer, transactionTimeOut="600000")
+        addr = broker.addr
+        sent = await producer.half(addr, "TxT", b"plain body", "KL", HALF_RECORD="5")
+        resp = await producer.end(addr, sent, "KL", COMMIT, oneway=False)
+        assert resp is not None and resp.code == 0, resp and resp.remark
+        got = await until(lambda: messages(producer.cli, addr, "TxT"), lambda m: len(m) == 1)
+        assert got[0].body == b"plain body" and HALF_RECORD not in got[0].properties
+    finally:
+        await producer.cli.close()
