@@ -182,14 +182,18 @@ async def test_a_parked_batch_is_refused_when_it_cannot_be_committed_as_sent(
     cluster: Cluster, cli: RemotingClient
 ) -> None:
     """Refused MESSAGE_ILLEGAL (13), nothing stored: an item with a delay level, a request
-    without PGROUP, more than MAX_HALVES; with ``enableBatchTransaction=false`` 4.9.8's
-    remark, as for any transactional batch."""
+    without PGROUP, a body that is no batch, more than MAX_HALVES; with
+    ``enableBatchTransaction=false`` 4.9.8's remark, as for any transactional batch."""
     broker = await broker_with_topic(cluster, cli)
     addr = broker.addr
     delayed = await cli.invoke(addr, parked([b"d"], 0, key="KD", item_props={"DELAY": "3"}))
     assert (delayed.code, delayed.remark) == (13, "a batch may not carry delayed messages")
     resp = await cli.invoke(addr, parked([b"n"], 0, key="KN", group=""))
     assert resp.code == 13 and "PGROUP" in (resp.remark or "")
+    garbled = parked([b"g"], 0, key="KG")
+    garbled.body = garbled.body[:-3]  # the item's properties cut short
+    resp = await cli.invoke(addr, garbled)
+    assert resp.code == 13 and (resp.remark or "").startswith("malformed batch body")
     many = await cli.invoke(addr, parked([b"m"] * (MAX_HALVES + 1), 0, key="KM"))
     assert (many.code, many.remark) == (13, f"at most {MAX_HALVES} half messages in one batch")
     assert await queue(cli, addr, TRANS_HALF_TOPIC, 0) == []
