@@ -23,7 +23,7 @@ from aiorocketmq.remoting.dispatch import (
 from aiorocketmq.remoting.lifecycle import Service
 from aiorocketmq.remoting.limits import MemoryLimits
 from aiorocketmq.remoting.log import get_logger
-from aiorocketmq.remoting.process import prepare_server_process
+from aiorocketmq.remoting.process import prepare_server_process, trim_heap
 from aiorocketmq.remoting.sniff import Sniffer
 from aiorocketmq.remoting.tls_config import TlsMode
 from aiorocketmq.remoting.tls_context import ServerTls
@@ -65,7 +65,9 @@ class RemotingServer(Service):
         self._dispatcher = Dispatcher(routes, bulkheads, unknown=unknown, stats=stats,
                                       guard=guard)  # fmt: skip
         self.limits = MemoryLimits(
-            self.config.server_output_buffer_max_bytes, self.config.server_partial_frame_max_bytes
+            self.config.server_output_buffer_max_bytes,
+            self.config.server_partial_frame_max_bytes,
+            trim=_trim_soon,  # blocks under the mmap threshold (remoting.process)
         )
         self._options = ChannelOptions(
             max_frame=self.config.frame_max_length,
@@ -174,3 +176,10 @@ def bind_socket(host: str, port: int) -> socket.socket:
         sock.close()
         raise
     return sock
+
+
+def _trim_soon() -> None:
+    """``trim_heap`` once this loop turn is over: what connections let go of (a closed one's
+    buffers, an output drained) is freed as its callbacks return."""
+    with contextlib.suppress(RuntimeError):  # no running loop: nothing to free after
+        asyncio.get_running_loop().call_soon(trim_heap)
