@@ -50,6 +50,7 @@ from setuptools.command.build_ext import build_ext
 # reads.py and replica.py are MessageStore's mixins: compiled with it (as mypyc traits).
 # One quoted path per line: the Makefile reads them.
 COMPILED = [
+    "remoting/protocol/bigendian.py",
     "remoting/protocol/columns.py",
     "remoting/protocol/command.py",
     "remoting/protocol/fastjson.py",

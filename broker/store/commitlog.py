@@ -28,6 +28,7 @@ from aiorocketmq.broker.store.highwater import HighWater
 from aiorocketmq.broker.store.props import RecordFilter, props_span, stored_properties
 from aiorocketmq.broker.store.segment import Segment, SegmentQueue, SpaceCheck
 from aiorocketmq.remoting.files import fsync_dir
+from aiorocketmq.remoting.protocol.bigendian import int32_at, uint32_at
 from aiorocketmq.remoting.protocol.message import (
     BLANK_MAGIC,
     MAGIC_V1,
@@ -478,21 +479,12 @@ def _heads_in(copy: bytes, at: int, first: int, sizes: Sequence[int], i: int, j:
     base = at
     for k in range(i, j):
         size = sizes[k]
-        if _int32(copy, at) != size or _uint32(copy, at + 4) != MAGIC_V1:
+        if int32_at(copy, at) != size or uint32_at(copy, at + 4) != MAGIC_V1:
             return False
-        if _int32(copy, at + 28) * 0x1_0000_0000 + _uint32(copy, at + 32) != first + at - base:
+        if int32_at(copy, at + 28) * 0x1_0000_0000 + uint32_at(copy, at + 32) != first + at - base:
             return False
         at += size
     return True
-
-
-def _uint32(data: bytes, at: int) -> int:
-    return (data[at] << 24) | (data[at + 1] << 16) | (data[at + 2] << 8) | data[at + 3]
-
-
-def _int32(data: bytes, at: int) -> int:
-    value = _uint32(data, at)
-    return value - 0x1_0000_0000 if value & 0x8000_0000 else value
 
 
 def _valid(record: memoryview, phys: int) -> bool:

@@ -41,11 +41,6 @@ def storable_topic(topic: str) -> bool:
     )
 
 
-@functools.lru_cache(maxsize=64)
-def _units_of(n: int) -> struct.Struct:
-    return struct.Struct(">" + "qiq" * n)
-
-
 class Unit(NamedTuple):
     offset: int  # queue offset
     phys: int
@@ -171,15 +166,15 @@ class ConsumeQueue:
             yield _UNIT.iter_unpack(seg.mm[offset * UNIT - seg.start : stop * UNIT - seg.start])
             offset = stop
 
-    def columns(self, offset: int, n: int) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
-        """The commitlog offsets and the sizes of the ``n`` units from ``offset``, read in one
-        call; None unless they are all written and in one segment."""
+    def unit_bytes(self, offset: int, n: int) -> bytes | None:
+        """The ``n`` units from ``offset`` as stored (UNIT bytes each: commitlog offset,
+        size, tag code, big-endian), copied in one slice; None unless they are all written
+        and in one segment."""
         pos = offset * UNIT
         seg = self.queue.find(pos)
         if seg is None or n < 1 or offset + n > self.max_offset or pos + n * UNIT > seg.end:
             return None
-        fields = _units_of(n).unpack_from(seg.mm, pos - seg.start)
-        return fields[0::3], fields[1::3]
+        return seg.mm[pos - seg.start : pos - seg.start + n * UNIT]
 
     def segment_missing(self, offset: int) -> bool:
         return self.queue.find(offset * UNIT) is None

@@ -3,17 +3,16 @@ offsets by store time (5.x SEARCH_OFFSET_BY_TIMESTAMP semantics)."""
 
 from __future__ import annotations
 
-import bisect
 import os
 import struct
-from itertools import accumulate
 from typing import Final
 
 from aiorocketmq.broker.store.commitlog import CommitLog, Gather
 from aiorocketmq.broker.store.config import StoreConfig
-from aiorocketmq.broker.store.consumequeue import BLANK_SIZE, ConsumeQueue
+from aiorocketmq.broker.store.consumequeue import BLANK_SIZE, UNIT, ConsumeQueue
 from aiorocketmq.broker.store.props import CallFilter, RecordFilter
 from aiorocketmq.broker.store.results import GetResult, GetStatus, RecordMatch
+from aiorocketmq.remoting.protocol.bigendian import int32_at, int64_at
 from aiorocketmq.remoting.protocol.message import SYSFLAG_POS, SysFlag
 
 _Q: Final = struct.Struct(">q")
@@ -97,30 +96,39 @@ class Reader:
     def _at_once(
         self, cq: ConsumeQueue, offset: int, most: int, max_bytes: int | None
     ) -> GetResult | None:
-        """The usual get, in a few calls rather than a loop: no tag filter, no blank unit,
-        every record in memory and in one CommitLog segment (at most ``most`` of them). None
-        when it is not that case: then ``_pick`` decides unit by unit, with the same outcome
-        where both apply."""
-        cfg = self.config
+        """The usual get, in one compiled pass over the units' bytes rather than unit by
+        unit: no tag filter, no blank unit, every record in memory and in one CommitLog
+        segment (at most ``most`` of them). None when it is not that case: then ``_pick``
+        decides unit by unit, with the same outcome where both apply."""
         # and the unit after: a blank there would be scanned past, and stop nothing
-        columns = cq.columns(offset, min(most + 1, cq.max_offset - offset))
-        if columns is None or most < 1:
+        n = min(most + 1, cq.max_offset - offset)
+        units = cq.unit_bytes(offset, n) if most >= 1 else None
+        if units is None:
             return None
-        physs, sizes = columns
         edge = self.commitlog.max_offset - self.memory  # before it: on disk
-        if min(sizes) <= 0 or max(sizes) >= BLANK_SIZE or min(physs) < edge:
-            return None
         # isTheBatchFull's byte caps: the first record is taken whatever its size
-        cap = cfg.max_transfer_bytes_on_message_in_memory
+        cap = self.config.max_transfer_bytes_on_message_in_memory
         cap = cap if max_bytes is None else min(cap, max_bytes)
-        taken = min(most, max(1, bisect.bisect_right(list(accumulate(sizes)), cap)))
-        physs, sizes = physs[:taken], sizes[:taken]
+        physs: list[int] = []
+        sizes: list[int] = []
+        total, full = 0, False
+        for at in range(0, n * UNIT, UNIT):
+            phys, size = int64_at(units, at), int32_at(units, at + 8)
+            if size <= 0 or size >= BLANK_SIZE or phys < edge:
+                return None
+            if not full:
+                if len(sizes) == most or (sizes and total + size > cap):
+                    full = True
+                else:
+                    physs.append(phys)
+                    sizes.append(size)
+                    total += size
         gather = self.commitlog.gather()
         if not gather.add_all(physs, sizes):
             return None  # a record is not there, or they are in two segments
         body = gather.take()
         low, high = cq.min_offset, cq.max_offset
-        return GetResult(GetStatus.FOUND, offset + taken, low, high, body, list(sizes))
+        return GetResult(GetStatus.FOUND, offset + len(sizes), low, high, body, sizes)
 
     def _pick(
         self,

@@ -13,6 +13,7 @@ import zlib
 from dataclasses import dataclass, field
 
 from aiorocketmq.remoting.errors import MessageDecodeError
+from aiorocketmq.remoting.protocol.bigendian import int32_at, int64_at, uint32_at
 from aiorocketmq.remoting.protocol.message import (
     MAGIC_V1,
     MAGIC_V2,
@@ -178,16 +179,16 @@ def decode_layout(data: bytes, out: Layout, *, stop_at: int | None = None, limit
         while pos < end and n != limit:
             # the head read field by field: compiled, a byte read is a C call, where
             # struct's tuple of 15 ints cost 0.4 us a record
-            size, magic = _int32(data, pos), _uint32(data, pos + 4)
+            size, magic = int32_at(data, pos), uint32_at(data, pos + 4)
             if magic not in (MAGIC_V1, MAGIC_V2) or size < _HEAD4.size or pos + size > end:
                 raise MessageDecodeError(f"bad record at {pos}: magic {magic:#x}, size {size}")
-            qoff = _int64(data, pos + 20)
+            qoff = int64_at(data, pos + 20)
             if stop_at is not None and qoff >= stop_at:
                 break
             qid, sysflag, born = (
-                _int32(data, pos + 12),
-                _uint32(data, pos + 36),
-                _int64(data, pos + 40),
+                int32_at(data, pos + 12),
+                uint32_at(data, pos + 36),
+                int64_at(data, pos + 40),
             )
             if sysflag & _V6:
                 at, born_host, store_host, stored, reconsume, blen = _hosts_v6(data, pos)
@@ -195,8 +196,8 @@ def decode_layout(data: bytes, out: Layout, *, stop_at: int | None = None, limit
                 at = pos + _HEAD4.size
                 born_host = _host4(data, pos + 48)
                 store_host = _host4(data, pos + 64)
-                stored, reconsume = _int64(data, pos + 56), _int32(data, pos + 72)
-                blen = _int32(data, pos + 84)
+                stored, reconsume = int64_at(data, pos + 56), int32_at(data, pos + 72)
+                blen = int32_at(data, pos + 84)
                 if blen < 0:
                     raise MessageDecodeError(f"bad record at {pos}: body length {blen}")
             out.body.append(base + at)
@@ -262,16 +263,16 @@ def decode_starts(data: bytes, out: Starts, *, stop_at: int | None = None) -> in
     pos, end, n = 0, len(data), 0
     try:
         while pos < end:
-            size, magic = _int32(data, pos), _uint32(data, pos + 4)
+            size, magic = int32_at(data, pos), uint32_at(data, pos + 4)
             if magic not in (MAGIC_V1, MAGIC_V2) or size < _HEAD4.size or pos + size > end:
                 raise MessageDecodeError(f"bad record at {pos}: magic {magic:#x}, size {size}")
-            qoff = _int64(data, pos + 20)
+            qoff = int64_at(data, pos + 20)
             if stop_at is not None and qoff >= stop_at:
                 break
-            if magic != MAGIC_V1 or _uint32(data, pos + 36) & (_V6 | SysFlag.COMPRESSED):
+            if magic != MAGIC_V1 or uint32_at(data, pos + 36) & (_V6 | SysFlag.COMPRESSED):
                 out.plain = False
             else:
-                blen = _int32(data, pos + 84)
+                blen = int32_at(data, pos + 84)
                 if blen < 0:
                     raise MessageDecodeError(f"bad record at {pos}: body length {blen}")
                 at = pos + _HEAD4.size + blen
@@ -289,27 +290,13 @@ def decode_starts(data: bytes, out: Starts, *, stop_at: int | None = None) -> in
     return n
 
 
-def _uint32(data: bytes, at: int) -> int:
-    return (data[at] << 24) | (data[at + 1] << 16) | (data[at + 2] << 8) | data[at + 3]
-
-
-def _int32(data: bytes, at: int) -> int:
-    value = _uint32(data, at)
-    return value - 0x1_0000_0000 if value & 0x8000_0000 else value
-
-
-def _int64(data: bytes, at: int) -> int:
-    high = _int32(data, at)  # the sign is the high word's
-    return high * 0x1_0000_0000 + _uint32(data, at + 4)
-
-
 def _host4(data: bytes, at: int) -> str:
     """The IPv4 host and port at ``at`` as "ip:port", known ones from ``_hosts`` (keyed by
     address << 16 | port: 48 bits, a small int compiled)."""
-    port = _uint32(data, at + 4)
+    port = uint32_at(data, at + 4)
     if port > 0xFFFF:  # no such port: not kept
         return unpack_host(data[at : at + 8])
-    key = (_uint32(data, at) << 16) | port
+    key = (uint32_at(data, at) << 16) | port
     host = _hosts.get(key)
     if host is None:
         host = unpack_host(data[at : at + 8])
