@@ -37,10 +37,8 @@ def _i32(value: int) -> pa.Scalar:
 _HEAD_S, _ONE, _TWO, _BYTE = _i32(_HEAD), _i32(1), _i32(2), _i32(256)
 _THOUSAND = pa.scalar(1000, pa.int64())
 _EMPTY, _NULL = pa.scalar("", pa.string()), pa.scalar(None, pa.string())
-_LOOKUP = {
-    name: pc.MapLookupOptions(pa.scalar(name, pa.string()), "last")
-    for name in ("UNIQ_KEY", "TAGS", "KEYS")
-}
+_NAMES = {name: pa.scalar(name, pa.string()) for name in ("UNIQ_KEY", "TAGS", "KEYS")}
+_LOOKUP = {name: pc.MapLookupOptions(scalar, "last") for name, scalar in _NAMES.items()}
 
 
 def starts_batch(
@@ -229,14 +227,14 @@ def _assemble(
     """The batch of the connector's schema from its columns (``table``: the properties
     map, of which msgId, tags and keys; a row without a UNIQ_KEY gets the offsetMsgId of
     its record, at ``records``' place in ``joined``), rows filtered by ``tags``."""
-    uniq = pc.map_lookup(table, options=_LOOKUP["UNIQ_KEY"])
+    uniq = lookup_property(table, "UNIQ_KEY")
     if uniq.null_count:
         made = [
             None if u.is_valid else offset_msg_id_at(joined, at)
             for u, at in zip(uniq, records, strict=True)
         ]
         uniq = pc.coalesce(uniq, pa.array(made, pa.string()))
-    tag = pc.map_lookup(table, options=_LOOKUP["TAGS"])
+    tag = lookup_property(table, "TAGS")
     columns = [
         topic,
         _same(broker_name, n),
@@ -244,7 +242,7 @@ def _assemble(
         queue_offset,
         uniq,
         tag,
-        pc.map_lookup(table, options=_LOOKUP["KEYS"]),
+        lookup_property(table, "KEYS"),
         body,
         table if include_properties else pa.nulls(n, _MAP),
         *(pc.multiply(ms, _THOUSAND).cast(_US) for ms in (born_ms, store_ms)),
@@ -257,6 +255,27 @@ def _assemble(
         keep = pc.fill_null(pc.is_in(tag, value_set=pa.array(sorted(tags), pa.string())), False)
         batch = batch.filter(keep)
     return batch
+
+
+def lookup_property(table: pa.MapArray, name: str) -> pa.Array:
+    """Each row's value of property ``name`` (the last if it is there twice, as
+    ``map_lookup``): where no row has it, or every row has it once (the usual cases), read
+    from the map's flat keys and values, a third of ``map_lookup``'s cost."""
+    n = len(table)
+    if n and table.offset == 0:
+        found = pc.equal(table.keys, _NAMES[name])
+        count = pc.sum(found).as_py() or 0
+        if count == 0:
+            return pa.nulls(n, pa.string())
+        if count == n:
+            at = pc.indices_nonzero(found)  # each row's own if each lies in its row's span
+            offsets = table.offsets
+            inside = pc.and_(
+                pc.greater_equal(at, offsets.slice(0, n)), pc.less(at, offsets.slice(1, n))
+            )
+            if pc.all(inside).as_py():
+                return table.items.take(at)
+    return pc.map_lookup(table, options=_LOOKUP[name])
 
 
 def _binary(spans: list[int], data: pa.Buffer) -> pa.Array:

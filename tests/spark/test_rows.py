@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import zlib
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -22,7 +24,7 @@ from aiorocketmq.client import (
 )
 from aiorocketmq.remoting.errors import MessageDecodeError
 from aiorocketmq.remoting.protocol.message import MessageExt, SysFlag, encode_record
-from aiorocketmq.spark.rows import layout_batch, starts_batch
+from aiorocketmq.spark.rows import layout_batch, lookup_property, starts_batch
 from aiorocketmq.spark.schema import to_batch
 
 HOSTS = ["10.0.0.1:5555", "10.0.0.2:10911", "[::1]:10911", "[fe80::1]:7"]
@@ -153,3 +155,44 @@ def test_layout_reads_the_head_fields_as_decode_columns(
     assert decode_starts(data, starts) == len(cols)
     got = starts_batch(starts, [data], "broker-a", topic="T")
     assert got.equals(layout_batch(layout, [data], "broker-a", topic="T"))
+
+
+MAPS = st.lists(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["TAGS", "KEYS", "UNIQ_KEY", "a"]), st.sampled_from(["x", "y", "ü"])
+        ),
+        max_size=3,
+    ),
+    max_size=6,
+)
+
+
+@given(MAPS, st.sampled_from(["TAGS", "KEYS", "UNIQ_KEY"]))
+def test_lookup_property_is_map_lookup_last(rows: list[list[tuple[str, str]]], name: str) -> None:
+    """``lookup_property`` reads the flat keys where no row has the name or every row has it
+    once; whatever the rows (a name twice, some rows without it), it equals Arrow's
+    ``map_lookup`` with "last", as a dict keeps a name."""
+    table = pa.array(rows, pa.map_(pa.string(), pa.string()))
+    want = pc.map_lookup(table, pa.scalar(name, pa.string()), "last")
+    assert lookup_property(table, name).equals(want)
+
+
+@pytest.mark.parametrize(
+    ("rows", "want"),
+    [
+        (
+            [[("UNIQ_KEY", "a"), ("b", "c")], [("b", "d"), ("UNIQ_KEY", "e")]],
+            ["a", "e"],
+        ),  # each once
+        ([[("b", "c")], []], [None, None]),  # none
+        ([[("UNIQ_KEY", "a"), ("UNIQ_KEY", "b")], []], ["b", None]),  # twice and none: as many
+        (
+            [[("UNIQ_KEY", "a")], [("UNIQ_KEY", "b"), ("UNIQ_KEY", "c")], [("x", "y")]],
+            ["a", "c", None],
+        ),
+    ],
+)
+def test_lookup_property_cases(rows: list[list[tuple[str, str]]], want: list[str | None]) -> None:
+    table = pa.array(rows, pa.map_(pa.string(), pa.string()))
+    assert lookup_property(table, "UNIQ_KEY").to_pylist() == want
