@@ -1,5 +1,5 @@
 """Shared fixtures: a real RemotingServer on 127.0.0.1 port 0 in the test's loop; the
-``--dist loadgroup`` of ``make test``'s two xdist workers (tests/units.py); the hypothesis
+``--dist loadgroup`` of ``make test``'s xdist workers (tests/units.py); the hypothesis
 profile every test runs under. Refuses to run against compiled modules older than their
 sources."""
 

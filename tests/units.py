@@ -1,4 +1,4 @@
-"""How ``make test`` shares the suite between two pytest-xdist workers (``-n 2``; pyproject's
+"""How ``make test`` shares the suite between pytest-xdist workers (``-n 3``; pyproject's
 addopts has ``--dist loadgroup``, which tests/conftest.py implements with these units).
 
 A work unit -- what one worker runs -- is one test, except that the tests sharing a fixture
