@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Sequence
 from enum import Enum
 from mmap import PAGESIZE, mmap
 from pathlib import Path
@@ -28,7 +27,7 @@ from aiorocketmq.broker.store.highwater import HighWater
 from aiorocketmq.broker.store.props import RecordFilter, props_span, stored_properties
 from aiorocketmq.broker.store.segment import Segment, SegmentQueue, SpaceCheck
 from aiorocketmq.remoting.files import fsync_dir
-from aiorocketmq.remoting.protocol.bigendian import int32_at, uint32_at
+from aiorocketmq.remoting.protocol.bigendian import int32_at, int64_at, uint32_at
 from aiorocketmq.remoting.protocol.message import (
     BLANK_MAGIC,
     MAGIC_V1,
@@ -341,7 +340,7 @@ class Gather:
         self._copies: list[bytes] = []  # the runs add_all copied out: take's, if all are
         self._copied = 0  # how many runs those are
 
-    def add_all(self, physs: Sequence[int], sizes: Sequence[int]) -> bool:
+    def add_all(self, physs: list[int], sizes: list[int]) -> bool:
         """Add the records at ``physs`` (``sizes`` bytes each), all checked at once: True if
         every one is there, in one segment; False, having added none, if not. Each run of
         adjacent records is copied out (``take``'s copy) and its heads are read from the
@@ -472,7 +471,7 @@ class Gather:
                 view.release()
 
 
-def _heads_in(copy: bytes, at: int, first: int, sizes: Sequence[int], i: int, j: int) -> bool:
+def _heads_in(copy: bytes, at: int, first: int, sizes: list[int], i: int, j: int) -> bool:
     """Whether ``copy`` holds from ``at`` records of ``sizes[i:j]`` back to back, from log
     offset ``first``, each with its size, MAGIC_V1 and its own log offset in its head, as
     ``add`` checks one."""
@@ -481,7 +480,7 @@ def _heads_in(copy: bytes, at: int, first: int, sizes: Sequence[int], i: int, j:
         size = sizes[k]
         if int32_at(copy, at) != size or uint32_at(copy, at + 4) != MAGIC_V1:
             return False
-        if int32_at(copy, at + 28) * 0x1_0000_0000 + uint32_at(copy, at + 32) != first + at - base:
+        if int64_at(copy, at + 28) != first + at - base:
             return False
         at += size
     return True
