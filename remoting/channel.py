@@ -59,7 +59,7 @@ class Channel(asyncio.Protocol):
         self._dispatcher = dispatcher
         self._options = options
         self._limits = options.limits
-        self._decoder = FrameDecoder(options.max_frame)
+        self._decoder = FrameDecoder(options.max_frame, options.frame_keep)
         self._partial = 0  # bytes of unfinished frames last reported to the limits
         self._output = 0  # bytes of unsent output last reported to the limits
         self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}

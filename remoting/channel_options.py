@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from aiorocketmq.remoting.limits import MemoryLimits
-from aiorocketmq.remoting.protocol.frame import DEFAULT_MAX_FRAME
+from aiorocketmq.remoting.protocol.frame import DEFAULT_MAX_FRAME, IDLE_KEEP
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -14,6 +14,7 @@ class ChannelOptions:
     """Per-connection limits, shared by every channel of a server or client."""
 
     max_frame: int = DEFAULT_MAX_FRAME
+    frame_keep: int = IDLE_KEEP  # the frame buffer kept when no frame is pending (FrameDecoder)
     max_in_flight: int = 1024  # requests being handled; reading pauses at the cap
     write_stall_timeout: float = 30.0  # seconds a peer may leave our writes unread
     pause_reading_on_write_stall: bool = True  # servers: a peer that does not read, is not read

@@ -16,6 +16,7 @@ from aiorocketmq.remoting.errors import RemotingConnectError, RemotingError
 from aiorocketmq.remoting.lifecycle import Service
 from aiorocketmq.remoting.log import get_logger
 from aiorocketmq.remoting.protocol.command import RemotingCommand
+from aiorocketmq.remoting.protocol.frame import CLIENT_KEEP
 from aiorocketmq.remoting.protocol.signature import Credentials, sign
 from aiorocketmq.remoting.slots import Slots
 
@@ -63,6 +64,7 @@ class RemotingClient(Service):
         self._dispatcher = Dispatcher(routes or {})
         self._options = ChannelOptions(
             max_frame=self.config.frame_max_length,
+            frame_keep=CLIENT_KEEP,  # a few connections: their big answers reuse one buffer
             write_stall_timeout=self.config.client_write_stall_timeout_millis / 1000,
             pause_reading_on_write_stall=False,  # never stop reading responses
         )
