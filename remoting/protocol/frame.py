@@ -17,7 +17,7 @@ DEFAULT_MAX_FRAME: Final = 16 * 1024 * 1024  # Java's frameMaxLength: prefix + l
 _PREFIX = struct.Struct(">II")
 _U32 = struct.Struct(">I")
 _HEADER_LEN_MAX: Final = 0xFFFFFF
-IDLE_KEEP: Final = 64 * 1024  # a buffer this size stays when no frame is pending
+IDLE_KEEP: Final = 0  # a server's, when no frame is pending: many idle connections hold nothing
 CLIENT_KEEP: Final = 1024 * 1024  # a client's: a pull's 256 KiB answers, a batch's bigger
 
 
@@ -32,7 +32,7 @@ class FrameDecoder:
     frame's first bytes and grow again in fresh pages, about 100 page faults for a 256 KiB
     frame arriving in 64 KiB pieces (17x the cost of one piece). It grows at most to 1.5 times
     what has arrived (a peer's declared length alone takes nothing) and is let go once no
-    frame is pending if it is over ``keep`` bytes: a server's many connections keep little
+    frame is pending if it is over ``keep`` bytes: a server's many connections keep nothing
     (``IDLE_KEEP``), a client's few keep what its answers need (``CLIENT_KEEP``).
     """
 
