@@ -179,10 +179,7 @@ def decode_layout(data: bytes, out: Layout, *, stop_at: int | None = None, limit
         while pos < end and n != limit:
             # the head read field by field: compiled, a byte read is a C call, where
             # struct's tuple of 15 ints cost 0.4 us a record
-            size, magic = int32_at(data, pos), uint32_at(data, pos + 4)
-            if magic not in (MAGIC_V1, MAGIC_V2) or size < _HEAD4.size or pos + size > end:
-                raise MessageDecodeError(f"bad record at {pos}: magic {magic:#x}, size {size}")
-            qoff = int64_at(data, pos + 20)
+            size, magic, qoff = _head(data, pos, end)
             if stop_at is not None and qoff >= stop_at:
                 break
             qid, sysflag, born = (
@@ -263,10 +260,7 @@ def decode_starts(data: bytes, out: Starts, *, stop_at: int | None = None) -> in
     pos, end, n = 0, len(data), 0
     try:
         while pos < end:
-            size, magic = int32_at(data, pos), uint32_at(data, pos + 4)
-            if magic not in (MAGIC_V1, MAGIC_V2) or size < _HEAD4.size or pos + size > end:
-                raise MessageDecodeError(f"bad record at {pos}: magic {magic:#x}, size {size}")
-            qoff = int64_at(data, pos + 20)
+            size, magic, qoff = _head(data, pos, end)
             if stop_at is not None and qoff >= stop_at:
                 break
             if magic != MAGIC_V1 or uint32_at(data, pos + 36) & (_V6 | SysFlag.COMPRESSED):
@@ -288,6 +282,15 @@ def decode_starts(data: bytes, out: Starts, *, stop_at: int | None = None) -> in
         raise MessageDecodeError(f"malformed record at {pos}: {exc}") from exc
     out.base = base + end
     return n
+
+
+def _head(data: bytes, pos: int, end: int) -> tuple[int, int, int]:
+    """The size, magic and queue offset of the record at ``pos`` (``data`` ends at ``end``);
+    MessageDecodeError if its magic is unknown or its size does not fit."""
+    size, magic = int32_at(data, pos), uint32_at(data, pos + 4)
+    if magic not in (MAGIC_V1, MAGIC_V2) or size < _HEAD4.size or pos + size > end:
+        raise MessageDecodeError(f"bad record at {pos}: magic {magic:#x}, size {size}")
+    return size, magic, int64_at(data, pos + 20)
 
 
 def _host4(data: bytes, at: int) -> str:
